@@ -1,0 +1,3 @@
+from michi.cli.main import main
+
+raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""The command line: parse, call a command, render its result once, turn errors into exit codes."""

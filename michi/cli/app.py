@@ -1,0 +1,82 @@
+"""The typer application: global options and the verbs. Command modules are imported lazily inside
+each verb so `michi lock ...` never pays for GitPython (ADR 0002)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from michi import __version__
+from michi.session import Session
+
+EPILOG = (
+    "Exit codes: 0 ok, 1 unexpected error, 2 usage, 3 not found, 4 conflict, 5 git or remote failure, "
+    "75 lock busy, 130 interrupted. With --json (allowed anywhere before --), stdout holds exactly one "
+    "JSON document: the result, or {\"error\": {\"code\": ..., \"message\": ...}}."
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"michi {__version__}")
+        raise typer.Exit(0)
+
+
+def _root(
+    ctx: typer.Context,
+    directory: Annotated[
+        Path | None,
+        typer.Option("-C", metavar="PATH", help="Run as if michi was started in PATH (like git -C)."),
+    ] = None,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="Print one JSON document on stdout (for agents and scripts).")
+    ] = False,
+    agent: Annotated[
+        str | None,
+        typer.Option("--agent", metavar="NAME", help="Who is acting (env MICHI_AGENT); needed for claims."),
+    ] = None,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
+    """michi: a git repository as a task tracker for one developer and many AI agents.
+
+    Every command that changes tasks is one git transaction under the repo lock (.michi.lock):
+    fetch, change the task files, commit, push, release.
+    """
+    import sys
+
+    base = Path.cwd() if directory is None else (Path.cwd() / directory)
+    obj: Any = ctx.obj or {}
+    ctx.obj = Session(cwd=base, json=bool(obj.get("json")) or json_out, agent=agent, argv=sys.argv[1:])
+
+
+def click_exceptions() -> Any:
+    """The click exception module typer uses: recent typer vendors click as `typer._click`."""
+    try:
+        from typer._click import exceptions
+    except ImportError:  # typer before 0.20 depends on click itself
+        from click import exceptions  # type: ignore[no-redef]
+    return exceptions
+
+
+def build_app() -> typer.Typer:
+    app = typer.Typer(
+        name="michi",
+        help=_root.__doc__,
+        epilog=EPILOG,
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+        rich_markup_mode=None,
+        context_settings={"help_option_names": ["-h", "--help"]},
+    )
+    app.callback()(_root)
+    from michi.cli import hook_cli, lock_cli, task_cli
+
+    lock_cli.register(app)
+    hook_cli.register(app)
+    task_cli.register(app)
+    return app

@@ -1,0 +1,55 @@
+"""Rendering, in one place: a result becomes JSON on stdout (agents) or rich text (people)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from functools import singledispatch
+from typing import Any
+
+from michi.errors import MichiError
+from michi.results import Result
+
+
+def _console(stderr: bool = False) -> Any:
+    from rich.console import Console
+
+    return Console(stderr=stderr, highlight=False, soft_wrap=True)
+
+
+@singledispatch
+def human(result: Result) -> Any:
+    """Register richer views with `@human.register(SomeResult)` in the CLI module of that verb."""
+    text = result.summary()
+    return text if text else json.dumps(result.to_json(), indent=2, ensure_ascii=False)
+
+
+def emit(result: Result, json_mode: bool) -> int:
+    if json_mode:
+        sys.stdout.write(json.dumps(result.to_json(), ensure_ascii=False, separators=(",", ":")) + "\n")
+    else:
+        view = human(result)
+        if view is not None and view != "":
+            if isinstance(view, str):
+                sys.stdout.write(view + "\n")
+            else:
+                _console().print(view)
+    sys.stdout.flush()
+    return int(result.exit_code)
+
+
+def fail(exc: MichiError, json_mode: bool) -> int:
+    if json_mode:
+        sys.stdout.write(json.dumps(exc.to_json(), ensure_ascii=False) + "\n")
+        sys.stdout.flush()
+    else:
+        line = f"michi: {exc.message}"
+        if exc.hint:
+            line += f"\n  hint: {exc.hint}"
+        sys.stderr.write(line + "\n")
+    return int(exc.exit_code)
+
+
+def usage_text(text: str) -> None:
+    if text:
+        sys.stderr.write(text + "\n")

@@ -1,0 +1,9 @@
+"""`michi task ...` verbs (placeholder until the task issue lands)."""
+
+from __future__ import annotations
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    """Add this module's verbs to the application."""

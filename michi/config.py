@@ -1,0 +1,114 @@
+"""Configuration: `.michi.toml` at the repository root, overridden by `MICHI_*`, overridden by flags.
+
+Every key is declared once in `KEYS`, with its type, its environment variable and what is allowed, so a
+bad value anywhere is one usage error naming where it came from, the key and what is allowed.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+from typing import Any
+
+from michi.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Config:
+    lock_ttl: float = 300.0  # seconds a lock lease lasts without renewal (ADR 79: 5 minutes)
+    lock_wait: float = 30.0  # seconds a locking command waits for the lock; 0 = one try
+    remote: str = "origin"  # the remote that is the source of truth
+    branch: str = ""  # the task branch; empty = the remote's default branch
+    claim_ttl: float = 3600.0  # seconds an agent's claim lasts; 0 = no expiry
+    push_retries: int = 8  # attempts to push before giving up when other clones keep winning
+    allow_hand_edits: bool = False  # let the pre-commit hook pass hand edits of .tasks/ files
+
+
+def _seconds(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise ValueError
+    number = float(value)
+    if number < 0 or number != number or number == float("inf"):
+        raise ValueError
+    return number
+
+
+def _count(value: Any) -> int:
+    if isinstance(value, bool):
+        raise ValueError
+    number = int(value)
+    if number < 1 or number > 100:
+        raise ValueError
+    return number
+
+
+def _name(value: Any) -> str:
+    if not isinstance(value, str) or any(c.isspace() for c in value) or value.startswith("-"):
+        raise ValueError
+    return value
+
+
+def _flag(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in {"1", "true", "yes", "on"}:
+        return True
+    if text in {"0", "false", "no", "off"}:
+        return False
+    raise ValueError
+
+
+@dataclass(frozen=True)
+class Key:
+    parse: Callable[[Any], Any]
+    env: str
+    allowed: str
+
+
+KEYS: dict[str, Key] = {
+    "lock_ttl": Key(_seconds, "MICHI_LOCK_TTL", "a number of seconds >= 0"),
+    "lock_wait": Key(_seconds, "MICHI_LOCK_WAIT", "a number of seconds >= 0"),
+    "remote": Key(_name, "MICHI_REMOTE", "a remote name without spaces"),
+    "branch": Key(_name, "MICHI_BRANCH", "a branch name without spaces (empty = remote default)"),
+    "claim_ttl": Key(_seconds, "MICHI_CLAIM_TTL", "a number of seconds >= 0 (0 = no expiry)"),
+    "push_retries": Key(_count, "MICHI_PUSH_RETRIES", "a whole number from 1 to 100"),
+    "allow_hand_edits": Key(_flag, "MICHI_ALLOW_HAND_EDITS", "true or false"),
+}
+assert set(KEYS) == {f.name for f in fields(Config)}
+
+
+def _apply(config: Config, values: Mapping[str, Any], where: Callable[[str], str]) -> Config:
+    changes: dict[str, Any] = {}
+    for name, raw in values.items():
+        key = KEYS.get(name)
+        if key is None:
+            raise ConfigError(
+                f"{where(name)}: unknown key {name!r}", hint=f"known keys: {', '.join(sorted(KEYS))}"
+            )
+        try:
+            changes[name] = key.parse(raw)
+        except (ValueError, TypeError):
+            raise ConfigError(
+                f"{where(name)}: {name} = {raw!r} is not allowed", hint=f"{name} must be {key.allowed}"
+            ) from None
+    return replace(config, **changes)
+
+
+def load(config_file: Path | None, environ: Mapping[str, str] | None = None, **flags: Any) -> Config:
+    """File, then environment, then flags (a flag left as None does not override)."""
+    config = Config()
+    if config_file is not None and config_file.is_file():
+        try:
+            data = tomllib.loads(config_file.read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"{config_file.name}: not valid TOML ({exc})", hint="fix the file") from None
+        config = _apply(config, data.get("michi", data), lambda _n: str(config_file.name))
+    env = os.environ if environ is None else environ
+    from_env = {name: env[key.env] for name, key in KEYS.items() if env.get(key.env, "") != ""}
+    config = _apply(config, from_env, lambda n: f"environment {KEYS[n].env}")
+    given = {name: value for name, value in flags.items() if value is not None}
+    return _apply(config, given, lambda n: f"option --{n.replace('_', '-')}")

@@ -1,0 +1,98 @@
+"""One error family: every failure michi expects carries its exit code, a stable code and a fix-it hint.
+
+Only the CLI turns these into output and an exit status (see `michi.cli.main`). The exit codes are a
+contract with agents and are documented in the README; never renumber them.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+from typing import Any
+
+
+class ExitCode(IntEnum):
+    OK = 0
+    UNEXPECTED = 1
+    USAGE = 2
+    NOT_FOUND = 3
+    CONFLICT = 4
+    GIT = 5
+    LOCK_BUSY = 75  # EX_TEMPFAIL from sysexits.h: try again later
+    INTERRUPTED = 130  # 128 + SIGINT, as shells report it
+
+
+class MichiError(Exception):
+    """Base of every error michi expects. `code` is the stable snake_case name agents match on."""
+
+    exit_code: ExitCode = ExitCode.UNEXPECTED
+    code: str = "error"
+
+    def __init__(self, message: str, *, hint: str | None = None, code: str | None = None, **details: Any):
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+        if code is not None:
+            self.code = code
+        self.details = details
+
+    def to_json(self) -> dict[str, Any]:
+        body: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.hint:
+            body["hint"] = self.hint
+        body.update(self.details)
+        return {"error": body}
+
+    def one_line(self) -> str:
+        return f"{self.message} ({self.hint})" if self.hint else self.message
+
+
+class UsageError(MichiError):
+    exit_code = ExitCode.USAGE
+    code = "usage"
+
+
+class NotARepository(UsageError):
+    code = "not_a_repository"
+
+
+class ConfigError(UsageError):
+    code = "bad_config"
+
+
+class NotFound(MichiError):
+    exit_code = ExitCode.NOT_FOUND
+    code = "not_found"
+
+
+class Conflict(MichiError):
+    exit_code = ExitCode.CONFLICT
+    code = "conflict"
+
+
+class GitFailed(MichiError):
+    exit_code = ExitCode.GIT
+    code = "git_failed"
+
+
+class RemoteUnreachable(GitFailed):
+    code = "remote_unreachable"
+
+
+class RemoteRejected(GitFailed):
+    code = "remote_rejected"
+
+
+class RepoBusy(GitFailed):
+    """The user's repository is mid-rebase, mid-merge or similar: michi will not touch it."""
+
+    code = "repo_in_progress"
+
+
+class LockError(MichiError):
+    exit_code = ExitCode.LOCK_BUSY
+    code = "lock_error"
+
+
+class Interrupted(MichiError):
+    exit_code = ExitCode.INTERRUPTED
+    code = "interrupted"

@@ -1,0 +1,186 @@
+"""The lock's owner record (`.michi.lock/owner.json`) and the judgement whether its holder is alive.
+
+Shared by the lock, `michi lock status` and the pre-commit hook, so it imports nothing heavy at module
+level: psutil is loaded only when a same-host holder's liveness must be proven.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+OWNER_FILE = "owner.json"
+RECORD_VERSION = 1
+# A lock dir without a readable owner record is a holder that crashed between mkdir and publishing the
+# record, or one that is publishing right now: give it this long before calling it stale (issue 2).
+MISSING_RECORD_GRACE = 2.0
+# Token handed to child processes of the holder, so the pre-commit hook can let their commits through.
+TOKEN_ENV = "MICHI_LOCK_TOKEN"
+
+
+class CorruptRecord(Exception):
+    """The owner record exists but cannot be read as a record; carries the reason."""
+
+
+def iso(ts: float | None) -> str | None:
+    if ts is None:
+        return None
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse_iso(text: Any) -> float | None:
+    if text is None:
+        return None
+    if not isinstance(text, str):
+        raise ValueError(f"not a timestamp: {text!r}")
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC).timestamp()
+
+
+_boot_id_cache: str | None = None
+
+
+def boot_id() -> str:
+    """Linux's per-boot id: a PID from an earlier boot proves nothing about a process now."""
+    global _boot_id_cache
+    if _boot_id_cache is None:
+        try:
+            _boot_id_cache = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+        except OSError:
+            _boot_id_cache = ""
+    return _boot_id_cache
+
+
+def process_start(pid: int) -> float | None:
+    """Start time of `pid` as psutil reports it, or None when there is no such (live) process."""
+    import psutil
+
+    try:
+        proc = psutil.Process(pid)
+        if proc.status() == psutil.STATUS_ZOMBIE:  # killed but not yet reaped: dead for our purposes
+            return None
+        return float(proc.create_time())
+    except (psutil.NoSuchProcess, psutil.AccessDenied, ProcessLookupError):
+        return None
+
+
+@dataclass(frozen=True)
+class Owner:
+    pid: int
+    host: str
+    boot_id: str
+    pid_start: float | None
+    created: str  # ISO 8601 UTC
+    expires: str | None  # ISO 8601 UTC; None = no lease expiry (only when asked: `lock acquire --ttl 0`)
+    token: str
+    command: str
+    agent: str | None
+    version: int = RECORD_VERSION
+
+    @classmethod
+    def new(cls, *, pid: int, token: str, ttl: float | None, command: str, agent: str | None) -> Owner:
+        now = time.time()
+        return cls(
+            pid=pid,
+            host=socket.gethostname(),
+            boot_id=boot_id(),
+            pid_start=process_start(pid),
+            created=iso(now) or "",
+            expires=iso(now + ttl) if ttl else None,
+            token=token,
+            command=command,
+            agent=agent,
+        )
+
+    @property
+    def created_ts(self) -> float:
+        return parse_iso(self.created) or 0.0
+
+    @property
+    def expires_ts(self) -> float | None:
+        return parse_iso(self.expires)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Any) -> Owner:
+        if not isinstance(data, dict):
+            raise CorruptRecord("owner record is not a JSON object")
+        try:
+            owner = cls(
+                pid=int(data["pid"]),
+                host=str(data["host"]),
+                boot_id=str(data.get("boot_id", "")),
+                pid_start=None if data.get("pid_start") is None else float(data["pid_start"]),
+                created=str(data["created"]),
+                expires=None if data.get("expires") is None else str(data["expires"]),
+                token=str(data["token"]),
+                command=str(data.get("command", "")),
+                agent=None if data.get("agent") is None else str(data["agent"]),
+                version=int(data.get("version", RECORD_VERSION)),
+            )
+            owner.created_ts  # noqa: B018 - validates the timestamps now, not later
+            owner.expires_ts  # noqa: B018
+        except (KeyError, TypeError, ValueError) as exc:
+            raise CorruptRecord(f"owner record is missing or has a bad field ({exc})") from None
+        if owner.pid <= 0 or not owner.token:
+            raise CorruptRecord("owner record has no valid pid or token")
+        return owner
+
+
+def read_owner(lock_dir: Path) -> Owner | None:
+    """The published record; None when there is none (yet). Raises CorruptRecord when unreadable."""
+    try:
+        raw = (lock_dir / OWNER_FILE).read_bytes()
+    except FileNotFoundError:
+        return None
+    except NotADirectoryError:
+        raise CorruptRecord(f"{lock_dir} is not a directory") from None
+    try:
+        return Owner.from_json(json.loads(raw))
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise CorruptRecord(f"owner record is not valid JSON ({len(raw)} bytes)") from None
+
+
+def write_owner(lock_dir: Path, owner: Owner) -> None:
+    """Publish atomically: readers see the old record or the new one, never half of one."""
+    tmp = lock_dir / f".{OWNER_FILE}.{owner.token}.tmp"
+    tmp.write_text(json.dumps(owner.to_json(), indent=2) + "\n", encoding="utf-8")
+    os.replace(tmp, lock_dir / OWNER_FILE)
+
+
+@dataclass(frozen=True)
+class Judgement:
+    stale: bool
+    reason: str  # live | expired | dead | pid_reused | rebooted | no_record | corrupt | publishing
+
+    def __bool__(self) -> bool:  # pragma: no cover - guard against `if judgement:` mistakes
+        raise TypeError("use judgement.stale")
+
+
+def judge(owner: Owner | None, *, lock_mtime: float, now: float | None = None) -> Judgement:
+    """Is the holder provably gone or its lease over? A holder on another host is never judged by PID."""
+    now = time.time() if now is None else now
+    if owner is None:
+        if now - lock_mtime < MISSING_RECORD_GRACE:
+            return Judgement(False, "publishing")
+        return Judgement(True, "no_record")
+    expires = owner.expires_ts
+    if expires is not None and now >= expires:
+        return Judgement(True, "expired")
+    if owner.host != socket.gethostname():
+        return Judgement(False, "live")
+    if owner.boot_id and boot_id() and owner.boot_id != boot_id():
+        return Judgement(True, "rebooted")
+    started = process_start(owner.pid)
+    if started is None:
+        return Judgement(True, "dead")
+    if owner.pid_start is not None and abs(started - owner.pid_start) > 0.05:
+        return Judgement(True, "pid_reused")
+    return Judgement(False, "live")

@@ -1,0 +1,72 @@
+"""Find the repository michi works in, by its files alone.
+
+This runs on every command and in the pre-commit hook, so it must not start git or import GitPython
+(ADR 0002): it walks up from the start folder to the first `.git` entry, as git itself does.
+The lock and michi's private state belong to the repository, not to one work tree, so linked work trees
+(`git worktree add`) resolve to the main work tree through the `commondir` file.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from michi.errors import NotARepository
+
+LOCK_NAME = ".michi.lock"
+CONFIG_NAME = ".michi.toml"
+
+
+@dataclass(frozen=True)
+class RepoPaths:
+    worktree: Path  # top of the work tree this command runs in
+    git_dir: Path  # this work tree's git dir (differs from common_dir in linked work trees)
+    common_dir: Path  # the repository's shared git dir: refs, objects, info/exclude
+    main_worktree: Path  # top of the repository's main work tree: where the lock and config live
+
+    @property
+    def lock_dir(self) -> Path:
+        return self.main_worktree / LOCK_NAME
+
+    @property
+    def config_file(self) -> Path:
+        return self.main_worktree / CONFIG_NAME
+
+    @property
+    def state_dir(self) -> Path:
+        """michi's private files (event log, journal, cache): inside git's dir, never in the work tree."""
+        return self.common_dir / "michi"
+
+
+def _gitdir_from_file(dot_git: Path) -> Path:
+    text = dot_git.read_text(encoding="utf-8").strip()
+    if not text.startswith("gitdir:"):
+        raise NotARepository(f"{dot_git} is not a valid gitdir file", hint="repair it or re-clone")
+    target = Path(text[len("gitdir:") :].strip())
+    return target if target.is_absolute() else (dot_git.parent / target).resolve()
+
+
+def find_repo(start: Path | str | None = None) -> RepoPaths:
+    here = Path(start if start is not None else os.getcwd()).resolve()
+    if not here.is_dir():
+        raise NotARepository(f"{here} is not a directory", hint="pass an existing folder to -C")
+    for folder in (here, *here.parents):
+        dot_git = folder / ".git"
+        if dot_git.is_dir():
+            git_dir = dot_git
+        elif dot_git.is_file():
+            git_dir = _gitdir_from_file(dot_git)
+        else:
+            continue
+        common = git_dir
+        commondir_file = git_dir / "commondir"
+        if commondir_file.is_file():
+            rel = Path(commondir_file.read_text(encoding="utf-8").strip())
+            common = rel if rel.is_absolute() else (git_dir / rel).resolve()
+        main = common.parent if common.name == ".git" else folder
+        return RepoPaths(worktree=folder, git_dir=git_dir, common_dir=common, main_worktree=main)
+    raise NotARepository(
+        f"{here} is not inside a git repository",
+        hint="run michi inside a git work tree, or pass -C PATH (git init makes one)",
+    )

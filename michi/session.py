@@ -1,0 +1,50 @@
+"""What one invocation knows before it does anything: where it runs, who it is, how to talk back."""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from michi import config as config_mod
+from michi.repo import RepoPaths, find_repo
+
+
+@dataclass
+class Session:
+    cwd: Path = field(default_factory=Path.cwd)
+    json: bool = False
+    agent: str | None = None
+    overrides: dict[str, Any] = field(default_factory=dict)
+    argv: list[str] = field(default_factory=list)
+
+    @cached_property
+    def repo(self) -> RepoPaths:
+        return find_repo(self.cwd)
+
+    @cached_property
+    def config(self) -> config_mod.Config:
+        return config_mod.load(self.repo.config_file, **self.overrides)
+
+    def with_overrides(self, **flags: Any) -> config_mod.Config:
+        """The config with this command's own flags on top (a None flag does not override)."""
+        given = {k: v for k, v in flags.items() if v is not None}
+        if not given:
+            return self.config
+        return config_mod.load(self.repo.config_file, **{**self.overrides, **given})
+
+    @property
+    def interactive(self) -> bool:
+        """Spinners and colour only for a person at a terminal, never for agents or in --json mode."""
+        return not self.json and sys.stderr.isatty() and os.environ.get("TERM") != "dumb"
+
+    @property
+    def command_line(self) -> str:
+        """What this process is doing, for lock owner records and commit messages."""
+        return " ".join(a for a in self.argv if a != "--json") or "michi"
+
+    def resolve_agent(self) -> str | None:
+        return self.agent or os.environ.get("MICHI_AGENT") or None

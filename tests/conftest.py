@@ -1,0 +1,140 @@
+"""Fixtures shared by every test: an environment isolated from the user's machine, real git repos.
+
+No test may read the user's git config or home directory (DEVELOPERS.md): `isolated_env` is autouse.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from michi.cli.main import main as michi_main
+
+GIT_IDENTITY = {
+    "GIT_AUTHOR_NAME": "Test Author",
+    "GIT_AUTHOR_EMAIL": "author@example.invalid",
+    "GIT_COMMITTER_NAME": "Test Committer",
+    "GIT_COMMITTER_EMAIL": "committer@example.invalid",
+}
+
+
+@pytest.fixture(autouse=True)
+def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path_factory.mktemp("home")
+    gitconfig = home / ".gitconfig"
+    gitconfig.write_text("[init]\n\tdefaultBranch = main\n[advice]\n\tdetachedHead = false\n")
+    for name in list(os.environ):
+        if name.startswith(("MICHI_", "GIT_")) or name in {"TASKRC", "TASKDATA"}:
+            monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(gitconfig))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("GIT_TERMINAL_PROMPT", "0")
+    for key, value in GIT_IDENTITY.items():
+        monkeypatch.setenv(key, value)
+    return home
+
+
+def git(cwd: Path, *args: str, check: bool = True, env: dict[str, str] | None = None) -> str:
+    proc = subprocess.run(
+        ["git", *args], cwd=cwd, capture_output=True, text=True, env={**os.environ, **(env or {})}
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(f"git {' '.join(args)} failed ({proc.returncode}): {proc.stderr}")
+    return proc.stdout.strip()
+
+
+@dataclass
+class Remote:
+    """A bare origin with one initial commit on main, and a factory of clones."""
+
+    bare: Path
+    root: Path
+
+    def clone(self, name: str) -> Path:
+        path = self.root / name
+        git(self.root, "clone", "-q", str(self.bare), str(path))
+        return path
+
+    def head(self, branch: str = "main") -> str:
+        return git(self.bare, "rev-parse", f"refs/heads/{branch}")
+
+
+@pytest.fixture
+def remote(tmp_path: Path) -> Remote:
+    bare = tmp_path / "origin.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(bare))
+    seed = tmp_path / "seed"
+    git(tmp_path, "init", "-q", "-b", "main", str(seed))
+    (seed / "README.md").write_text("hello\n")
+    git(seed, "add", "README.md")
+    git(seed, "commit", "-q", "-m", "initial commit")
+    git(seed, "push", "-q", str(bare), "main")
+    return Remote(bare=bare, root=tmp_path)
+
+
+@pytest.fixture
+def repo(remote: Remote) -> Path:
+    """One clone of `remote`, the usual place to run michi."""
+    return remote.clone("work")
+
+
+@pytest.fixture
+def local_repo(tmp_path: Path) -> Path:
+    """A repository with one commit and no remote."""
+    path = tmp_path / "local"
+    git(tmp_path, "init", "-q", "-b", "main", str(path))
+    (path / "README.md").write_text("hello\n")
+    git(path, "add", "README.md")
+    git(path, "commit", "-q", "-m", "initial commit")
+    return path
+
+
+@dataclass
+class CliResult:
+    exit_code: int
+    stdout: str
+    stderr: str
+
+    def json(self) -> Any:
+        return json.loads(self.stdout)
+
+
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., CliResult]:
+    """Run michi in-process (fast): `cli(repo, "task", "add", "x", "--json")`."""
+
+    def run(cwd: Path, *args: str) -> CliResult:
+        capsys.readouterr()
+        code = michi_main(["-C", str(cwd), *args])
+        out, err = capsys.readouterr()
+        return CliResult(code, out, err)
+
+    return run
+
+
+def run_michi(cwd: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 60) -> CliResult:
+    """Run michi as a real separate process, as agents do."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "michi", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=timeout,
+    )
+    return CliResult(proc.returncode, proc.stdout, proc.stderr)
+
+
+@pytest.fixture
+def michi_proc() -> Iterator[Callable[..., CliResult]]:
+    yield run_michi

@@ -1,0 +1,25 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import run_michi
+
+from michi import __version__
+
+
+def test_version(cli, tmp_path: Path) -> None:
+    result = cli(tmp_path, "--version")
+    assert result.exit_code == 0
+    assert __version__ in result.stdout
+
+
+def test_unknown_command_is_usage_error_in_json(cli, tmp_path: Path) -> None:
+    result = cli(tmp_path, "no-such-verb", "--json")
+    assert result.exit_code == 2
+    assert result.json()["error"]["code"] == "usage"
+
+
+def test_help_exits_zero_and_lists_exit_codes(tmp_path: Path) -> None:
+    result = run_michi(tmp_path, "--help")
+    assert result.exit_code == 0
+    assert "75 lock busy" in result.stdout.replace("\n", " ").replace("  ", " ")
