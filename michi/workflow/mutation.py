@@ -1,0 +1,83 @@
+"""The contract between the transaction engine and what it commits.
+
+A `Mutation` is pure data naming an apply function (`"package.module:function"`) and its JSON-able
+parameters. The engine journals it before it starts, so after a crash (SIGKILL) the next michi command
+can apply it again to the then-current remote state: an operation lands exactly once (ADR 0004).
+
+The apply function gets a read-only `TaskTree` of the fresh task branch and returns a `Change`; it must not
+touch the disk or the network, and it may be called several times (each push rejected by the remote means
+one more call on a newer tree). It raises a `michi.errors.MichiError` to refuse; then nothing is pushed.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+class TaskTree(Protocol):
+    """The task branch at one commit (read-only). Paths are repo-relative with '/' separators."""
+
+    @property
+    def commit(self) -> str | None:
+        """The commit's oid, or None when the task branch has no commit yet."""
+
+    @property
+    def tree_oid(self) -> str | None:
+        """The root tree's oid (the key for caches), or None when there is no commit."""
+
+    def task_files(self) -> dict[str, str]:
+        """Every `.tasks/*.json` file of every domain: path -> blob oid."""
+
+    def read(self, path: str) -> bytes | None:
+        """A file's content, or None when it does not exist in this tree."""
+
+    def read_blobs(self, oids: Iterable[str]) -> dict[str, bytes]:
+        """Contents by blob oid (one batched git call)."""
+
+    def changed_task_files(self, since_tree: str) -> dict[str, str | None]:
+        """`.tasks/*.json` files that differ from tree `since_tree`: path -> new blob oid (None = deleted)."""
+
+
+@dataclass(frozen=True)
+class ApplyContext:
+    now: float  # seconds since the epoch, taken once per apply
+    agent: str | None
+    host: str
+    state_dir: str  # the repository's private michi folder (for caches keyed by content)
+
+
+@dataclass(frozen=True)
+class Change:
+    subject: str  # commit subject after "michi: ", e.g. "task done 42"
+    writes: Mapping[str, bytes] = field(default_factory=dict)  # path -> full new content
+    deletes: frozenset[str] = frozenset()
+    trailers: Mapping[str, str] = field(default_factory=dict)  # extra commit trailers, e.g. Michi-Task
+    result: Any = None  # handed back to the caller when the transaction succeeds
+
+    @property
+    def empty(self) -> bool:
+        return not self.writes and not self.deletes
+
+
+ApplyFn = Callable[[TaskTree, Mapping[str, Any], ApplyContext], Change]
+
+
+@dataclass(frozen=True)
+class Mutation:
+    apply: str  # "package.module:function" of an ApplyFn
+    params: Mapping[str, Any] = field(default_factory=dict)  # must be JSON-serialisable
+
+    def resolve(self) -> ApplyFn:
+        module, _, name = self.apply.partition(":")
+        fn: ApplyFn = getattr(importlib.import_module(module), name)
+        return fn
+
+    def to_json(self) -> dict[str, Any]:
+        return {"apply": self.apply, "params": dict(self.params)}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Mutation:
+        return cls(apply=str(data["apply"]), params=dict(data.get("params") or {}))
