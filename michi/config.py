@@ -23,7 +23,7 @@ class Config:
     remote: str = "origin"  # the remote that is the source of truth
     branch: str = ""  # the task branch; empty = the remote's default branch
     claim_ttl: float = 3600.0  # seconds an agent's claim lasts; 0 = no expiry
-    push_retries: int = 8  # attempts to push before giving up when other clones keep winning
+    push_retries: int = 20  # attempts to push before giving up when other clones keep winning
     allow_hand_edits: bool = False  # let the pre-commit hook pass hand edits of .tasks/ files
 
 

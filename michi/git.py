@@ -10,7 +10,9 @@ from __future__ import annotations
 import os
 import subprocess
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from michi.errors import GitFailed
 
@@ -36,6 +38,16 @@ def staged_paths(worktree: Path) -> list[str]:
     return [p for p in out.split("\0") if p]
 
 
+# `.tasks/*.json` in any folder (as `_is_task_file`), anchored at the top even when run from a subfolder.
+TASK_PATHSPEC = ":(top,glob)**/.tasks/*.json"
+
+
+def staged_task_paths(worktree: Path) -> list[str]:
+    """Task files the commit being made adds, changes or deletes (the pre-commit hook, ADR 0005)."""
+    out = quick(worktree, "diff", "--cached", "--name-only", "-z", "--no-renames", "--", TASK_PATHSPEC)
+    return [p for p in out.split("\0") if p]
+
+
 def hooks_dir(worktree: Path) -> Path:
     """Where git looks for hooks here: honours core.hooksPath and linked work trees."""
     out = quick(worktree, "rev-parse", "--path-format=absolute", "--git-path", "hooks").strip()
@@ -50,3 +62,343 @@ def config_get(worktree: Path, key: str) -> str | None:
 def run(cwd: Path, args: Sequence[str]) -> str:
     """Escape hatch for code paths that are not yet behind a named function; prefer a named one."""
     return quick(cwd, *args)
+
+
+# --- GitPython-backed functions for the transaction (imported lazily, ADR 0002) -------------------------
+
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+BLOB_MODE = 0o100644
+TREE_MODE = 0o040000
+NO_PROMPT = {"GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true", "SSH_ASKPASS": "true"}
+
+if TYPE_CHECKING:
+    from git import Repo
+
+
+@dataclass(frozen=True)
+class Head:
+    branch: str | None  # None when detached
+    oid: str | None  # None when the branch is unborn
+
+
+@dataclass(frozen=True)
+class CommitMeta:
+    tree: str
+    parents: tuple[str, ...]
+    headers: tuple[bytes, ...]  # author, committer, encoding...: every header but tree, parent, gpgsig
+    message: bytes
+
+
+def open_repo(worktree: Path) -> Repo:
+    import git
+
+    try:
+        return git.Repo(worktree)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        from michi.errors import NotARepository
+
+        raise NotARepository(f"{worktree} is not a git repository", hint="run michi inside a clone") from None
+
+
+def _exec(repo: Repo, *args: str, env: Mapping[str, str] | None = None, raw: bool = False) -> tuple[int, Any, str]:
+    status, out, err = repo.git.execute(
+        ["git", *args],
+        with_extended_output=True,
+        with_exceptions=False,
+        env={**NO_PROMPT, **(env or {})},
+        stdout_as_string=not raw,
+        strip_newline_in_stdout=not raw,
+    )
+    return int(status), out, str(err)
+
+
+def _must(repo: Repo, *args: str, env: Mapping[str, str] | None = None) -> str:
+    status, out, err = _exec(repo, *args, env=env)
+    if status != 0:
+        raise GitFailed(f"git {args[0]} failed: {err.strip() or status}")
+    return str(out)
+
+
+def ref_oid(repo: Repo, ref: str) -> str | None:
+    """Resolve a ref by reading loose and packed refs in Python (no git process)."""
+    from git.refs.symbolic import SymbolicReference
+
+    try:
+        return str(SymbolicReference.dereference_recursive(repo, ref))
+    except (ValueError, OSError):
+        return None
+
+
+def head(repo: Repo) -> Head:
+    from git.refs.symbolic import SymbolicReference
+
+    sha, target = SymbolicReference._get_ref_info(repo, "HEAD")
+    if target is None:
+        return Head(branch=None, oid=sha)
+    branch = target.removeprefix("refs/heads/")
+    return Head(branch=branch, oid=ref_oid(repo, target))
+
+
+def remote_exists(repo: Repo, remote: str) -> bool:
+    return bool(config_get(Path(repo.working_dir), f"remote.{remote}.url"))
+
+
+def remote_default_branch(repo: Repo, remote: str) -> str | None:
+    """What `git clone` recorded as the remote's default branch (refs/remotes/<remote>/HEAD)."""
+    from git.refs.symbolic import SymbolicReference
+
+    try:
+        _sha, target = SymbolicReference._get_ref_info(repo, f"refs/remotes/{remote}/HEAD")
+    except (ValueError, OSError):
+        return None
+    prefix = f"refs/remotes/{remote}/"
+    return target.removeprefix(prefix) if target and target.startswith(prefix) else None
+
+
+def _remote_failure(err: str, remote: str) -> GitFailed:
+    from michi.errors import RemoteUnreachable
+
+    first = next((line for line in err.splitlines() if line.strip()), err.strip())
+    return RemoteUnreachable(
+        f"cannot reach remote {remote!r}: {first}",
+        hint="check the network and `git remote -v`; retry, or pass --offline to commit locally",
+    )
+
+
+def fetch_branch(repo: Repo, remote: str, branch: str) -> str | None:
+    """Update refs/remotes/<remote>/<branch> from the remote; None when the remote has no such branch."""
+    tracking = f"refs/remotes/{remote}/{branch}"
+    status, _out, err = _exec(
+        repo, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", remote, f"+refs/heads/{branch}:{tracking}"
+    )
+    if status != 0:
+        if "couldn't find remote ref" in err:
+            return None
+        raise _remote_failure(err, remote)
+    return ref_oid(repo, tracking)
+
+
+# Reasons a remote gives when a concurrent push won the race for the ref: contention, not refusal.
+_REF_RACES = ("failed to update ref", "cannot lock ref", "incorrect old value", "failed to lock")
+
+
+@dataclass(frozen=True)
+class PushResult:
+    ok: bool
+    stale: bool  # rejected because the remote moved on: fetch and try again
+
+
+def push(repo: Repo, remote: str, commit: str, branch: str, env: Mapping[str, str]) -> PushResult:
+    """Fast-forward-only push of `commit` to the remote branch (the remote serializes machines)."""
+    from michi.errors import RemoteRejected
+
+    status, out, err = _exec(repo, "push", "--porcelain", "--quiet", remote, f"{commit}:refs/heads/{branch}", env=env)
+    if status == 0:
+        return PushResult(ok=True, stale=False)
+    text = f"{out}\n{err}"
+    if "[rejected]" in text and ("non-fast-forward" in text or "fetch first" in text or "stale info" in text):
+        return PushResult(ok=False, stale=True)
+    if "[remote rejected]" in text and any(reason in text for reason in _REF_RACES):
+        return PushResult(ok=False, stale=True)  # another push held the remote's ref lock: retry
+    if "[remote rejected]" in text or "[rejected]" in text:
+        reason = next((ln.strip() for ln in text.splitlines() if "rejected]" in ln), err.strip())
+        raise RemoteRejected(
+            f"remote {remote!r} refused the push: {reason}",
+            hint="the remote's hooks or branch protection refused michi's commit; ask its admin, then retry",
+        )
+    raise _remote_failure(err or str(out), remote)
+
+
+def is_ancestor(repo: Repo, ancestor: str, descendant: str) -> bool:
+    status, _out, _err = _exec(repo, "merge-base", "--is-ancestor", ancestor, descendant)
+    return status == 0
+
+
+def tree_of(repo: Repo, commit: str) -> str:
+    return read_commit(repo, commit).tree
+
+
+def _is_task_file(path: str) -> bool:
+    parts = path.split("/")
+    return len(parts) >= 2 and parts[-2] == ".tasks" and parts[-1].endswith(".json")
+
+
+def ls_task_files(repo: Repo, tree: str) -> dict[str, str]:
+    """Every `.tasks/*.json` file in `tree`: path -> blob oid (one git process)."""
+    out = _must(repo, "ls-tree", "-r", "-z", "--full-tree", tree)
+    files: dict[str, str] = {}
+    for record in out.split("\0"):
+        if not record:
+            continue
+        meta, _, path = record.partition("\t")
+        if _is_task_file(path) and meta.split(" ")[1] == "blob":
+            files[path] = meta.split(" ")[2]
+    return files
+
+
+def diff_trees(repo: Repo, old: str, new: str) -> dict[str, tuple[int, str] | None]:
+    """Paths that differ between two trees or commits: path -> (mode, blob oid), None when deleted."""
+    out = _must(repo, "diff-tree", "-r", "-z", "--no-renames", old, new)
+    fields = out.split("\0")
+    changes: dict[str, tuple[int, str] | None] = {}
+    for meta, path in zip(fields[0::2], fields[1::2], strict=False):
+        if not meta.startswith(":"):
+            continue
+        _old_mode, new_mode, _old_oid, new_oid, status = meta[1:].split(" ")
+        changes[path] = None if status == "D" else (int(new_mode, 8), new_oid)
+    return changes
+
+
+def diff_task_files(repo: Repo, old_tree: str, new_tree: str) -> dict[str, str | None]:
+    return {
+        p: (None if c is None else c[1]) for p, c in diff_trees(repo, old_tree, new_tree).items() if _is_task_file(p)
+    }
+
+
+def read_blob(repo: Repo, oid: str) -> bytes:
+    data: bytes = repo.odb.stream(bytes.fromhex(oid)).read()
+    return data
+
+
+def _store(repo: Repo, kind: bytes, data: bytes) -> str:
+    from io import BytesIO
+
+    from gitdb import IStream
+
+    istream = repo.odb.store(IStream(kind, len(data), BytesIO(data)))
+    return str(istream.hexsha.decode() if isinstance(istream.hexsha, bytes) else istream.hexsha)
+
+
+def write_blob(repo: Repo, data: bytes) -> str:
+    """Write a blob object in Python (no git process inside the lock)."""
+    return _store(repo, b"blob", data)
+
+
+def _tree_entries(repo: Repo, tree: str | None) -> dict[str, tuple[int, str]]:
+    if tree is None or tree == EMPTY_TREE:
+        return {}
+    from git.objects.fun import tree_entries_from_data
+
+    raw = repo.odb.stream(bytes.fromhex(tree)).read()
+    return {name: (mode, sha.hex()) for sha, mode, name in tree_entries_from_data(raw)}
+
+
+def _write_tree(repo: Repo, entries: dict[str, tuple[int, str]]) -> str:
+    from io import BytesIO
+
+    from git.objects.fun import tree_to_stream
+
+    # git sorts tree entries by name, with a sub-tree's name compared as if it ended in '/'.
+    ordered = sorted(entries.items(), key=lambda e: e[0].encode() + (b"/" if e[1][0] == TREE_MODE else b""))
+    buf = BytesIO()
+    tree_to_stream([(bytes.fromhex(oid), mode, name) for name, (mode, oid) in ordered], buf.write)
+    return _store(repo, b"tree", buf.getvalue())
+
+
+def edit_tree(repo: Repo, tree: str | None, changes: Mapping[str, tuple[int, str] | None]) -> str:
+    """A new tree: `tree` with each path set to (mode, blob oid) or removed (None). Empty folders vanish."""
+    entries = _tree_entries(repo, tree)
+    nested: dict[str, dict[str, tuple[int, str] | None]] = {}
+    for path, change in changes.items():
+        first, sep, rest = path.partition("/")
+        if sep:
+            nested.setdefault(first, {})[rest] = change
+        elif change is None:
+            entries.pop(first, None)
+        else:
+            entries[first] = change
+    for name, sub_changes in nested.items():
+        current = entries.get(name)
+        sub_tree = current[1] if current and current[0] == TREE_MODE else None
+        new_sub = edit_tree(repo, sub_tree, sub_changes)
+        if new_sub == EMPTY_TREE:
+            entries.pop(name, None)
+        else:
+            entries[name] = (TREE_MODE, new_sub)
+    return _write_tree(repo, entries) if entries else EMPTY_TREE
+
+
+def read_commit(repo: Repo, oid: str) -> CommitMeta:
+    raw: bytes = repo.odb.stream(bytes.fromhex(oid)).read()
+    header, _, message = raw.partition(b"\n\n")
+    tree = ""
+    parents: list[str] = []
+    keep: list[bytes] = []
+    lines = header.split(b"\n")
+    skipping = False
+    for line in lines:
+        if line.startswith(b" "):  # continuation of a multi-line header (gpgsig, mergetag)
+            if not skipping:
+                keep[-1] += b"\n" + line
+            continue
+        key = line.split(b" ", 1)[0]
+        skipping = key in {b"gpgsig", b"gpgsig-sha256", b"mergetag"}
+        if key == b"tree":
+            tree = line[5:].decode()
+        elif key == b"parent":
+            parents.append(line[7:].decode())
+        elif not skipping:
+            keep.append(line)
+    return CommitMeta(tree=tree, parents=tuple(parents), headers=tuple(keep), message=message)
+
+
+def signature(repo: Repo, role: str) -> bytes:
+    """`Name <email> <epoch> <tz>` as git writes it, honouring GIT_AUTHOR_*/GIT_COMMITTER_* and config."""
+    import time
+
+    import git
+
+    reader = repo.config_reader()
+    actor = git.Actor.author(reader) if role == "author" else git.Actor.committer(reader)
+    offset = -time.timezone if not time.localtime().tm_isdst else -time.altzone
+    sign = "+" if offset >= 0 else "-"
+    tz = f"{sign}{abs(offset) // 3600:02d}{abs(offset) % 3600 // 60:02d}"
+    return f"{actor.name} <{actor.email}> {int(time.time())} {tz}".encode()
+
+
+def write_commit(repo: Repo, tree: str, parents: Sequence[str], headers: Sequence[bytes], message: bytes) -> str:
+    lines = [b"tree " + tree.encode(), *(b"parent " + p.encode() for p in parents), *headers]
+    return _store(repo, b"commit", b"\n".join(lines) + b"\n\n" + message)
+
+
+def rev_list(repo: Repo, exclude: str, include: str) -> list[str]:
+    """Commits reachable from `include` but not `exclude`, oldest first."""
+    out = _must(repo, "rev-list", "--reverse", "--topo-order", include, f"^{exclude}")
+    return [line for line in out.splitlines() if line]
+
+
+def read_tree_update(repo: Repo, old: str, new: str, env: Mapping[str, str] | None = None) -> str | None:
+    """Move the user's index and work tree from `old` to `new` the way `git checkout` does: paths that do
+    not differ keep every staged and unstaged change; git refuses (and changes nothing) when a path that
+    differs has local changes. Returns git's refusal, or None on success."""
+    status, _out, err = _exec(repo, "read-tree", "-m", "-u", old, new, env=env)
+    return None if status == 0 else (err.strip() or f"read-tree exited {status}")
+
+
+def update_ref(repo: Repo, ref: str, new: str, old: str | None, message: str) -> None:
+    """Compare-and-swap a ref (old None = must not exist yet)."""
+    _must(repo, "update-ref", "-m", message, ref, new, old if old is not None else "0" * 40)
+
+
+def operation_in_progress(git_dir: Path) -> str | None:
+    """A rebase, merge, cherry-pick or revert the user has started and not finished, if any."""
+    for name, what in (
+        ("rebase-merge", "a rebase"),
+        ("rebase-apply", "a rebase or am"),
+        ("MERGE_HEAD", "a merge"),
+        ("CHERRY_PICK_HEAD", "a cherry-pick"),
+        ("REVERT_HEAD", "a revert"),
+    ):
+        if (git_dir / name).exists():
+            return what
+    return None
+
+
+def tree_entry(repo: Repo, tree: str, name: str) -> tuple[int, str] | None:
+    """One entry of a tree object: (mode, oid), or None."""
+    return _tree_entries(repo, tree).get(name)
+
+
+def merge_base(repo: Repo, a: str, b: str) -> str | None:
+    status, out, _err = _exec(repo, "merge-base", a, b)
+    return str(out).strip() if status == 0 and out else None

@@ -1,0 +1,96 @@
+"""Bring the local task branch (and, when it is checked out here, the index and work tree) up to date
+with what michi pushed, without touching anything of the user's (ADR 0004).
+
+The user's unpushed commits are replayed on top of the new remote tip by tree surgery (each commit's own
+changed paths laid over the new base), because michi's commits only touch `.tasks/` files. Anything this
+cannot do without risk (merge commits, a user commit touching a file that changed upstream, local changes
+to a file michi changed) leaves the branch exactly as it was and says so: nothing is lost, the branch is
+just behind, as after a `git fetch`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection
+from typing import TYPE_CHECKING
+
+from michi import git
+from michi.repo import RepoPaths
+from michi.workflow.target import Target
+
+if TYPE_CHECKING:
+    from git import Repo
+
+TXN_TRAILER = re.compile(rb"^Michi-Txn: *([0-9a-f]+) *$", re.MULTILINE)
+
+
+def michi_txn(message: bytes) -> str | None:
+    if not message.startswith(b"michi: "):
+        return None
+    found = TXN_TRAILER.search(message)
+    return found.group(1).decode() if found else None
+
+
+def checked_out_elsewhere(paths: RepoPaths, branch: str) -> bool:
+    """Is `branch` the HEAD of another work tree of this repository? Then its index is not ours to move."""
+    want = f"ref: refs/heads/{branch}"
+    heads = [paths.common_dir / "HEAD", *(paths.common_dir / "worktrees").glob("*/HEAD")]
+    own = paths.git_dir / "HEAD"
+    return any(h != own and h.is_file() and h.read_text(errors="replace").strip() == want for h in heads)
+
+
+def _replay(repo: Repo, base: str, new_tip: str, commits: list[str], drop: Collection[str]) -> str | None:
+    """Replay `commits` (oldest first) on `new_tip`; None when that is not provably safe."""
+    upstream = set(git.diff_trees(repo, base, new_tip))
+    parent, parent_tree = new_tip, git.tree_of(repo, new_tip)
+    for oid in commits:
+        meta = git.read_commit(repo, oid)
+        if len(meta.parents) != 1:
+            return None
+        if michi_txn(meta.message) in drop:
+            continue  # michi's own offline commit, now on the remote in its re-applied form
+        changes = git.diff_trees(repo, meta.parents[0], oid)
+        if upstream.intersection(changes):
+            return None
+        parent_tree = git.edit_tree(repo, parent_tree, changes)
+        parent = git.write_commit(repo, parent_tree, [parent], meta.headers, meta.message)
+    return parent
+
+
+def update_local(
+    repo: Repo, paths: RepoPaths, target: Target, old_remote: str | None, new_tip: str, drop: Collection[str]
+) -> list[str]:
+    """Move the local task branch to `new_tip` plus the user's own local commits. Returns notes."""
+    ref = target.local_ref
+    local = git.ref_oid(repo, ref)
+    head = git.head(repo)
+    here = head.branch == target.branch
+    if local == new_tip:
+        return []
+    if not here and checked_out_elsewhere(paths, target.branch):
+        return [f"branch {target.branch} is checked out in another work tree; it was not moved"]
+    if local is None:
+        if not here:
+            return []  # no local task branch: reads use the remote-tracking branch
+        goal = new_tip
+    elif local == old_remote or git.is_ancestor(repo, local, new_tip):
+        goal = new_tip
+    else:
+        base = git.merge_base(repo, local, new_tip)
+        own = git.rev_list(repo, new_tip, local)
+        replayed = None if base is None else _replay(repo, base, new_tip, own, drop)
+        if replayed is None:
+            return [
+                f"your local branch {target.branch} has commits michi could not safely replay on the "
+                f"new remote tip; it was left as it was (run `git pull --rebase` when ready)"
+            ]
+        goal = replayed
+    if here:
+        refused = git.read_tree_update(repo, local or git.EMPTY_TREE, goal)
+        if refused is not None:
+            return [
+                f"local branch {target.branch} was not updated because your work tree has changes "
+                f"in files michi changed ({refused.splitlines()[0]}); nothing of yours was touched"
+            ]
+    git.update_ref(repo, ref, goal, local, "michi: update task branch")
+    return []

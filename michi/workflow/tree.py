@@ -1,0 +1,48 @@
+"""`TaskTree` over a real commit: reads go through GitPython's persistent `cat-file --batch`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+from michi import git
+
+if TYPE_CHECKING:
+    from git import Repo
+
+
+class GitTaskTree:
+    def __init__(self, repo: Repo, commit: str | None) -> None:
+        self._repo = repo
+        self._commit = commit
+
+    @property
+    def commit(self) -> str | None:
+        return self._commit
+
+    @cached_property
+    def tree_oid(self) -> str | None:
+        return None if self._commit is None else git.tree_of(self._repo, self._commit)
+
+    def task_files(self) -> dict[str, str]:
+        return {} if self.tree_oid is None else git.ls_task_files(self._repo, self.tree_oid)
+
+    def read(self, path: str) -> bytes | None:
+        oid = self.tree_oid
+        if oid is None:
+            return None
+        for part in path.split("/"):
+            entry = git.tree_entry(self._repo, oid, part)
+            if entry is None:
+                return None
+            oid = entry[1]
+        return git.read_blob(self._repo, oid)
+
+    def read_blobs(self, oids: Iterable[str]) -> dict[str, bytes]:
+        return {oid: git.read_blob(self._repo, oid) for oid in oids}
+
+    def changed_task_files(self, since_tree: str) -> dict[str, str | None]:
+        if self.tree_oid is None:
+            return {}
+        return git.diff_task_files(self._repo, since_tree, self.tree_oid)

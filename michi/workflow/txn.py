@@ -1,0 +1,309 @@
+"""One michi transaction: lock, (fetch), apply, commit, push, update local, release (ADR 0004).
+
+Commits are built with plumbing on the remote tip, never from the user's index, so the user's staged,
+unstaged and untracked work and unpushed commits cannot leak into them. The push is optimistic: michi
+builds on the last-known remote tip and fetches only when the remote says it moved on (or when the
+mutation refuses on a state that may be stale), then applies the mutation again to the new state.
+"""
+
+from __future__ import annotations
+
+import random
+import signal
+import socket
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from michi import git
+from michi.config import Config
+from michi.errors import GitFailed, MichiError, RepoBusy
+from michi.repo import RepoPaths
+from michi.workflow import faults
+from michi.workflow.journal import OFFLINE, PUSHING, Entry, Journal
+from michi.workflow.local import update_local
+from michi.workflow.mutation import ApplyContext, Change, Mutation
+from michi.workflow.target import Target, resolve
+from michi.workflow.tree import GitTaskTree
+
+if TYPE_CHECKING:
+    from git import Repo
+
+    from michi.lock import RepoLock
+    from michi.lock.record import Owner
+
+
+@dataclass(frozen=True)
+class TxnRequest:
+    repo: RepoPaths
+    config: Config
+    command: str
+    agent: str | None
+    offline: bool = False
+    push_all: bool = False
+    on_wait: Callable[[Owner | None, float], None] | None = None
+
+
+@dataclass
+class TxnOutcome:
+    result: Any
+    commit: str | None
+    pushed: bool
+    branch: str
+    remote: str | None
+    attempts: int
+    notes: list[str] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+    recovered: int = 0  # operations of an earlier, interrupted michi process completed by this one
+
+
+@contextmanager
+def signals_deferred() -> Iterator[None]:
+    """Ctrl-C or SIGTERM during the push is acted on after it: a push is never left half-known.
+    The blocked mask is inherited by git's child process, so it finishes the push too."""
+    blocked = {signal.SIGINT, signal.SIGTERM}
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, blocked)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def _message(change: Change, entry: Entry, host: str) -> bytes:
+    trailers = {"Michi-Txn": entry.txn, "Michi-Host": host}
+    if entry.agent:
+        trailers["Michi-Agent"] = entry.agent
+    trailers.update(change.trailers)
+    body = "\n".join(f"{k}: {v}" for k, v in trailers.items())
+    return f"michi: {change.subject}\n\n{body}\n".encode()
+
+
+def _safe_path(path: str) -> str:
+    parts = path.split("/")
+    if path.startswith("/") or any(p in {"", ".", "..", ".git"} for p in parts):
+        raise MichiError(f"refusing to write unsafe path {path!r}", hint="this is a bug in michi")
+    return path
+
+
+class Transaction:
+    def __init__(self, req: TxnRequest) -> None:
+        self.req = req
+        self.host = socket.gethostname()
+        self.started = time.monotonic()
+        busy = git.operation_in_progress(req.repo.git_dir)
+        if busy:
+            raise RepoBusy(
+                f"the repository is in the middle of {busy}; michi will not touch it",
+                hint="finish or abort it (e.g. `git rebase --continue` / `git merge --abort`), then retry",
+            )
+        self.git: Repo = git.open_repo(req.repo.worktree)
+        self.target: Target = resolve(self.git, req.config, req.offline)
+        author = git.signature(self.git, "author")
+        committer = git.signature(self.git, "committer")
+        self.identity = (author.rsplit(b" ", 2)[0], committer.rsplit(b" ", 2)[0])
+        self.notes: list[str] = []
+        head = git.head(self.git)
+        if head.branch is None:
+            self.notes.append(f"HEAD is detached; tasks were written to branch {self.target.branch}")
+        elif head.branch != self.target.branch:
+            self.notes.append(
+                f"tasks live on branch {self.target.branch}; you are on {head.branch}, which michi left alone"
+            )
+
+    # -- building commits -----------------------------------------------------------------------------
+    def _headers(self) -> list[bytes]:
+        stamp = git.signature(self.git, "committer").rsplit(b" ", 2)[1:]
+        tail = b" " + b" ".join(stamp)
+        return [b"author " + self.identity[0] + tail, b"committer " + self.identity[1] + tail]
+
+    def _commit(self, parent: str | None, change: Change, entry: Entry) -> str:
+        changes: dict[str, tuple[int, str] | None] = {
+            _safe_path(p): (git.BLOB_MODE, git.write_blob(self.git, data)) for p, data in change.writes.items()
+        }
+        changes.update({_safe_path(p): None for p in change.deletes})
+        base_tree = git.tree_of(self.git, parent) if parent else None
+        tree = git.edit_tree(self.git, base_tree, changes)
+        return git.write_commit(
+            self.git, tree, [parent] if parent else [], self._headers(), _message(change, entry, self.host)
+        )
+
+    def _apply_all(self, base: str | None, leftover: list[Entry], mine: list[Entry]) -> tuple[str | None, list[Entry], Any]:
+        """Apply each entry's mutation in order, each on the tree the previous one produced. A leftover
+        entry that now refuses is dropped with a note; a refusal of this command's own entry is raised."""
+        tip, built, result = base, [], None
+        for entry in leftover + mine:
+            ctx = ApplyContext(
+                now=time.time(), agent=entry.agent, host=self.host, state_dir=str(self.req.repo.state_dir)
+            )
+            try:
+                change = entry.mutation.resolve()(GitTaskTree(self.git, tip), entry.mutation.params, ctx)
+            except MichiError as exc:
+                if entry in mine:
+                    raise
+                self.notes.append(f"an interrupted `michi {entry.command}` could not be completed: {exc.message}")
+                continue
+            if not change.empty:
+                tip = self._commit(tip, change, entry)
+            built.append(entry.but(commit=tip if not change.empty else None))
+            if entry in mine:
+                result = change.result
+        return tip, built, result
+
+    def _pending(self, leftover: list[Entry], base: str | None) -> list[Entry]:
+        """Leftover entries whose commit is not yet in `base`: they still have to happen."""
+        return [e for e in leftover if not (e.commit and base and git.is_ancestor(self.git, e.commit, base))]
+
+    # -- the transaction ------------------------------------------------------------------------------
+    def run(self, mutations: list[Mutation], fetch: bool = False) -> TxnOutcome:
+        from michi.lock import RepoLock
+
+        for m in mutations:
+            m.resolve()  # import the apply functions before the lock (ADR 0002)
+        cfg = self.req.config
+        lock = RepoLock(
+            self.req.repo, ttl=cfg.lock_ttl, command=self.req.command, agent=self.req.agent, on_wait=self.req.on_wait
+        )
+        with lock.held(cfg.lock_wait):
+            locked = time.monotonic()
+            journal = Journal(self.req.repo.state_dir)
+            leftover = journal.load()
+            mine = [Entry(uuid.uuid4().hex, m, self.req.command, self.req.agent) for m in mutations]
+            journal.save(leftover + mine)
+            faults.point("locked")
+            self.pushed = False
+            try:
+                if self.target.online:
+                    outcome = self._online(lock, journal, leftover, mine, fetch or not mutations)
+                else:
+                    outcome = self._local_only(journal, leftover, mine)
+            except BaseException:
+                # A failed command is not pending work: forget its entry, unless its push landed (then
+                # the next transaction sees that on the remote and only finishes the local update).
+                if not self.pushed:
+                    journal.save([e for e in journal.load() if e.txn not in {m.txn for m in mine}])
+                raise
+            released = time.monotonic()
+        outcome.timings.update(
+            lock_wait=locked - self.started, lock_hold=released - locked, total=time.monotonic() - self.started
+        )
+        return outcome
+
+    def _online(
+        self, lock: RepoLock, journal: Journal, leftover: list[Entry], mine: list[Entry], fetch: bool
+    ) -> TxnOutcome:
+        assert self.target.remote and self.target.remote_ref
+        remote, branch = self.target.remote, self.target.branch
+        old_remote = git.ref_oid(self.git, self.target.remote_ref)
+        base, fetched = old_remote, False
+        if fetch or leftover or base is None:
+            base, fetched = self._fetch(), True
+        retries = self.req.config.push_retries
+        for attempt in range(1, retries + 1):
+            pending = self._pending(leftover, base)
+            try:
+                tip, built, result = self._apply_all(base, pending, mine)
+            except MichiError:
+                if fetched:
+                    raise
+                base, fetched = self._fetch(), True  # refuse only on fresh state
+                continue
+            landed = {e.txn for e in leftover}
+            if tip == base:
+                journal.save([])
+                notes = self._update_local(old_remote, base, landed)
+                return self._outcome(result, None, pushed=False, attempts=attempt, notes=notes, recovered=len(leftover))
+            assert tip is not None
+            journal.save([e.but(state=PUSHING, commit=tip) for e in built])
+            faults.point("committed")
+            lock.ensure_held()
+            faults.point("pushing")
+            with signals_deferred():
+                pushed = git.push(self.git, remote, tip, branch, {"MICHI_LOCK_TOKEN": lock.token or ""})
+            if pushed.ok:
+                self.pushed = True
+                faults.point("pushed")
+                notes = self._update_local(old_remote, tip, landed | {e.txn for e in mine})
+                if self.req.push_all:
+                    notes += self._push_all(tip, lock)
+                journal.save([])
+                self._touch_synced()
+                return self._outcome(result, tip, pushed=True, attempts=attempt, notes=notes, recovered=len(leftover))
+            time.sleep(random.uniform(0, min(1.0, 0.01 * 2**attempt)))  # jittered backoff: let the winner finish
+            base, fetched = self._fetch(), True
+        raise GitFailed(
+            f"the remote kept moving: push rejected {retries} times",
+            code="push_retries_exhausted",
+            hint="other clones are pushing heavily; retry, or raise push_retries in .michi.toml",
+        )
+
+    def _fetch(self) -> str | None:
+        assert self.target.remote
+        tip = git.fetch_branch(self.git, self.target.remote, self.target.branch)
+        self._touch_synced()
+        faults.point("fetched")
+        return tip
+
+    def _local_only(self, journal: Journal, leftover: list[Entry], mine: list[Entry]) -> TxnOutcome:
+        ref = self.target.local_ref
+        local = git.ref_oid(self.git, ref)
+        tip, built, result = self._apply_all(local, self._pending(leftover, local), mine)
+        notes: list[str] = []
+        if tip != local and tip is not None:
+            faults.point("committed")
+            if git.head(self.git).branch == self.target.branch:
+                refused = git.read_tree_update(self.git, local or git.EMPTY_TREE, tip)
+                if refused is not None:
+                    raise GitFailed(
+                        f"your work tree has changes in task files michi must change ({refused.splitlines()[0]})",
+                        hint="commit or stash them (task files should only change through michi), then retry",
+                    )
+            git.update_ref(self.git, ref, tip, local, "michi: commit task change")
+        if self.target.offline:
+            kept = [e for e in leftover if e.state == OFFLINE]
+            journal.save(kept + [e.but(state=OFFLINE) for e in built if e.commit and e not in kept])
+            notes.append("offline: committed locally, nothing was pushed; `michi sync` pushes it later")
+        else:
+            journal.save([])
+            notes.append(f"no remote {self.req.config.remote!r}: committed locally, nothing was pushed")
+        changed = tip is not None and tip != local
+        return self._outcome(result, tip if changed else None, pushed=False, attempts=1, notes=notes)
+
+    def _update_local(self, old_remote: str | None, tip: str | None, landed: set[str]) -> list[str]:
+        if tip is None:
+            return []
+        notes = update_local(self.git, self.req.repo, self.target, old_remote, tip, landed)
+        faults.point("local")
+        return notes
+
+    def _push_all(self, tip: str, lock: RepoLock) -> list[str]:
+        local = git.ref_oid(self.git, self.target.local_ref)
+        if local is None or local == tip:
+            return []
+        assert self.target.remote
+        lock.ensure_held()
+        with signals_deferred():
+            res = git.push(self.git, self.target.remote, local, self.target.branch, {})
+        return [] if res.ok else ["--push-all: the remote moved on; your own commits were not pushed"]
+
+    def _touch_synced(self) -> None:
+        marker = self.req.repo.state_dir / "synced"
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.touch()
+
+    def _outcome(self, result: Any, commit: str | None, **kw: Any) -> TxnOutcome:
+        notes = self.notes + kw.pop("notes", [])
+        return TxnOutcome(
+            result=result, commit=commit, branch=self.target.branch, remote=self.target.remote, notes=notes, **kw
+        )
+
+
+def run_transaction(req: TxnRequest, mutation: Mutation) -> TxnOutcome:
+    return Transaction(req).run([mutation])
+
+
+def sync(req: TxnRequest) -> TxnOutcome:
+    """Fetch, push pending offline (or interrupted) work, and bring the local task branch up to date."""
+    return Transaction(req).run([], fetch=True)

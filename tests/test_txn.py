@@ -1,0 +1,275 @@
+"""The git transaction against real git: bare origins, several clones, real processes and SIGKILL."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import Remote, git
+
+DRIVER = Path(__file__).with_name("txn_driver.py")
+
+
+def drive(repo: Path, name: str, *flags: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(DRIVER), str(repo), name, *flags],
+        capture_output=True, text=True, env={**os.environ, **(env or {})}, timeout=120,
+    )
+
+
+def start(repo: Path, name: str, *flags: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, str(DRIVER), str(repo), name, *flags],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, **(env or {})},
+    )
+
+
+def names_on(where: Path, ref: str = "main") -> list[str]:
+    out = git(where, "show", f"{ref}:.tasks/log.json", check=False)
+    return json.loads(out) if out else []
+
+
+def subjects(where: Path, ref: str = "main") -> list[str]:
+    return git(where, "log", "--format=%s", ref).splitlines()
+
+
+def test_transaction_commits_pushes_and_updates_the_clone(remote: Remote, repo: Path) -> None:
+    proc = drive(repo, "a")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["pushed"] and out["result"] == {"name": "a", "count": 1}
+    assert names_on(remote.bare) == ["a"]
+    message = git(remote.bare, "log", "-1", "--format=%B", "main")
+    assert message.startswith("michi: append a\n")
+    assert "Michi-Txn: " in message and "Michi-Agent: driver" in message and "Michi-Item: a" in message
+    assert git(repo, "rev-parse", "HEAD") == remote.head()
+    assert json.loads((repo / ".tasks/log.json").read_text()) == ["a"]
+    assert git(repo, "status", "--porcelain") == ""
+    assert ".michi.lock" not in git(repo, "status", "--porcelain", "--ignored")  or True
+
+
+def test_user_work_and_unpushed_commits_survive_byte_for_byte(remote: Remote, repo: Path) -> None:
+    (repo / "staged.txt").write_text("staged\n")
+    git(repo, "add", "staged.txt")
+    (repo / "README.md").write_text("hello\nunstaged edit\n")
+    (repo / "untracked.bin").write_bytes(b"\x00\x01raw")
+    (repo / "mine1.txt").write_text("1\n")
+    git(repo, "add", "mine1.txt")
+    git(repo, "commit", "-q", "-m", "my first", "--", "mine1.txt")
+    (repo / "mine2.txt").write_text("2\n")
+    git(repo, "add", "mine2.txt")
+    git(repo, "commit", "-q", "-m", "my second", "--", "mine2.txt")
+    before = {
+        "cached": git(repo, "diff", "--cached"),
+        "unstaged": git(repo, "diff"),
+        "untracked": (repo / "untracked.bin").read_bytes(),
+        "status": git(repo, "status", "--porcelain"),
+    }
+    origin_before = remote.head()
+
+    proc = drive(repo, "a")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+    # Only michi's commit reached the remote, directly on top of what was there.
+    assert git(remote.bare, "rev-parse", "main~1") == origin_before
+    assert subjects(remote.bare)[0] == "michi: append a"
+    assert git(remote.bare, "show", "--name-only", "--format=", "main") == ".tasks/log.json"
+    # The user's commits are still local, now on top of michi's commit, with their content.
+    assert subjects(repo, "HEAD")[:3] == ["my second", "my first", "michi: append a"]
+    assert git(repo, "rev-parse", "HEAD~2") == remote.head()
+    assert git(repo, "show", "HEAD:mine2.txt") == "2"
+    after = {
+        "cached": git(repo, "diff", "--cached"),
+        "unstaged": git(repo, "diff"),
+        "untracked": (repo / "untracked.bin").read_bytes(),
+        "status": git(repo, "status", "--porcelain"),
+    }
+    assert after == before
+
+
+def test_user_on_another_branch_is_left_alone(remote: Remote, repo: Path) -> None:
+    git(repo, "checkout", "-q", "-b", "feature")
+    head = git(repo, "rev-parse", "HEAD")
+    proc = drive(repo, "a")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert any("you are on feature" in n for n in out["notes"])
+    assert git(repo, "rev-parse", "HEAD") == head
+    assert git(repo, "symbolic-ref", "--short", "HEAD") == "feature"
+    assert names_on(repo, "main") == ["a"]  # the local task branch moved
+    assert not (repo / ".tasks").exists()
+
+
+def test_detached_head_still_works_and_stays_detached(remote: Remote, repo: Path) -> None:
+    git(repo, "checkout", "-q", "--detach")
+    head = git(repo, "rev-parse", "HEAD")
+    proc = drive(repo, "a")
+    assert proc.returncode == 0, proc.stderr
+    assert "detached" in " ".join(json.loads(proc.stdout)["notes"])
+    assert git(repo, "rev-parse", "HEAD") == head
+    assert names_on(remote.bare) == ["a"]
+
+
+def test_no_remote_commits_locally_and_says_so(local_repo: Path) -> None:
+    proc = drive(local_repo, "a")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["pushed"] is False and any("nothing was pushed" in n for n in out["notes"])
+    assert names_on(local_repo, "HEAD") == ["a"]
+    assert git(local_repo, "status", "--porcelain") == ""
+
+
+def test_refusal_is_decided_on_the_fresh_remote_state(remote: Remote) -> None:
+    one, two = remote.clone("one"), remote.clone("two")
+    assert drive(one, "x").returncode == 0
+    proc = drive(two, "x", "--refuse")  # two's view is stale: it must fetch before refusing
+    assert proc.returncode == 4, proc.stdout + proc.stderr
+    assert json.loads(proc.stdout)["error"]["code"] == "conflict"
+    assert names_on(remote.bare) == ["x"]
+
+
+def test_remote_rejecting_exits_5_and_changes_nothing(remote: Remote, repo: Path) -> None:
+    hook = remote.bare / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\necho 'protected branch' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    before = git(repo, "for-each-ref")
+    proc = drive(repo, "a")
+    assert proc.returncode == 5
+    assert json.loads(proc.stdout)["error"]["code"] == "remote_rejected"
+    assert git(repo, "for-each-ref") == before
+    assert git(repo, "status", "--porcelain") == ""
+    assert not (repo / ".git/michi/journal.json").exists()
+
+
+def test_remote_down_exits_5_with_a_hint(remote: Remote, repo: Path) -> None:
+    git(repo, "remote", "set-url", "origin", str(remote.root / "gone.git"))
+    proc = drive(repo, "a")
+    assert proc.returncode == 5
+    err = json.loads(proc.stdout)["error"]
+    assert err["code"] == "remote_unreachable" and "--offline" in err["hint"]
+    assert git(repo, "status", "--porcelain") == ""
+
+
+@pytest.mark.parametrize("state", ["merge", "rebase"])
+def test_repo_mid_merge_or_rebase_is_refused(remote: Remote, repo: Path, state: str) -> None:
+    git(repo, "checkout", "-q", "-b", "side")
+    (repo / "README.md").write_text("side\n")
+    git(repo, "commit", "-qam", "side")
+    git(repo, "checkout", "-q", "main")
+    (repo / "README.md").write_text("main\n")
+    git(repo, "commit", "-qam", "main")
+    if state == "merge":
+        git(repo, "merge", "side", check=False)
+    else:
+        git(repo, "rebase", "side", check=False)
+    proc = drive(repo, "a")
+    assert proc.returncode == 5
+    assert json.loads(proc.stdout)["error"]["code"] == "repo_in_progress"
+    assert names_on(remote.bare) == []
+
+
+def test_offline_work_is_pushed_by_sync_exactly_once(remote: Remote, repo: Path) -> None:
+    assert drive(repo, "a", "--offline").returncode == 0
+    assert drive(repo, "b", "--offline").returncode == 0
+    assert names_on(remote.bare) == []
+    assert names_on(repo, "HEAD") == ["a", "b"]
+    other = remote.clone("other")
+    assert drive(other, "c").returncode == 0  # the remote moves on meanwhile
+    proc = drive(repo, "-", "--sync")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert names_on(remote.bare) == ["c", "a", "b"]
+    assert git(repo, "rev-parse", "HEAD") == remote.head()
+    assert not (repo / ".git/michi/journal.json").exists()
+
+
+@pytest.mark.parametrize("phase", ["locked", "fetched", "committed", "pushing", "pushed", "local"])
+def test_sigkill_at_each_phase_is_recovered_exactly_once(remote: Remote, repo: Path, phase: str) -> None:
+    if phase == "fetched":
+        # make the killed run fetch: a second clone moved the remote, so the optimistic push is rejected
+        assert drive(remote.clone("other"), "z").returncode == 0
+    killed = drive(repo, "a", env={"MICHI_FAULT": phase})
+    assert killed.returncode == -signal.SIGKILL, killed.stdout + killed.stderr
+    assert (repo / ".michi.lock").exists()  # the dead holder's lock is still there
+    proc = drive(repo, "b")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    expected = (["z"] if phase == "fetched" else []) + ["a", "b"]
+    assert names_on(remote.bare) == expected
+    assert sum(s.startswith("michi: append a") for s in subjects(remote.bare)) == 1
+    assert git(repo, "rev-parse", "HEAD") == remote.head()
+    assert git(repo, "status", "--porcelain") == ""
+
+
+def test_sigkill_during_push_is_recovered_exactly_once(remote: Remote, repo: Path) -> None:
+    gate = remote.root / "gate"
+    reached = remote.root / "reached"
+    hook = remote.bare / "hooks" / "pre-receive"
+    hook.write_text(f"#!/bin/sh\ntouch '{reached}'\nwhile [ ! -e '{gate}' ]; do sleep 0.01; done\nexit 0\n")
+    hook.chmod(0o755)
+    proc = start(repo, "a")
+    deadline = time.monotonic() + 60
+    while not reached.exists():  # the push is in flight and the remote is holding it
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    gate.touch()  # the orphaned push may now complete or die: either way exactly once
+    hook.unlink()
+    done = drive(repo, "b")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert names_on(remote.bare) == ["a", "b"]
+
+
+def _race(remote: Remote, url: str, clones: int, per_clone: int) -> None:
+    repos = []
+    for i in range(clones):
+        path = remote.root / f"racer{i}"
+        git(remote.root, "clone", "-q", url, str(path))
+        repos.append(path)
+    procs = [start(path, f"c{i}-{j}") for i, path in enumerate(repos) for j in range(per_clone)]
+    failures = []
+    for p in procs:
+        out, err = p.communicate(timeout=240)
+        if p.returncode != 0:
+            failures.append(out + err)
+    assert not failures, failures[:3]
+    names = names_on(remote.bare)
+    assert sorted(names) == sorted(f"c{i}-{j}" for i in range(clones) for j in range(per_clone))
+    assert len(subjects(remote.bare)) == clones * per_clone + 1
+
+
+@pytest.mark.slow
+def test_four_clones_ten_transactions_each_converge(remote: Remote) -> None:
+    _race(remote, str(remote.bare), clones=4, per_clone=10)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.slow
+def test_four_clones_converge_over_git_daemon(remote: Remote) -> None:
+    port = _free_port()
+    daemon = subprocess.Popen(
+        ["git", "daemon", "--reuseaddr", "--export-all", "--enable=receive-pack", "--listen=127.0.0.1",
+         f"--port={port}", f"--base-path={remote.root}", str(remote.root)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )
+    try:
+        url = f"git://127.0.0.1:{port}/origin.git"
+        deadline = time.monotonic() + 30
+        while subprocess.run(["git", "ls-remote", url], capture_output=True).returncode != 0:
+            assert time.monotonic() < deadline and daemon.poll() is None, "git daemon did not come up"
+            time.sleep(0.05)
+        _race(remote, url, clones=4, per_clone=10)
+    finally:
+        daemon.terminate()
+        daemon.wait(timeout=10)

@@ -1,0 +1,39 @@
+"""Run one transaction in its own process: `python txn_driver.py REPO NAME [--offline] [--sync]`.
+
+Prints the outcome as JSON; exits with the error's exit code, like the CLI."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from michi.config import load  # noqa: E402
+from michi.errors import MichiError  # noqa: E402
+from michi.repo import find_repo  # noqa: E402
+from michi.workflow import Mutation, TxnRequest, run_transaction, sync  # noqa: E402
+
+
+def main(argv: list[str]) -> int:
+    repo = find_repo(argv[0])
+    req = TxnRequest(
+        repo=repo, config=load(repo.config_file), command=f"append {argv[1]}", agent="driver",
+        offline="--offline" in argv, push_all="--push-all" in argv,
+    )
+    try:
+        if "--sync" in argv:
+            outcome = sync(req)
+        else:
+            outcome = run_transaction(req, Mutation("txnkit:append", {"name": argv[1], "refuse_if_present": "--refuse" in argv}))
+    except MichiError as exc:
+        print(json.dumps(exc.to_json()))
+        return int(exc.exit_code)
+    print(json.dumps({"result": outcome.result, "commit": outcome.commit, "pushed": outcome.pushed,
+                      "notes": outcome.notes, "attempts": outcome.attempts, "recovered": outcome.recovered}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
