@@ -260,12 +260,21 @@ def read_blob(repo: Repo, oid: str) -> bytes:
     return data
 
 
+_loose_dbs: dict[str, Any] = {}
+
+
 def _store(repo: Repo, kind: bytes, data: bytes) -> str:
+    """Write a loose object with gitdb in Python. GitPython's own `odb.store` runs `git hash-object`
+    once per object, which is four processes inside the lock for every transaction (ADR 0004)."""
     from io import BytesIO
 
-    from gitdb import IStream
+    from gitdb import IStream, LooseObjectDB
 
-    istream = repo.odb.store(IStream(kind, len(data), BytesIO(data)))
+    root = repo.odb.root_path()
+    db = _loose_dbs.get(root)
+    if db is None:
+        db = _loose_dbs[root] = LooseObjectDB(root)
+    istream = db.store(IStream(kind, len(data), BytesIO(data)))
     return str(istream.hexsha.decode() if isinstance(istream.hexsha, bytes) else istream.hexsha)
 
 
@@ -402,3 +411,13 @@ def tree_entry(repo: Repo, tree: str, name: str) -> tuple[int, str] | None:
 def merge_base(repo: Repo, a: str, b: str) -> str | None:
     status, out, _err = _exec(repo, "merge-base", a, b)
     return str(out).strip() if status == 0 and out else None
+
+
+def warm_up(repo: Repo, commit: str | None) -> None:
+    """Pay the one-time costs (object-database imports, starting the persistent `git cat-file --batch`)
+    before the lock is taken, so the critical section only does the work itself (ADR 0002)."""
+    import git.objects.fun  # noqa: F401
+    from gitdb import LooseObjectDB  # noqa: F401
+
+    if commit is not None:
+        read_commit(repo, commit)

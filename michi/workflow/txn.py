@@ -162,10 +162,13 @@ class Transaction:
 
         for m in mutations:
             m.resolve()  # import the apply functions before the lock (ADR 0002)
+        guess = self.target.remote_ref if self.target.online else self.target.local_ref
+        git.warm_up(self.git, git.ref_oid(self.git, guess) if guess else None)
         cfg = self.req.config
         lock = RepoLock(
             self.req.repo, ttl=cfg.lock_ttl, command=self.req.command, agent=self.req.agent, on_wait=self.req.on_wait
         )
+        prepared = time.monotonic()
         with lock.held(cfg.lock_wait):
             locked = time.monotonic()
             journal = Journal(self.req.repo.state_dir)
@@ -187,7 +190,10 @@ class Transaction:
                 raise
             released = time.monotonic()
         outcome.timings.update(
-            lock_wait=locked - self.started, lock_hold=released - locked, total=time.monotonic() - self.started
+            prepare=prepared - self.started,
+            lock_wait=locked - prepared,
+            lock_hold=released - locked,
+            total=time.monotonic() - self.started,
         )
         return outcome
 

@@ -1,0 +1,85 @@
+"""One michi transaction vs the raw shell sequence doing the same job on a local bare remote (issue 3).
+
+raw: mkdir lock; git pull --rebase; write file; git add; git commit; git push; rmdir lock.
+michi: a fresh Python process running one transaction (lock, apply, commit, push, local update).
+Also: how long michi holds the lock vs the whole command, and Python's own start-up as a floor.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from _util import isolated_git_env, row, sh, tempdir
+
+N = 20
+RAW = """set -e
+mkdir .raw.lock
+git pull -q --rebase
+printf '{"description": "%s"}\\n' "$1" > ".tasks/$1.json"
+git add ".tasks/$1.json"
+git commit -q -m "raw: add $1"
+git push -q
+rmdir .raw.lock
+"""
+
+
+def _setup(env: dict[str, str]) -> tuple[Path, Path, Path]:
+    root = tempdir("txn")
+    bare, seed = root / "origin.git", root / "seed"
+    sh(["git", "init", "-q", "--bare", "-b", "main", str(bare)], root, env)
+    sh(["git", "clone", "-q", str(bare), str(seed)], root, env)
+    (seed / ".tasks").mkdir()
+    (seed / ".tasks" / "seed.json").write_text("{}\n")
+    sh("git add -A && git commit -qm seed && git push -q origin HEAD:main", seed, env)
+    raw, michi = root / "raw", root / "michi"
+    for clone in (raw, michi):
+        sh(["git", "clone", "-q", str(bare), str(clone)], root, env)
+    return root, raw, michi
+
+
+def main() -> None:
+    env = isolated_git_env(tempdir("home"))
+    root, raw, michi = _setup(env)
+    here = Path(__file__).resolve().parent
+    counter = iter(range(10**6))
+
+    def run_raw() -> None:
+        sh(["bash", "-c", RAW, "raw", f"r{next(counter)}"], raw, env)
+
+    timings: list[dict[str, float]] = []
+
+    def run_michi() -> None:
+        out = sh([sys.executable, str(here / "_txn_driver.py"), str(michi), f"m{next(counter)}"], michi, env)
+        timings.append(json.loads(out))
+
+    def run_python() -> None:
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
+
+    samples = {"raw": [], "michi": [], "python": []}  # type: dict[str, list[float]]
+    fns = {"raw": run_raw, "michi": run_michi, "python": run_python}
+    for fn in fns.values():
+        fn()  # warm-up
+    timings.clear()
+    for _ in range(N):  # interleaved, so drift in machine load hits both sides alike
+        for name, fn in fns.items():
+            start = time.perf_counter()
+            fn()
+            samples[name].append(time.perf_counter() - start)
+    print(row("raw shell sequence (mkdir, pull, add, commit, push)", samples["raw"]))
+    print(row("michi transaction (fresh process)", samples["michi"], samples["raw"]))
+    print(row("python -c pass (interpreter start-up floor)", samples["python"], samples["raw"]))
+    hold = [t["lock_hold"] for t in timings]
+    total = [t["total"] for t in timings]
+    print(row("michi lock held (inside the process)", hold, samples["raw"]))
+    print(row("michi in-process total (after imports)", total, samples["raw"]))
+    print(f"lock hold / whole michi command: {statistics.median(hold) / statistics.median(samples['michi']):.2f}")
+    print(f"(workdir {root.name}: removed by the OS temp cleaner)")
+
+
+if __name__ == "__main__":
+    main()
