@@ -9,9 +9,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from michi.config import load  # noqa: E402
-from michi.repo import find_repo  # noqa: E402
-from michi.workflow import Mutation, TxnRequest, run_transaction  # noqa: E402
+from michi.config import load
+from michi.repo import find_repo
+from michi.workflow import Mutation, TxnRequest, run_transaction
 
 repo = find_repo(sys.argv[1])
 outcome = run_transaction(

@@ -77,7 +77,10 @@ def main() -> None:
     total = [t["total"] for t in timings]
     print(row("michi lock held (inside the process)", hold, samples["raw"]))
     print(row("michi in-process total (after imports)", total, samples["raw"]))
-    print(f"lock hold / whole michi command: {statistics.median(hold) / statistics.median(samples['michi']):.2f}")
+    print(
+        "lock hold / whole michi command: "
+        f"{statistics.median(hold) / statistics.median(samples['michi']):.2f}"
+    )
     print(f"(workdir {root.name}: removed by the OS temp cleaner)")
 
 

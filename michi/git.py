@@ -100,7 +100,9 @@ def open_repo(worktree: Path) -> Repo:
         raise NotARepository(f"{worktree} is not a git repository", hint="run michi inside a clone") from None
 
 
-def _exec(repo: Repo, *args: str, env: Mapping[str, str] | None = None, raw: bool = False) -> tuple[int, Any, str]:
+def _exec(
+    repo: Repo, *args: str, env: Mapping[str, str] | None = None, raw: bool = False
+) -> tuple[int, Any, str]:
     status, out, err = repo.git.execute(
         ["git", *args],
         with_extended_output=True,
@@ -169,7 +171,13 @@ def fetch_branch(repo: Repo, remote: str, branch: str) -> str | None:
     """Update refs/remotes/<remote>/<branch> from the remote; None when the remote has no such branch."""
     tracking = f"refs/remotes/{remote}/{branch}"
     status, _out, err = _exec(
-        repo, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", remote, f"+refs/heads/{branch}:{tracking}"
+        repo,
+        "fetch",
+        "--quiet",
+        "--no-tags",
+        "--no-write-fetch-head",
+        remote,
+        f"+refs/heads/{branch}:{tracking}",
     )
     if status != 0:
         if "couldn't find remote ref" in err:
@@ -192,7 +200,9 @@ def push(repo: Repo, remote: str, commit: str, branch: str, env: Mapping[str, st
     """Fast-forward-only push of `commit` to the remote branch (the remote serializes machines)."""
     from michi.errors import RemoteRejected
 
-    status, out, err = _exec(repo, "push", "--porcelain", "--quiet", remote, f"{commit}:refs/heads/{branch}", env=env)
+    status, out, err = _exec(
+        repo, "push", "--porcelain", "--quiet", remote, f"{commit}:refs/heads/{branch}", env=env
+    )
     if status == 0:
         return PushResult(ok=True, stale=False)
     text = f"{out}\n{err}"
@@ -251,7 +261,9 @@ def diff_trees(repo: Repo, old: str, new: str) -> dict[str, tuple[int, str] | No
 
 def diff_task_files(repo: Repo, old_tree: str, new_tree: str) -> dict[str, str | None]:
     return {
-        p: (None if c is None else c[1]) for p, c in diff_trees(repo, old_tree, new_tree).items() if _is_task_file(p)
+        p: (None if c is None else c[1])
+        for p, c in diff_trees(repo, old_tree, new_tree).items()
+        if _is_task_file(p)
     }
 
 
@@ -365,7 +377,9 @@ def signature(repo: Repo, role: str) -> bytes:
     return f"{actor.name} <{actor.email}> {int(time.time())} {tz}".encode()
 
 
-def write_commit(repo: Repo, tree: str, parents: Sequence[str], headers: Sequence[bytes], message: bytes) -> str:
+def write_commit(
+    repo: Repo, tree: str, parents: Sequence[str], headers: Sequence[bytes], message: bytes
+) -> str:
     lines = [b"tree " + tree.encode(), *(b"parent " + p.encode() for p in parents), *headers]
     return _store(repo, b"commit", b"\n".join(lines) + b"\n\n" + message)
 

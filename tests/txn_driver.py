@@ -10,28 +10,44 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from michi.config import load  # noqa: E402
-from michi.errors import MichiError  # noqa: E402
-from michi.repo import find_repo  # noqa: E402
-from michi.workflow import Mutation, TxnRequest, run_transaction, sync  # noqa: E402
+from michi.config import load
+from michi.errors import MichiError
+from michi.repo import find_repo
+from michi.workflow import Mutation, TxnRequest, run_transaction, sync
 
 
 def main(argv: list[str]) -> int:
     repo = find_repo(argv[0])
     req = TxnRequest(
-        repo=repo, config=load(repo.config_file), command=f"append {argv[1]}", agent="driver",
-        offline="--offline" in argv, push_all="--push-all" in argv,
+        repo=repo,
+        config=load(repo.config_file),
+        command=f"append {argv[1]}",
+        agent="driver",
+        offline="--offline" in argv,
+        push_all="--push-all" in argv,
     )
     try:
         if "--sync" in argv:
             outcome = sync(req)
         else:
-            outcome = run_transaction(req, Mutation("txnkit:append", {"name": argv[1], "refuse_if_present": "--refuse" in argv}))
+            outcome = run_transaction(
+                req, Mutation("txnkit:append", {"name": argv[1], "refuse_if_present": "--refuse" in argv})
+            )
     except MichiError as exc:
         print(json.dumps(exc.to_json()))
         return int(exc.exit_code)
-    print(json.dumps({"result": outcome.result, "commit": outcome.commit, "pushed": outcome.pushed,
-                      "notes": outcome.notes, "attempts": outcome.attempts, "recovered": outcome.recovered}))
+    print(
+        json.dumps(
+            {
+                "result": outcome.result,
+                "commit": outcome.commit,
+                "pushed": outcome.pushed,
+                "notes": outcome.notes,
+                "attempts": outcome.attempts,
+                "recovered": outcome.recovered,
+            }
+        )
+    )
     return 0
 
 

@@ -14,7 +14,7 @@ from michi.session import Session
 EPILOG = (
     "Exit codes: 0 ok, 1 unexpected error, 2 usage, 3 not found, 4 conflict, 5 git or remote failure, "
     "75 lock busy, 130 interrupted. With --json (allowed anywhere before --), stdout holds exactly one "
-    "JSON document: the result, or {\"error\": {\"code\": ..., \"message\": ...}}."
+    'JSON document: the result, or {"error": {"code": ..., "message": ...}}.'
 )
 
 
@@ -59,6 +59,12 @@ def click_exceptions() -> Any:
         from typer._click import exceptions
     except ImportError:  # typer before 0.20 depends on click itself
         from click import exceptions  # type: ignore[no-redef]
+    if not hasattr(exceptions, "Abort"):  # vendored click raises typer's own Abort (typer 0.2x)
+        import types
+
+        from typer import exceptions as typer_exceptions
+
+        return types.SimpleNamespace(**vars(exceptions), Abort=typer_exceptions.Abort)
     return exceptions
 
 

@@ -32,7 +32,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         click = click_exceptions()
 
         try:
-            outcome = build_app()(args=args, prog_name="michi", standalone_mode=False, obj={"json": json_mode})
+            outcome = build_app()(
+                args=args, prog_name="michi", standalone_mode=False, obj={"json": json_mode}
+            )
         except click.NoArgsIsHelpError as exc:
             render.usage_text(exc.ctx.get_help() if exc.ctx else "")
             return ExitCode.USAGE

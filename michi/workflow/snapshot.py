@@ -16,7 +16,9 @@ if TYPE_CHECKING:
 
 
 class Snapshot(GitTaskTree):
-    def __init__(self, repo: Repo, commit: str | None, branch: str, ref: str, synced_at: float | None) -> None:
+    def __init__(
+        self, repo: Repo, commit: str | None, branch: str, ref: str, synced_at: float | None
+    ) -> None:
         super().__init__(repo, commit)
         self.branch = branch
         self.ref = ref

@@ -35,9 +35,7 @@ def resolve(repo: Repo, config: Config, offline: bool = False) -> Target:
     remote = config.remote if git.remote_exists(repo, config.remote) else None
     branch = config.branch or (remote and git.remote_default_branch(repo, remote)) or ""
     if not branch and remote:
-        branch = next(
-            (b for b in ("main", "master") if git.ref_oid(repo, f"refs/remotes/{remote}/{b}")), ""
-        )
+        branch = next((b for b in ("main", "master") if git.ref_oid(repo, f"refs/remotes/{remote}/{b}")), "")
     if not branch:
         branch = git.head(repo).branch or "main"
     return Target(branch=branch, remote=remote, offline=offline and remote is not None)

@@ -121,7 +121,8 @@ class Transaction:
 
     def _commit(self, parent: str | None, change: Change, entry: Entry) -> str:
         changes: dict[str, tuple[int, str] | None] = {
-            _safe_path(p): (git.BLOB_MODE, git.write_blob(self.git, data)) for p, data in change.writes.items()
+            _safe_path(p): (git.BLOB_MODE, git.write_blob(self.git, data))
+            for p, data in change.writes.items()
         }
         changes.update({_safe_path(p): None for p in change.deletes})
         base_tree = git.tree_of(self.git, parent) if parent else None
@@ -130,7 +131,9 @@ class Transaction:
             self.git, tree, [parent] if parent else [], self._headers(), _message(change, entry, self.host)
         )
 
-    def _apply_all(self, base: str | None, leftover: list[Entry], mine: list[Entry]) -> tuple[str | None, list[Entry], Any]:
+    def _apply_all(
+        self, base: str | None, leftover: list[Entry], mine: list[Entry]
+    ) -> tuple[str | None, list[Entry], Any]:
         """Apply each entry's mutation in order, each on the tree the previous one produced. A leftover
         entry that now refuses is dropped with a note; a refusal of this command's own entry is raised."""
         tip, built, result = base, [], None
@@ -143,7 +146,9 @@ class Transaction:
             except MichiError as exc:
                 if entry in mine:
                     raise
-                self.notes.append(f"an interrupted `michi {entry.command}` could not be completed: {exc.message}")
+                self.notes.append(
+                    f"an interrupted `michi {entry.command}` could not be completed: {exc.message}"
+                )
                 continue
             if not change.empty:
                 tip = self._commit(tip, change, entry)
@@ -166,7 +171,11 @@ class Transaction:
         git.warm_up(self.git, git.ref_oid(self.git, guess) if guess else None)
         cfg = self.req.config
         lock = RepoLock(
-            self.req.repo, ttl=cfg.lock_ttl, command=self.req.command, agent=self.req.agent, on_wait=self.req.on_wait
+            self.req.repo,
+            ttl=cfg.lock_ttl,
+            command=self.req.command,
+            agent=self.req.agent,
+            on_wait=self.req.on_wait,
         )
         prepared = time.monotonic()
         with lock.held(cfg.lock_wait):
@@ -220,7 +229,9 @@ class Transaction:
             if tip == base:
                 journal.save([])
                 notes = self._update_local(old_remote, base, landed)
-                return self._outcome(result, None, pushed=False, attempts=attempt, notes=notes, recovered=len(leftover))
+                return self._outcome(
+                    result, None, pushed=False, attempts=attempt, notes=notes, recovered=len(leftover)
+                )
             assert tip is not None
             journal.save([e.but(state=PUSHING, commit=tip) for e in built])
             faults.point("committed")
@@ -236,8 +247,12 @@ class Transaction:
                     notes += self._push_all(tip, lock)
                 journal.save([])
                 self._touch_synced()
-                return self._outcome(result, tip, pushed=True, attempts=attempt, notes=notes, recovered=len(leftover))
-            time.sleep(random.uniform(0, min(1.0, 0.01 * 2**attempt)))  # jittered backoff: let the winner finish
+                return self._outcome(
+                    result, tip, pushed=True, attempts=attempt, notes=notes, recovered=len(leftover)
+                )
+            time.sleep(
+                random.uniform(0, min(1.0, 0.01 * 2**attempt))
+            )  # jittered backoff: let the winner finish
             base, fetched = self._fetch(), True
         raise GitFailed(
             f"the remote kept moving: push rejected {retries} times",
@@ -263,7 +278,8 @@ class Transaction:
                 refused = git.read_tree_update(self.git, local or git.EMPTY_TREE, tip)
                 if refused is not None:
                     raise GitFailed(
-                        f"your work tree has changes in task files michi must change ({refused.splitlines()[0]})",
+                        "your work tree has changes in task files michi must change "
+                        f"({refused.splitlines()[0]})",
                         hint="commit or stash them (task files should only change through michi), then retry",
                     )
             git.update_ref(self.git, ref, tip, local, "michi: commit task change")
@@ -302,7 +318,12 @@ class Transaction:
     def _outcome(self, result: Any, commit: str | None, **kw: Any) -> TxnOutcome:
         notes = self.notes + kw.pop("notes", [])
         return TxnOutcome(
-            result=result, commit=commit, branch=self.target.branch, remote=self.target.remote, notes=notes, **kw
+            result=result,
+            commit=commit,
+            branch=self.target.branch,
+            remote=self.target.remote,
+            notes=notes,
+            **kw,
         )
 
 
