@@ -292,3 +292,15 @@ def test_four_clones_converge_over_git_daemon(remote: Remote) -> None:
     finally:
         daemon.terminate()
         daemon.wait(timeout=10)
+
+
+def test_user_commits_are_pushed_only_with_push_all(remote: Remote, repo: Path) -> None:
+    (repo / "mine.txt").write_text("mine\n")
+    git(repo, "add", "mine.txt")
+    git(repo, "commit", "-q", "-m", "my work")
+    assert drive(repo, "a").returncode == 0
+    assert subjects(remote.bare)[0] == "michi: append a"  # my commit stayed local
+    proc = drive(repo, "b", "--push-all")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert subjects(remote.bare)[:3] == ["my work", "michi: append b", "michi: append a"]
+    assert git(repo, "rev-parse", "HEAD") == remote.head()

@@ -1,9 +1,164 @@
-"""`michi lock ...` verbs (placeholder until the lock issue lands)."""
+"""`michi lock ...` verbs: parse, call the command, hand its result to the renderer (ADR 0002)."""
 
 from __future__ import annotations
 
+from typing import Annotated, Any
+
 import typer
+
+from michi.cli import render
+from michi.cli.options import Wait, session
+from michi.commands.lock_info import Stats, Status
+from michi.commands.lock_manual import Acquired, Released, Renewed
+from michi.results import Result
+
+Ttl = Annotated[
+    float | None,
+    typer.Option(
+        "--ttl", min=0, metavar="SECONDS", help="Lease length (default 300, env MICHI_LOCK_TTL; 0 = none)."
+    ),
+]
+Token = Annotated[
+    str | None,
+    typer.Option(
+        "--token", metavar="TOKEN", help="The token `michi lock acquire` printed (env MICHI_LOCK_TOKEN)."
+    ),
+]
+
+lock_app = typer.Typer(
+    name="lock",
+    help="The repo lock (.michi.lock): run commands under it, inspect it, clear a stale one.",
+    no_args_is_help=True,
+)
+
+
+@lock_app.command(context_settings={"allow_interspersed_args": False, "ignore_unknown_options": True})
+def run(
+    ctx: typer.Context,
+    command: Annotated[
+        list[str], typer.Argument(metavar="-- COMMAND...", help="What to run under the lock.")
+    ],
+    wait: Wait = None,
+) -> int:
+    """Run COMMAND holding the repo lock (like flock(1)); exit with its status.
+
+    The lease is renewed while it runs; its token is in MICHI_LOCK_TOKEN so its commits pass the
+    pre-commit hook. If michi dies, the command is killed. Its output passes through untouched.
+    """
+    from michi.cli.progress import lock_waiter
+    from michi.commands.lock_run import run as run_command
+
+    s = session(ctx)
+    with lock_waiter(s) as on_wait:
+        result = run_command(s, command, wait=wait, on_wait=on_wait)
+    return result.exit_code
+
+
+@lock_app.command()
+def acquire(
+    ctx: typer.Context,
+    ttl: Ttl = None,
+    pid: Annotated[
+        int | None, typer.Option("--pid", metavar="PID", help="Holder to record (default: michi's parent).")
+    ] = None,
+    wait: Wait = None,
+) -> Result:
+    """Take the lock for a script spanning several commands; print the token that releases it.
+
+    The holder is the calling process, so the lock is stale as soon as the script dies.
+    """
+    from michi.cli.progress import lock_waiter
+    from michi.commands.lock_manual import acquire as acquire_command
+
+    s = session(ctx)
+    with lock_waiter(s) as on_wait:
+        return acquire_command(s, ttl=ttl, pid=pid, wait=wait, on_wait=on_wait)
+
+
+@lock_app.command()
+def release(
+    ctx: typer.Context,
+    token: Token = None,
+    force: Annotated[bool, typer.Option("--force", help="Remove a stale lock whoever holds it.")] = False,
+    yes: Annotated[bool, typer.Option("--yes", help="With --force: remove even a live lock.")] = False,
+) -> Result:
+    """Release the lock held with TOKEN; --force clears a stale lock (a live one only with --yes)."""
+    from michi.commands.lock_manual import release as release_command
+
+    return release_command(session(ctx), token=token, force=force, yes=yes)
+
+
+@lock_app.command()
+def renew(ctx: typer.Context, token: Token = None, ttl: Ttl = None) -> Result:
+    """Extend the lease of the lock held with TOKEN (scripts that run longer than the TTL)."""
+    from michi.commands.lock_manual import renew as renew_command
+
+    return renew_command(session(ctx), token=token, ttl=ttl)
+
+
+@lock_app.command()
+def status(ctx: typer.Context) -> Result:
+    """Who holds the lock, for how long, whether it is stale and why, and who waits."""
+    from michi.commands.lock_info import status as status_command
+
+    return status_command(session(ctx))
+
+
+@lock_app.command()
+def stats(ctx: typer.Context) -> Result:
+    """Acquisitions, contention, wait and hold times, takeovers, from this clone's lock event log."""
+    from michi.commands.lock_info import stats as stats_command
+
+    return stats_command(session(ctx))
+
+
+def _ms(seconds: Any) -> str:
+    return "-" if seconds is None else f"{float(seconds) * 1000:.1f} ms"
+
+
+@render.human.register(Status)
+def _status(result: Status) -> str:
+    data = result.state.to_json()
+    if not data["held"]:
+        waiting = f"; {len(data['waiters'])} waiting" if data["waiters"] else ""
+        return f"the repo lock is free{waiting}"
+    holder = data["holder"]
+    lines = [f"lock     {data['lock']}"]
+    if holder is None:
+        lines.append("holder   (no readable owner record)")
+    else:
+        lines.append(f"holder   PID {holder['pid']} on {holder['host']}, agent {holder['agent'] or '-'}")
+        lines.append(f"command  {holder['command']}")
+        lines.append(f"age      {holder['age']:.1f}s")
+        left = data["time_left"]
+        lines.append("expires  never" if left is None else f"expires  in {left:.1f}s ({holder['expires']})")
+    state = "STALE" if data["stale"] else "live"
+    lines.append(f"state    {state} ({data['reason']})")
+    lines.append(f"waiters  {', '.join(f'PID {p}' for p in data['waiters']) or 'none'}")
+    if data["stale"]:
+        lines.append("         clear it with: michi lock release --force")
+    return "\n".join(lines)
+
+
+@render.human.register(Stats)
+def _stats(result: Stats) -> str:
+    n = result.numbers
+    takeovers = ", ".join(f"{k} {v}" for k, v in sorted(n["takeover_reasons"].items())) or "none"
+    return "\n".join(
+        [
+            f"acquisitions  {n['acquisitions']} ({n['contended']} contended, {n['timeouts']} timed out)",
+            f"wait          median {_ms(n['wait']['median'])}, p95 {_ms(n['wait']['p95'])}",
+            f"hold          median {_ms(n['hold']['median'])}, p95 {_ms(n['hold']['p95'])}",
+            f"takeovers     {n['takeovers']} ({takeovers})",
+            f"log           {result.log}",
+        ]
+    )
+
+
+# Acquired, Released and Renewed render through their summary(): the token alone, for `$(...)`.
+_ = (Acquired, Released, Renewed)
 
 
 def register(app: typer.Typer) -> None:
     """Add this module's verbs to the application."""
+    app.add_typer(lock_app)

@@ -29,15 +29,9 @@ class GitTaskTree:
         return {} if self.tree_oid is None else git.ls_task_files(self._repo, self.tree_oid)
 
     def read(self, path: str) -> bytes | None:
-        oid = self.tree_oid
-        if oid is None:
+        if self.tree_oid is None:
             return None
-        for part in path.split("/"):
-            entry = git.tree_entry(self._repo, oid, part)
-            if entry is None:
-                return None
-            oid = entry[1]
-        return git.read_blob(self._repo, oid)
+        return git.read_path(self._repo, self.tree_oid, path)
 
     def read_blobs(self, oids: Iterable[str]) -> dict[str, bytes]:
         return {oid: git.read_blob(self._repo, oid) for oid in oids}

@@ -1,0 +1,57 @@
+"""`michi doctor`: every task file that cannot be read, duplicate ids, a counter behind the ids in use."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from michi.commands import task_common
+from michi.results import Result
+from michi.session import Session
+
+
+@dataclass(frozen=True)
+class Report(Result):
+    problems: list[dict[str, Any]]
+    tasks: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> Any:
+        return {"ok": not self.problems, "tasks": self.tasks, "problems": self.problems}
+
+    def summary(self) -> str:
+        if not self.problems:
+            return f"no problems in {self.tasks} task file(s)"
+        lines = [f"{len(self.problems)} problem(s):"]
+        lines += [f"  {p.get('path') or p.get('id')}: {p['problem']}" for p in self.problems]
+        return "\n".join(lines)
+
+
+def run(session: Session, *, fetch: bool) -> Report:
+    from michi.tasks import ids
+    from michi.workflow import read_snapshot
+
+    snap = task_common.read(session, fetch)
+    index = snap.index
+    problems: list[dict[str, Any]] = [
+        {"path": p, "problem": msg} for p, msg in sorted(index.problems.items())
+    ]
+    for ident, paths in sorted(index.by_id.items()):
+        if len(paths) > 1:
+            problems.append(
+                {"id": ident, "paths": paths, "problem": f"id {ident} is used by {len(paths)} files"}
+            )
+    tree = read_snapshot(session.repo, session.config)
+    try:
+        counter = ids.last_id(tree)
+    except Exception as exc:  # CorruptTask: reported like any other problem
+        problems.append({"path": ids.COUNTER_PATH, "problem": str(exc)})
+    else:
+        if counter < index.max_id:
+            problems.append(
+                {
+                    "path": ids.COUNTER_PATH,
+                    "problem": f"counter {counter} is below the highest id {index.max_id}",
+                }
+            )
+    return Report(problems, len(index.entries), snap.notes)

@@ -1,0 +1,35 @@
+"""`michi hook install | uninstall | run`: one verb each, returning data (rendering is the CLI's)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from michi.hook import install as hook_install
+from michi.results import Result
+from michi.session import Session
+
+
+@dataclass(frozen=True)
+class HookChecked(Result):
+    """`michi hook run` through the full CLI (git itself uses the fast path in `michi.hook.run`)."""
+
+    allowed: bool
+    warnings: list[str]
+
+    def summary(self) -> str:
+        lines = [f"warning: {w}" for w in self.warnings]
+        return "\n".join([*lines, "the commit may go ahead"])
+
+
+def install(session: Session) -> hook_install.HookInstalled:
+    return hook_install.install(session.repo)
+
+
+def uninstall(session: Session) -> hook_install.HookUninstalled:
+    return hook_install.uninstall(session.repo)
+
+
+def run(session: Session) -> HookChecked:
+    from michi.hook.check import check
+
+    return HookChecked(allowed=True, warnings=check(session.repo))

@@ -1,0 +1,28 @@
+"""`michi init`: the root `.tasks/` domain (with the id counter) and a commented `.michi.toml`, committed
+through the transaction so they reach the remote; `--hook` also installs the pre-commit hook."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from michi.commands import task_common
+from michi.results import Message
+from michi.session import Session
+
+
+def run(session: Session, *, hook: bool, wait: float | None, offline: bool) -> Message:
+    from michi.workflow import Mutation
+
+    outcome = task_common.transact(session, Mutation("michi.tasks.create:init", {}), wait, offline)
+    created: list[str] = list(outcome.result or [])
+    data: dict[str, Any] = {"created": created, "transaction": task_common.txn_info(outcome), "hook": None}
+    text = f"initialised michi: created {', '.join(created)}" if created else "michi was already initialised"
+    if hook:
+        from michi.hook.install import install  # built by the hook issue; imported only when asked
+
+        installed = install(session.repo)
+        data["hook"] = installed.to_json()
+        text += "\n" + installed.summary()
+    if outcome.commit and not outcome.pushed:
+        text += " (committed locally, nothing pushed: 'michi sync' pushes it later)"
+    return Message(text, data)

@@ -1,0 +1,57 @@
+"""`michi export` (a JSON array Taskwarrior's `task import` accepts) and `michi import FILE` (`task export`
+output, matched by uuid: new tasks added with new ids, changed ones modified, the rest skipped)."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+from michi.commands import task_common
+from michi.errors import UsageError
+from michi.results import Result
+from michi.session import Session
+from michi.tasks import domains, taskwarrior
+
+
+@dataclass(frozen=True)
+class Export(Result):
+    records: list[dict[str, Any]]
+
+    def to_json(self) -> Any:
+        return self.records
+
+
+def export(session: Session, *, every_domain: bool, domain: str | None, fetch: bool) -> Export:
+    where = None if every_domain else domains.resolve(session.repo.worktree, session.cwd, domain)
+    snap = task_common.read(session, fetch)
+    found = sorted(
+        ((p, t) for p, t in snap.index.tasks.items() if where is None or domains.domain_of(p) == where),
+        key=lambda pt: pt[1].id,
+    )
+    return Export([taskwarrior.export_record(t, domains.domain_of(p)) for p, t in found])
+
+
+def import_file(
+    session: Session, source: str, *, domain: str | None, wait: float | None, offline: bool
+) -> task_common.Changed:
+    from michi.workflow import Mutation
+
+    where = domains.resolve(session.repo.worktree, session.cwd, domain)
+    try:
+        text = sys.stdin.read() if source == "-" else (session.cwd / source).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(
+            f"cannot read {source}: {exc}", hint="pass a file written by 'task export'"
+        ) from None
+    records = []
+    for item in taskwarrior.parse(text):
+        record, home = taskwarrior.normalize(item, where)
+        records.append({"record": record, "domain": home})
+    params = {"records": records}
+    outcome = task_common.transact(
+        session, Mutation("michi.tasks.create:import_tasks", params), wait, offline
+    )
+    snap = task_common.read(session)
+    tasks = task_common.views(outcome.result["tasks"], snap.index)
+    return task_common.Changed(tasks, task_common.txn_info(outcome), outcome.result["report"])

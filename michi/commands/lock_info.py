@@ -1,0 +1,36 @@
+"""`michi lock status` and `michi lock stats`: read-only views of the lock and its event log."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from michi.lock import admin, events
+from michi.results import Result
+from michi.session import Session
+
+
+@dataclass(frozen=True)
+class Status(Result):
+    state: admin.LockState
+
+    def to_json(self) -> Any:
+        return self.state.to_json()
+
+
+@dataclass(frozen=True)
+class Stats(Result):
+    numbers: dict[str, Any]
+    log: str
+
+    def to_json(self) -> Any:
+        return {**self.numbers, "log": self.log}
+
+
+def status(session: Session) -> Status:
+    return Status(admin.state(session.repo))
+
+
+def stats(session: Session) -> Stats:
+    state_dir = session.repo.state_dir
+    return Stats(events.summarize(events.read(state_dir)), str(events.log_path(state_dir)))

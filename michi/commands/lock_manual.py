@@ -1,0 +1,99 @@
+"""`michi lock acquire / release / renew`: the lock for shell scripts spanning several commands (seed 002).
+
+The holder recorded is the calling process (michi's parent, the script) unless `--pid` names another, so
+the lock is provably stale once the script dies; the token printed is what releases it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from michi.errors import UsageError
+from michi.lock import TOKEN_ENV, Owner, RepoLock, admin
+from michi.lock.record import process_start
+from michi.results import Result
+from michi.session import Session
+
+
+@dataclass(frozen=True)
+class Acquired(Result):
+    token: str
+    pid: int
+    expires: str | None
+    lock: str
+
+    def summary(self) -> str:
+        return self.token
+
+
+@dataclass(frozen=True)
+class Released(Result):
+    released: bool
+    why: str  # token | stale:<reason> | forced | free
+    holder_pid: int | None
+    lock: str
+
+    def summary(self) -> str:
+        if not self.released:
+            return "the repo lock was not held"
+        return f"released the repo lock (held by PID {self.holder_pid}; {self.why})"
+
+
+@dataclass(frozen=True)
+class Renewed(Result):
+    expires: str | None
+    lock: str
+
+    def summary(self) -> str:
+        return f"renewed the repo lock until {self.expires or 'released (no expiry)'}"
+
+
+def acquire(
+    session: Session,
+    *,
+    ttl: float | None,
+    pid: int | None,
+    wait: float | None,
+    on_wait: Callable[[Owner | None, float], None] | None = None,
+) -> Acquired:
+    holder = os.getppid() if pid is None else pid
+    if holder <= 0 or process_start(holder) is None:
+        raise UsageError(f"no process with PID {holder}", hint="--pid must name a live process")
+    cfg = session.with_overrides(lock_wait=wait, lock_ttl=ttl)
+    lock = RepoLock(
+        session.repo,
+        ttl=cfg.lock_ttl,
+        command=f"lock acquire (script PID {holder})",
+        agent=session.resolve_agent(),
+        pid=holder,
+        on_wait=on_wait,
+    )
+    lock.acquire(cfg.lock_wait)
+    record = lock.record
+    token = lock.detach()
+    return Acquired(token, holder, record.expires if record else None, str(session.repo.lock_dir))
+
+
+def _token(token: str | None) -> str | None:
+    return token or os.environ.get(TOKEN_ENV) or None
+
+
+def release(session: Session, *, token: str | None, force: bool, yes: bool) -> Released:
+    token = _token(token)
+    if token is None and not force:
+        raise UsageError(
+            "say which lock to release", hint="pass --token TOKEN (printed by acquire), or --force if stale"
+        )
+    owner, why = admin.release(session.repo, token=token, force=force, yes=yes)
+    return Released(owner is not None, why, owner.pid if owner else None, str(session.repo.lock_dir))
+
+
+def renew(session: Session, *, token: str | None, ttl: float | None) -> Renewed:
+    token = _token(token)
+    if token is None:
+        raise UsageError("say which lock to renew", hint="pass --token TOKEN (printed by acquire)")
+    cfg = session.with_overrides(lock_ttl=ttl)
+    owner = admin.renew(session.repo, token=token, ttl=cfg.lock_ttl)
+    return Renewed(owner.expires, str(session.repo.lock_dir))

@@ -1,0 +1,111 @@
+"""Changing one task (start, stop, review, done, delete, annotate, modify, claim, renew, release), and the
+pool commands `next --claim` and `reap`: each is one transaction."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+from michi.commands import task_common
+from michi.errors import UsageError
+from michi.session import Session
+from michi.tasks import claims, domains
+from michi.tasks.errors import TaskNotFound
+
+
+def _ttl(session: Session, ttl: float | None) -> float:
+    return session.config.claim_ttl if ttl is None else ttl
+
+
+def change(
+    session: Session,
+    action: str,
+    ref: str,
+    *,
+    wait: float | None,
+    offline: bool,
+    if_version: int | None = None,
+    **fields: Any,
+) -> task_common.TaskResult:
+    from michi.workflow import Mutation
+
+    if action in ("claim", "renew", "release"):
+        claims.require_agent(session.resolve_agent())
+    snap = task_common.read(session)
+    params: dict[str, Any] = {"action": action, "ref": ref, "if_version": if_version, **fields}
+    # The path is a hint (the apply function reads the file fresh); a task another clone added since the
+    # last sync is not in the snapshot and is resolved on the fresh tree instead.
+    with contextlib.suppress(TaskNotFound):
+        params["path"] = snap.index.find(ref)
+    outcome = task_common.transact(session, Mutation("michi.tasks.mutations:update", params), wait, offline)
+    task = task_common.views(outcome.result, snap.index)[0]
+    return task_common.TaskResult(task, task_common.txn_info(outcome), outcome.notes)
+
+
+def claim(session: Session, action: str, ref: str, ttl: float | None, **kw: Any) -> task_common.TaskResult:
+    return change(session, action, ref, ttl=_ttl(session, ttl), **kw)
+
+
+def next_claim(
+    session: Session,
+    *,
+    every_domain: bool,
+    domain: str | None,
+    ttl: float | None,
+    wait: float | None,
+    offline: bool,
+) -> task_common.TaskResult:
+    from michi.workflow import Mutation
+
+    claims.require_agent(session.resolve_agent())
+    where = None if every_domain else domains.resolve(session.repo.worktree, session.cwd, domain)
+    params = {"domain": where, "ttl": _ttl(session, ttl)}
+    outcome = task_common.transact(session, Mutation("michi.tasks.pool:next_claim", params), wait, offline)
+    snap = task_common.read(session)
+    task = task_common.views(outcome.result, snap.index)[0]
+    return task_common.TaskResult(task, task_common.txn_info(outcome), outcome.notes)
+
+
+def reap(session: Session, *, domain: str | None, wait: float | None, offline: bool) -> task_common.Changed:
+    """Release every expired claim: of every domain, or of `--domain` only."""
+    from michi.workflow import Mutation
+
+    where = None if domain is None else domains.resolve(session.repo.worktree, session.cwd, domain)
+    outcome = task_common.transact(
+        session, Mutation("michi.tasks.pool:reap", {"domain": where}), wait, offline
+    )
+    snap = task_common.read(session)
+    return task_common.Changed(task_common.views(outcome.result, snap.index), task_common.txn_info(outcome))
+
+
+def modify(
+    session: Session,
+    ref: str,
+    *,
+    description: str | None,
+    priority: str | None,
+    project: str | None,
+    tags_add: list[str],
+    tags_remove: list[str],
+    depends_add: list[str],
+    depends_remove: list[str],
+    **kw: Any,
+) -> task_common.TaskResult:
+    from michi.commands.task_add import priority as parse_priority
+    from michi.commands.task_add import split_refs
+
+    if description is not None and not description.strip():
+        raise UsageError("the description cannot be empty", hint="pass some text to --description")
+    snap = task_common.read(session)
+    known, later = split_refs(snap, depends_add)
+    fields: dict[str, Any] = {
+        "description": description,
+        "priority": parse_priority(priority),
+        "project": project,
+        "tags_add": tags_add,
+        "tags_remove": tags_remove,
+        "depends_add": known,
+        "depends_refs": later,
+        "depends_remove": [snap.index.get(r)[1].uuid for r in depends_remove],
+    }
+    return change(session, "modify", ref, **fields, **kw)

@@ -1,0 +1,66 @@
+"""Read-only task commands: `list`, `show`, `next` (without --claim). No lock, no network unless --fetch."""
+
+from __future__ import annotations
+
+import time
+
+from michi.commands import task_common
+from michi.errors import UsageError
+from michi.session import Session
+from michi.tasks import domains
+from michi.tasks.errors import NoReadyTask
+from michi.tasks.model import OPEN_STATES, STATES
+from michi.tasks.query import Filter, ready_order, select, view, view_record
+
+
+def states(wanted: list[str]) -> tuple[str, ...]:
+    """--state values: the states named; 'open' (the default) and 'any' (every state) as shorthands."""
+    if not wanted:
+        return OPEN_STATES
+    out: list[str] = []
+    for value in wanted:
+        if value == "any":
+            return ()
+        if value == "open":
+            out += OPEN_STATES
+        elif value in STATES:
+            out.append(value)
+        else:
+            raise UsageError(f"unknown state {value!r}", hint=f"one of {', '.join(STATES)}, open, any")
+    return tuple(dict.fromkeys(out))
+
+
+def list_tasks(
+    session: Session,
+    *,
+    every_domain: bool,
+    domain: str | None,
+    state: list[str],
+    tags: list[str],
+    project: str | None,
+    assignee: str | None,
+    ready: bool,
+    fetch: bool,
+) -> task_common.TaskList:
+    where = None if every_domain else domains.resolve(session.repo.worktree, session.cwd, domain)
+    flt = Filter(where, states(state), tuple(tags), project, assignee, ready)
+    snap = task_common.read(session, fetch)
+    found = select(snap.index, flt, time.time())
+    title = "tasks in every domain" if where is None else f"tasks in domain {where}"
+    return task_common.TaskList([view_record(r, p, snap.index) for p, r in found], snap.notes, title)
+
+
+def show(session: Session, ref: str, fetch: bool) -> task_common.TaskResult:
+    snap = task_common.read(session, fetch)
+    path, task = snap.index.get(ref)
+    return task_common.TaskResult(view(task, path, snap.index), notes=snap.notes)
+
+
+def next_task(
+    session: Session, *, every_domain: bool, domain: str | None, fetch: bool
+) -> task_common.TaskResult:
+    where = None if every_domain else domains.resolve(session.repo.worktree, session.cwd, domain)
+    snap = task_common.read(session, fetch)
+    for path, task in ready_order(snap.index, where, time.time()):
+        return task_common.TaskResult(view(task, path, snap.index), notes=snap.notes)
+    raise NoReadyTask("no ready task", hint="add tasks, or look at 'michi task list --all --state any'")

@@ -1,0 +1,97 @@
+"""What the hook says: one refusal per cause, each naming who or what blocks and what to do.
+
+Refusals are `MichiError`s with stable codes, so `michi --json hook run` reports them like any error;
+git shows the hook's stderr to whoever ran `git commit`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from michi.errors import LockError, UsageError
+from michi.lock.record import Owner
+
+CLEAR_HINT = (
+    "inspect it with `michi lock status` (or read .michi.lock/owner.json); clear it with "
+    "`michi lock release --force --yes`, or remove the .michi.lock/ folder by hand once no michi "
+    "process is running"
+)
+
+
+class LockHeld(LockError):
+    """Another process holds a live lock: its commit must not be swept into ours."""
+
+    code = "lock_busy"  # the same code agents already match for a busy lock
+
+
+class LockUnreadable(LockError):
+    """The lock exists but its record cannot be read: nobody can tell whether its holder is alive."""
+
+    code = "lock_corrupt"
+
+
+class HandEdit(UsageError):
+    """Task files must change through michi (record 75), unless the user opted out."""
+
+    code = "hand_edit"
+
+
+def age(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+
+
+def holder(owner: Owner, now: float) -> str:
+    agent = owner.agent or "none"
+    return (
+        f"PID {owner.pid} on {owner.host}, agent {agent}, running {owner.command!r}, "
+        f"for {age(now - owner.created_ts)}"
+    )
+
+
+def lock_held(owner: Owner | None, now: float, token_given: bool) -> LockHeld:
+    who = holder(owner, now) if owner else "a process that is taking it right now"
+    hint = (
+        "wait for it to finish and commit again (`michi lock status` shows it); to commit as part of a "
+        "locked sequence, run `michi lock run -- git commit ...`"
+    )
+    if token_given:
+        hint = f"MICHI_LOCK_TOKEN is set but is not this lock's token (released or taken over); {hint}"
+    message = f"commit refused: the repo lock is held by another process ({who})"
+    return LockHeld(message, hint=hint, holder=owner.to_json() if owner else None)
+
+
+def unreadable(reason: str) -> LockUnreadable:
+    return LockUnreadable(f"commit refused: the repo lock is unreadable ({reason})", hint=CLEAR_HINT)
+
+
+STALE_REASONS = {
+    "expired": "its lease expired",
+    "dead": "its process is gone",
+    "pid_reused": "its PID now belongs to another process",
+    "rebooted": "it was taken before the last reboot",
+    "no_record": "it has no owner record",
+}
+
+
+def stale(owner: Owner | None, reason: str, now: float) -> str:
+    who = f" ({holder(owner, now)})" if owner else ""
+    why = STALE_REASONS.get(reason, reason)
+    return (
+        f"ignoring a stale repo lock{who}: {why}; the next michi command takes it over "
+        "(`michi lock status` shows it)"
+    )
+
+
+def hand_edit(paths: Sequence[str]) -> HandEdit:
+    shown = ", ".join(paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
+    return HandEdit(
+        f"commit refused: it changes task files by hand ({shown})",
+        hint="change tasks with `michi task ...` and unstage these (`git restore --staged PATH`); to allow "
+        "hand edits set allow_hand_edits = true in .michi.toml or MICHI_ALLOW_HAND_EDITS=1",
+        paths=list(paths),
+    )

@@ -1,0 +1,76 @@
+"""The pre-commit script `michi hook install` writes, and how to recognise it again.
+
+The script starts the interpreter michi was installed with, as `python -I -S`: `-S` skips
+site-packages' start-up (.pth files: 40-100 ms on some machines, on every commit) and `-I` keeps
+PYTHON* variables and the work tree's own modules off sys.path. The folders michi and psutil were
+imported from are appended to sys.path, after the standard library, so nothing there can shadow it
+(ADR 0005). The paths are this machine's, which is why the script is generated and never committed.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shlex
+import sys
+from pathlib import Path
+
+MARKER = "# michi-hook:"  # the line that makes a hook michi's: install rewrites it, uninstall removes it
+VERSION = 1
+CHAINED = "pre-commit.michi-chained"  # where the hook that was there before michi's is kept
+
+
+def _root_of(module: str) -> str | None:
+    """The sys.path entry `module` is imported from (the folder above its package)."""
+    spec = importlib.util.find_spec(module)
+    if spec is None or spec.origin is None:
+        return None
+    return str(Path(spec.origin).resolve().parent.parent)
+
+
+def import_roots() -> list[str]:
+    roots: list[str] = []
+    for module in ("michi", "psutil"):  # psutil: only to prove a same-host holder is alive
+        root = _root_of(module)
+        if root is not None and root not in roots:
+            roots.append(root)
+    return roots
+
+
+def render(python: str | None = None, roots: list[str] | None = None) -> str:
+    python = python or sys.executable
+    roots = import_roots() if roots is None else roots
+    # JSON: a valid Python list literal whose double quotes sit well inside the shell's single quotes.
+    code = (
+        f"import sys;sys.path+={json.dumps(roots)};"
+        "from michi.hook.run import main;sys.exit(main(sys.argv[1:]))"
+    )
+    return f"""#!/bin/sh
+{MARKER} {VERSION} (written by `michi hook install`; `michi hook uninstall` removes it and puts back
+# the hook it chained). Do not edit: run `michi hook install` again instead.
+py={shlex.quote(python)}
+if [ -x "$py" ]; then
+  "$py" -I -S -c {shlex.quote(code)} "$@" || exit $?
+elif command -v michi >/dev/null 2>&1; then
+  michi hook run "$@" || exit $?
+else
+  echo "michi: the pre-commit hook cannot find michi ($py); reinstall michi, or delete $0" >&2
+  exit 1
+fi
+case $0 in */*) here=${{0%/*}} ;; *) here=. ;; esac
+if [ -x "$here/{CHAINED}" ]; then
+  exec "$here/{CHAINED}" "$@"
+fi
+"""
+
+
+def is_michis(path: Path) -> bool:
+    """A regular file (not a symlink) carrying our marker line near its top."""
+    if path.is_symlink() or not path.is_file():
+        return False
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(512)
+    except OSError:
+        return False
+    return MARKER.encode() in head

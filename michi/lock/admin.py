@@ -1,0 +1,106 @@
+"""Operations on the lock by someone other than an in-process holder: `michi lock status`, a script's
+`release --token` / `renew --token`, and `release --force`. All changes go through the guard (fs.py)."""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, replace
+from typing import Any
+
+from michi.lock import events, fs
+from michi.lock.errors import LockLive, LockNotOwned, describe, holder_details
+from michi.lock.queue import Queue
+from michi.lock.record import Judgement, Owner, iso
+from michi.lock.record import write_owner as publish
+from michi.lock.repolock import QUEUE_DIR, peek
+from michi.repo import RepoPaths
+
+
+@dataclass(frozen=True)
+class LockState:
+    path: str
+    held: bool
+    owner: Owner | None
+    stale: bool
+    reason: str | None  # record.Judgement reasons; None when free
+    waiters: list[int]
+    checked: float
+
+    def to_json(self) -> dict[str, Any]:
+        owner = self.owner
+        expires = owner.expires_ts if owner else None
+        return {
+            "lock": self.path,
+            "held": self.held,
+            "stale": self.stale,
+            "reason": self.reason,
+            **holder_details(owner, self.checked),
+            "time_left": None if expires is None else round(expires - self.checked, 3),
+            "token_prefix": owner.token[:8] if owner else None,
+            "waiters": self.waiters,
+        }
+
+
+def state(repo: RepoPaths) -> LockState:
+    held = fs.check_lock_path(repo.lock_dir)
+    owner, verdict = peek(repo.lock_dir) if held else (None, Judgement(False, "free"))
+    waiters = Queue(repo.state_dir / QUEUE_DIR).waiters()
+    reason = verdict.reason if held else None
+    return LockState(str(repo.lock_dir), held, owner, verdict.stale, reason, waiters, time.time())
+
+
+def _guard_fd(repo: RepoPaths) -> int:
+    fs.ensure_dir(repo.state_dir)
+    return fs.open_flock_file(repo.state_dir / fs.GUARD_FILE)
+
+
+def _not_owned(owner: Owner | None, token: str) -> LockNotOwned:
+    holder = describe(owner, time.time()) if owner else "nobody"
+    return LockNotOwned(
+        f"the repo lock is not held with token {token[:8]}...; it is held by {holder}",
+        hint="pass the token `michi lock acquire` printed (or MICHI_LOCK_TOKEN)",
+    )
+
+
+def release(repo: RepoPaths, *, token: str | None, force: bool, yes: bool) -> tuple[Owner | None, str]:
+    """Remove the lock if `token` is its token, or (force) if it is stale, or (force + yes) anyway.
+    Returns the removed holder (None if the lock was free) and why it was removed."""
+    fd = _guard_fd(repo)
+    try:
+        with fs.guarded(fd):
+            if not fs.check_lock_path(repo.lock_dir):
+                return None, "free"
+            owner, verdict = peek(repo.lock_dir)
+            if token is not None and owner is not None and owner.token == token:
+                why = "token"
+            elif force and (verdict.stale or yes):
+                why = "stale:" + verdict.reason if verdict.stale else "forced"
+            elif force:
+                raise LockLive(
+                    f"the repo lock is live: held by {describe(owner, time.time())}",
+                    hint="removing a live lock lets two processes work at once; add --yes if you are sure",
+                    **holder_details(owner, time.time()),
+                )
+            else:
+                raise _not_owned(owner, token or "")
+            fs.remove_lock_dir(repo.lock_dir)
+    finally:
+        os.close(fd)
+    hold = round(time.time() - owner.created_ts, 6) if owner else None
+    events.append(repo.state_dir, "release", hold=hold, why=why)
+    return owner, why
+
+
+def renew(repo: RepoPaths, *, token: str, ttl: float) -> Owner:
+    fd = _guard_fd(repo)
+    try:
+        with fs.guarded(fd):
+            owner = peek(repo.lock_dir)[0] if fs.check_lock_path(repo.lock_dir) else None
+            if owner is None or owner.token != token:
+                raise _not_owned(owner, token)
+            renewed = replace(owner, expires=iso(time.time() + ttl) if ttl else None)
+            publish(repo.lock_dir, renewed)
+            return renewed
+    finally:
+        os.close(fd)

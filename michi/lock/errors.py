@@ -1,0 +1,89 @@
+"""The lock's errors. Agents match on `code`; timeouts and contention share `lock_busy` (exit 75)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from michi.errors import Conflict, Interrupted, LockError, UsageError
+from michi.lock.record import Owner, iso
+
+CLEAR_HINT = (
+    "wait and retry (--wait SECONDS); if the holder is gone, `michi lock status` says whether the lock is "
+    "stale and `michi lock release --force` clears it"
+)
+
+
+def holder_details(owner: Owner | None, now: float) -> dict[str, Any]:
+    if owner is None:
+        return {"holder": None}
+    return {
+        "holder": {
+            "pid": owner.pid,
+            "host": owner.host,
+            "agent": owner.agent,
+            "command": owner.command,
+            "created": owner.created,
+            "expires": owner.expires,
+            "age": round(max(0.0, now - owner.created_ts), 3),
+        }
+    }
+
+
+def describe(owner: Owner | None, now: float) -> str:
+    if owner is None:
+        return "a holder that has not published its record yet"
+    who = f"PID {owner.pid}" + (f" on {owner.host}" if owner.host else "")
+    if owner.agent:
+        who += f" (agent {owner.agent})"
+    return f"{who} running {owner.command!r} for {max(0.0, now - owner.created_ts):.1f}s"
+
+
+class LockTimeout(LockError):
+    """The lock stayed held for the whole wait."""
+
+    code = "lock_busy"
+
+    @classmethod
+    def waited(cls, owner: Owner | None, waited: float, now: float, path: str) -> LockTimeout:
+        return cls(
+            f"the repo lock is held by {describe(owner, now)}; gave up after {waited:.1f}s",
+            hint=CLEAR_HINT,
+            waited=round(waited, 3),
+            lock=path,
+            checked_at=iso(now),
+            **holder_details(owner, now),
+        )
+
+
+class LockContention(LockTimeout):
+    """A one-try acquisition (`--wait 0`, `acquire(0)`) found the lock held: a timeout of zero."""
+
+
+class LockLost(LockError):
+    """The lock no longer carries our token (lease ran out and someone took it over): stop, push nothing."""
+
+    code = "lock_lost"
+
+
+class LockPathInvalid(UsageError):
+    """`.michi.lock` is a file or a symlink, or cannot be created: never followed, never removed by us."""
+
+    code = "lock_path_invalid"
+
+
+class LockNotOwned(Conflict):
+    """A release or renewal named a token that is not the lock's (exit 4: retrying will not help)."""
+
+    code = "lock_not_owned"
+
+
+class Terminated(Interrupted):
+    """SIGTERM arrived while the lock was held: raised in the main thread so finally-blocks release it."""
+
+    code = "terminated"
+
+
+class LockLive(Conflict):
+    """`release --force` of a lock whose holder is provably alive, without `--yes`."""
+
+    code = "lock_live"

@@ -1,0 +1,83 @@
+"""The lock's local event log (`<state dir>/lock-events.jsonl`) and the numbers `michi lock stats` shows.
+
+One JSON line per event, appended with a single O_APPEND write (whole lines even with many writers).
+Kinds: `hold` (acquired and released by one process: wait, hold, contended, takeover), `acquire` and
+`release` (the two halves when a script spans commands), `timeout`. Rotated to `.1` past MAX_BYTES.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+LOG_NAME = "lock-events.jsonl"
+MAX_BYTES = 2_000_000
+
+
+def log_path(state_dir: Path) -> Path:
+    return state_dir / LOG_NAME
+
+
+def append(state_dir: Path, kind: str, **fields: Any) -> None:
+    """Best effort: metrics never make a lock operation fail."""
+    path = log_path(state_dir)
+    line = json.dumps({"t": round(time.time(), 6), "kind": kind, **fields}, separators=(",", ":")) + "\n"
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            os.write(fd, line.encode())
+            if os.fstat(fd).st_size > MAX_BYTES:
+                os.replace(path, path.with_name(LOG_NAME + ".1"))
+        finally:
+            os.close(fd)
+
+
+def read(state_dir: Path) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = []
+    for path in (log_path(state_dir).with_name(LOG_NAME + ".1"), log_path(state_dir)):
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError):
+            continue
+        for line in lines:
+            with contextlib.suppress(ValueError):
+                event = json.loads(line)
+                if isinstance(event, dict):
+                    events.append(event)
+    return events
+
+
+def _spread(samples: list[float]) -> dict[str, float | None]:
+    if not samples:
+        return {"median": None, "p95": None, "max": None}
+    ordered = sorted(samples)
+    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+    return {
+        "median": round(statistics.median(ordered), 6),
+        "p95": round(p95, 6),
+        "max": round(ordered[-1], 6),
+    }
+
+
+def summarize(events: list[dict[str, Any]]) -> dict[str, Any]:
+    acquired = [e for e in events if e.get("kind") in ("hold", "acquire")]
+    holds = [float(e["hold"]) for e in events if e.get("kind") in ("hold", "release") and "hold" in e]
+    takeovers: dict[str, int] = {}
+    for event in acquired:
+        if event.get("takeover"):
+            takeovers[str(event["takeover"])] = takeovers.get(str(event["takeover"]), 0) + 1
+    return {
+        "acquisitions": len(acquired),
+        "contended": sum(1 for e in acquired if e.get("contended")),
+        "timeouts": sum(1 for e in events if e.get("kind") == "timeout"),
+        "takeovers": sum(takeovers.values()),
+        "takeover_reasons": takeovers,
+        "wait": _spread([float(e.get("wait", 0.0)) for e in acquired]),
+        "hold": _spread(holds),
+        "since": min((float(e["t"]) for e in events if "t" in e), default=None),
+    }

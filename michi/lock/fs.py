@@ -1,0 +1,138 @@
+"""File-system steps of the lock: the guard flock, creating and removing `.michi.lock`, the exclude entry.
+
+Every change of the lock directory (create, take over, renew, release) happens under an exclusive
+kernel `flock` on a guard file in the state dir that is never deleted (ADR 0003): a check-then-delete
+without it lets two processes that judged the same stale lock both "take it over".
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+from michi.lock.errors import LockPathInvalid
+from michi.lock.record import OWNER_FILE
+
+GUARD_FILE = "lock.guard"
+EXCLUDE_LINES = {".michi.lock", "/.michi.lock", ".michi.lock/", "/.michi.lock/"}
+
+
+def unwritable(path: Path, exc: OSError) -> LockPathInvalid:
+    return LockPathInvalid(
+        f"cannot create the repo lock at {path}: {exc.strerror or exc}",
+        hint="michi needs a writable repository (check permissions, or a read-only mount)",
+        code="lock_unwritable",
+        path=str(path),
+    )
+
+
+def ensure_dir(path: Path) -> None:
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise unwritable(path, exc) from None
+
+
+def open_flock_file(path: Path) -> int:
+    """An fd for flock: never inherited by children, so a child cannot keep our flocks alive."""
+    try:
+        return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    except OSError as exc:
+        if exc.errno in (errno.EACCES, errno.EROFS, errno.EPERM):
+            return os.open(path, os.O_RDONLY | os.O_CLOEXEC)  # flock works on read-only fds too
+        raise
+
+
+@contextlib.contextmanager
+def guarded(fd: int) -> Iterator[None]:
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+
+
+def check_lock_path(lock_dir: Path) -> bool:
+    """True when the lock dir exists. A file or symlink in its place is refused, and never followed."""
+    try:
+        st = os.lstat(lock_dir)
+    except FileNotFoundError:
+        return False
+    if stat.S_ISLNK(st.st_mode):
+        kind = "a symlink"
+    elif not stat.S_ISDIR(st.st_mode):
+        kind = "a file, not a directory"
+    else:
+        return True
+    raise LockPathInvalid(
+        f"{lock_dir} is {kind}; michi will not follow or remove it",
+        hint=f"if it is not yours to keep, remove it by hand (rm {lock_dir.name}) and retry",
+        path=str(lock_dir),
+    )
+
+
+def make_lock_dir(lock_dir: Path) -> bool:
+    """Atomic mkdir: True if we created it, False if it already exists."""
+    try:
+        os.mkdir(lock_dir, 0o755)
+        return True
+    except FileExistsError:
+        check_lock_path(lock_dir)
+        return False
+    except OSError as exc:
+        raise unwritable(lock_dir, exc) from None
+
+
+def lock_mtime(lock_dir: Path) -> float:
+    try:
+        return os.lstat(lock_dir).st_mtime
+    except FileNotFoundError:
+        return 0.0
+
+
+def remove_lock_dir(lock_dir: Path) -> None:
+    """Remove the lock dir's own entries (never following symlinks), then the dir; gone already is fine."""
+    try:
+        entries = list(os.scandir(lock_dir))
+    except FileNotFoundError:
+        return
+    # The record goes first so a reader never sees a record in a dir that is half removed.
+    entries.sort(key=lambda e: e.name != OWNER_FILE)
+    for entry in entries:
+        with contextlib.suppress(FileNotFoundError, IsADirectoryError, PermissionError):
+            os.unlink(entry.path)
+    try:
+        os.rmdir(lock_dir)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        raise unwritable(lock_dir, exc) from None
+
+
+_excluded: set[Path] = set()
+
+
+def exclude_lock(common_dir: Path) -> None:
+    """Keep `.michi.lock` out of `git status`: add it to info/exclude once (read first, write rarely)."""
+    exclude = common_dir / "info" / "exclude"
+    if exclude in _excluded:
+        return
+    try:
+        text = exclude.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        text = ""
+    except (OSError, UnicodeDecodeError):
+        return
+    if not EXCLUDE_LINES.intersection(line.strip() for line in text.splitlines()):
+        try:
+            exclude.parent.mkdir(parents=True, exist_ok=True)
+            with exclude.open("a", encoding="utf-8") as fh:
+                fh.write(("" if text == "" or text.endswith("\n") else "\n") + ".michi.lock\n")
+        except OSError:
+            return  # a read-only repository fails at mkdir with a clear error instead
+    _excluded.add(exclude)

@@ -1,0 +1,78 @@
+"""What a holder does while it works: renew the lease every TTL/3, notice waiters, turn SIGTERM into an
+exception in the main thread so `finally` blocks run and the lock is released (issue 2)."""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from types import FrameType
+
+from michi.lock.errors import LockLost, Terminated
+
+WAITER_CHECK = 0.25  # how often a holder looks for waiters to call its release-requested handler
+
+
+class Keeper(threading.Thread):
+    def __init__(
+        self,
+        *,
+        ttl: float,
+        renew: Callable[[], None],
+        has_waiters: Callable[[], bool],
+        on_waiters: Callable[[], None] | None,
+        on_lost: Callable[[], None] | None,
+    ) -> None:
+        super().__init__(daemon=True, name="michi-lock-keeper")
+        self.renew_every = ttl / 3 if ttl > 0 else None
+        self._renew, self._has_waiters = renew, has_waiters
+        self.on_waiters, self.on_lost = on_waiters, on_lost
+        self.stopped = threading.Event()
+        self.lost = False
+
+    def run(self) -> None:
+        tick = min(WAITER_CHECK, self.renew_every or WAITER_CHECK)
+        since_renew = 0.0
+        while not self.stopped.wait(tick):
+            since_renew += tick
+            if self.renew_every is not None and since_renew >= self.renew_every:
+                since_renew = 0.0
+                try:
+                    self._renew()
+                except LockLost:
+                    self.lost = True
+                    if self.on_lost is not None:
+                        self.on_lost()
+                    return
+                except OSError:
+                    pass  # a transient file-system error: the next tick retries well within the lease
+            if self.on_waiters is not None and self._has_waiters():
+                handler, self.on_waiters = self.on_waiters, None  # once per hold (seed 003)
+                handler()
+
+    def stop(self) -> None:
+        self.stopped.set()
+        if self.is_alive() and threading.current_thread() is not self:
+            self.join()
+
+
+def _raise_terminated(signum: int, frame: FrameType | None) -> None:
+    raise Terminated("terminated by SIGTERM; the repo lock was released", hint="run the command again")
+
+
+@contextlib.contextmanager
+def sigterm_raises() -> Iterator[None]:
+    """Only from the main thread, and only where nobody else chose how SIGTERM is handled."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.getsignal(signal.SIGTERM)
+    if previous is not signal.SIG_DFL:
+        yield
+        return
+    signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -1,0 +1,90 @@
+"""Waiters' queue (seed 003 fairness): one ticket file per waiter, oldest first, crash-safe.
+
+A waiter holds an exclusive flock on its own ticket for as long as it waits; the kernel drops it when the
+waiter dies, so a ticket nobody holds is a dead waiter's and is removed by whoever notices. Each waiter
+blocks on the flock of the ticket just ahead of it, so it wakes the moment that waiter leaves or dies.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import secrets
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from michi.lock.fs import ensure_dir
+
+SUFFIX = ".ticket"
+
+
+@dataclass
+class Ticket:
+    name: str
+    fd: int
+
+
+class Queue:
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    def join(self, pid: int) -> Ticket:
+        ensure_dir(self.folder)
+        # CLOCK_MONOTONIC is one clock for every process on the machine, and NTP never steps it back.
+        name = f"{time.monotonic_ns():020d}.{pid}.{secrets.token_hex(3)}{SUFFIX}"
+        tmp = self.folder / f".{name}.tmp"
+        fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        # Published only once locked: an unlocked ticket in the queue always means a dead waiter.
+        os.rename(tmp, self.folder / name)
+        return Ticket(name, fd)
+
+    def leave(self, ticket: Ticket) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.folder / ticket.name)
+        os.close(ticket.fd)  # drops the flock: wakes the waiter behind us
+
+    def _names(self) -> list[str]:
+        try:
+            return sorted(n for n in os.listdir(self.folder) if n.endswith(SUFFIX))
+        except FileNotFoundError:
+            return []
+
+    def _alive(self, name: str) -> bool:
+        path = self.folder / name
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return False
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return True
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+            return False
+        finally:
+            os.close(fd)
+
+    def ahead_of(self, ticket: Ticket | None) -> str | None:
+        """The live ticket just ahead of ours (any live ticket when we have none); dead ones are swept."""
+        names = self._names()
+        if ticket is not None:
+            names = [n for n in names if n < ticket.name]
+        for name in reversed(names) if ticket is not None else names:
+            if self._alive(name):
+                return name
+        return None
+
+    def waiters(self) -> list[int]:
+        """PIDs of live waiters, oldest first."""
+        return [int(n.split(".")[1]) for n in self._names() if self._alive(n)]
+
+    def has_waiters(self, ticket: Ticket | None = None) -> bool:
+        return any(n != (ticket.name if ticket else None) and self._alive(n) for n in self._names())
+
+    def path(self, name: str) -> Path:
+        return self.folder / name

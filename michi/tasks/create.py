@@ -1,0 +1,97 @@
+"""Apply functions creating files: `add`, `import` and `init`. Ids are allocated here, on the fresh tree."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from michi.tasks import ids, serialization
+from michi.tasks.domains import task_path
+from michi.tasks.errors import CorruptTask
+from michi.tasks.model import Task, tw_date
+from michi.tasks.mutations import fresh_index, resolve_refs, written
+from michi.workflow.mutation import ApplyContext, Change, TaskTree
+
+CONFIG_PATH = ".michi.toml"
+KEEP_PATH = ".tasks/.keep"
+CONFIG_TEXT = """\
+# michi configuration (see the README). Every key is optional; MICHI_* variables and flags override it.
+[michi]
+# lock_ttl = 300          # seconds a lock lease lasts without renewal
+# lock_wait = 30          # seconds a locking command waits for the lock (--wait)
+# remote = "origin"       # the remote that is the source of truth
+# branch = ""             # the task branch (empty: the remote's default branch)
+# claim_ttl = 3600        # seconds an agent's claim lasts (0: no expiry)
+# push_retries = 8        # push attempts when other clones keep winning
+# allow_hand_edits = false
+"""
+
+
+def add(tree: TaskTree, params: Mapping[str, Any], ctx: ApplyContext) -> Change:
+    path = task_path(str(params["domain"]), str(params["uuid"]))  # a fresh uuid4: no existence check needed
+    allocator = ids.Allocator(tree, floor=int(params.get("floor", 0)))
+    now = tw_date(ctx.now)
+    task = Task(
+        uuid=str(params["uuid"]),
+        id=allocator.take(),
+        description=str(params["description"]),
+        entry=now,
+        modified=now,
+        priority=params.get("priority"),
+        project=params.get("project"),
+        tags=tuple(params.get("tags") or ()),
+        depends=(*params.get("depends", ()), *resolve_refs(tree, params.get("depends_refs") or [], ctx)),
+    )
+    return written(f"task add {task.id}", [(path, task)], allocator.write())
+
+
+def init(tree: TaskTree, params: Mapping[str, Any], ctx: ApplyContext) -> Change:
+    writes: dict[str, bytes] = {}
+    if tree.read(CONFIG_PATH) is None:
+        writes[CONFIG_PATH] = CONFIG_TEXT.encode()
+    if tree.read(ids.COUNTER_PATH) is None:
+        writes[ids.COUNTER_PATH] = ids.counter_bytes(0)
+    if tree.read(KEEP_PATH) is None:
+        writes[KEEP_PATH] = b""  # the root domain's .tasks/ folder, which git cannot hold empty
+    return Change("init", writes=writes, result=sorted(writes))
+
+
+def import_tasks(tree: TaskTree, params: Mapping[str, Any], ctx: ApplyContext) -> Change:
+    """Taskwarrior records matched by uuid: new ones added (new ids), changed ones modified, the rest skipped.
+
+    Known uuids keep michi's id; a corrupt file is reported and left alone, never overwritten.
+    """
+    index = fresh_index(tree, ctx)
+    allocator = ids.Allocator(tree, floor=index.max_id)
+    pairs: list[tuple[str, Task]] = []
+    report: dict[str, list[Any]] = {"added": [], "modified": [], "skipped": [], "problems": []}
+    for item in params["records"]:
+        record, domain = dict(item["record"]), str(item["domain"])
+        uuid = str(record["uuid"])
+        path = index.by_uuid.get(uuid)
+        if path is not None and path in index.problems:
+            report["problems"].append({"path": path, "problem": index.problems[path]})
+            continue
+        old = index.tasks.get(path) if path else None
+        record["michi_id"] = old.id if old else 1
+        record["michi_version"] = old.version if old else 1
+        try:
+            task = serialization.from_record(record, f"import {uuid}")
+        except CorruptTask as exc:
+            report["problems"].append({"uuid": uuid, "problem": exc.message})
+            continue
+        if old is not None and path is not None:
+            if serialization.to_record(task) == serialization.to_record(old):
+                report["skipped"].append(old.id)
+                continue
+            pairs.append((path, replace(task, version=old.version + 1)))
+            report["modified"].append(old.id)
+        else:
+            task = replace(task, id=allocator.take())
+            pairs.append((task_path(domain, uuid), task))
+            report["added"].append(task.id)
+    if not pairs:
+        return Change("import (nothing changed)", result={"report": report, "tasks": []})
+    change = written(f"import {len(pairs)} tasks", pairs, allocator.write())
+    return replace(change, result={"report": report, "tasks": change.result})

@@ -1,0 +1,74 @@
+"""Domains (record 77): the folder whose `.tasks/` holds a task. Paths are repo-relative, '.' for the root.
+
+A domain never leaves the repository: `..` that climbs out, absolute paths elsewhere and symlinks are
+refused (exit 2), because the task branch stores plain paths and a symlinked domain would write elsewhere.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path, PurePosixPath
+
+from michi.tasks.errors import BadDomain
+
+ROOT = "."
+
+
+def task_path(domain: str, uuid: str) -> str:
+    return f".tasks/{uuid}.json" if domain == ROOT else f"{domain}/.tasks/{uuid}.json"
+
+
+def domain_of(path: str) -> str:
+    """The domain of a `<domain>/.tasks/<uuid>.json` path (string slicing: `list` calls this per task)."""
+    folder = path.rsplit("/", 2)
+    return folder[0] if len(folder) == 3 else ROOT
+
+
+def _relative(top: Path, target: Path, shown: str) -> str:
+    try:
+        rel = target.relative_to(top)
+    except ValueError:
+        raise BadDomain(
+            f"domain {shown!r} is outside the repository", hint="pass a folder inside it"
+        ) from None
+    parts = rel.parts
+    if (parts and parts[0] == ".git") or ".tasks" in parts:
+        raise BadDomain(f"domain {shown!r} is not a folder for tasks", hint="pass a project folder")
+    return ROOT if not parts else "/".join(parts)
+
+
+def _no_symlinks(top: Path, rel: str, shown: str) -> None:
+    here = top
+    for part in PurePosixPath(rel).parts if rel != ROOT else ():
+        here = here / part
+        if here.is_symlink():
+            raise BadDomain(
+                f"domain {shown!r} goes through the symlink {part!r}", hint="pass the real folder"
+            )
+
+
+def resolve(worktree: Path, cwd: Path, given: str | None) -> str:
+    """`--domain PATH` (relative to cwd), else the nearest folder at/above cwd with `.tasks/`, else root."""
+    top = Path(os.path.realpath(worktree))
+    if given is not None:
+        if given.strip() == "":
+            raise BadDomain("empty --domain", hint="pass a folder, or '.' for the repository root")
+        raw = Path(
+            os.path.normpath(Path(os.path.realpath(cwd)) / given)
+        )  # lexical first: '..' must not hide behind a symlink
+        rel = _relative(top, raw, given)
+        _no_symlinks(top, rel, given)
+        if not (top / rel).is_dir():
+            raise BadDomain(f"domain {given!r} is not a folder", hint="create it first, or check the path")
+        return rel
+    here = Path(os.path.realpath(cwd))
+    try:
+        here.relative_to(top)
+    except ValueError:
+        return ROOT
+    for folder in (here, *here.parents):
+        if (folder / ".tasks").is_dir():
+            return _relative(top, folder, str(folder))
+        if folder == top:
+            break
+    return ROOT

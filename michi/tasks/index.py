@@ -1,0 +1,164 @@
+"""The task index: every task file of one tree, parsed, with lookups by id, uuid and uuid prefix.
+
+Built from the `TaskTree` and cached under the repository's state dir keyed by content: the cache records
+the tree it describes and each file's blob oid, and is brought up to date with `changed_task_files` before
+it answers, so it is never stale; a cache that cannot be read or diffed is rebuilt from the files.
+"""
+
+from __future__ import annotations
+
+import json
+import marshal
+import os
+import tempfile
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from michi.tasks import serialization
+from michi.tasks.errors import AmbiguousId, CorruptTask, TaskNotFound
+from michi.tasks.ids import UUID_RE
+from michi.tasks.model import Task
+from michi.workflow.mutation import TaskTree
+
+CACHE_NAME = "task-index.v1"
+# path -> (blob oid, the file's record when it parsed, the problem when it did not)
+Entry = tuple[str, dict[str, Any] | None, str | None]
+
+
+def _parse(path: str, data: bytes) -> tuple[dict[str, Any] | None, str | None]:
+    try:
+        task = serialization.loads(data, path)
+    except CorruptTask as exc:
+        return None, exc.message
+    return json.loads(serialization.dumps(task)), None  # normalised record: what from_trusted expects
+
+
+class Index:
+    def __init__(self, tree: str | None, entries: dict[str, Entry]) -> None:
+        self.tree = tree
+        self.entries = entries
+
+    @classmethod
+    def build(cls, tree: TaskTree, cached: Index | None = None) -> Index:
+        if tree.tree_oid is None:
+            return cls(None, {})
+        if cached is not None and cached.tree == tree.tree_oid:
+            return cached
+        delta: dict[str, str | None] | None = None
+        if cached is not None and cached.tree is not None:
+            try:
+                delta = tree.changed_task_files(cached.tree)
+            except Exception:  # the cached tree is gone (gc) or unreadable: rebuild from the files
+                delta = None
+        if delta is not None and cached is not None:
+            entries = dict(cached.entries)
+            wanted = {}
+            for path, oid in delta.items():
+                if oid is None:
+                    entries.pop(path, None)
+                elif entries.get(path, ("",))[0] != oid:
+                    wanted[path] = oid
+        else:
+            old = cached.entries if cached is not None else {}
+            entries, wanted = {}, {}
+            for path, oid in tree.task_files().items():
+                if path in old and old[path][0] == oid:
+                    entries[path] = old[path]
+                else:
+                    wanted[path] = oid
+        blobs = tree.read_blobs(set(wanted.values())) if wanted else {}
+        for path, oid in wanted.items():
+            record, problem = _parse(path, blobs[oid])
+            entries[path] = (oid, record, problem)
+        return cls(tree.tree_oid, entries)
+
+    @cached_property
+    def tasks(self) -> dict[str, Task]:
+        """path -> task, for every file that parsed."""
+        return {p: serialization.from_trusted(e[1]) for p, e in self.entries.items() if e[1] is not None}
+
+    @cached_property
+    def problems(self) -> dict[str, str]:
+        return {p: e[2] for p, e in self.entries.items() if e[2] is not None}
+
+    @cached_property
+    def by_uuid(self) -> dict[str, str]:
+        """uuid -> path, from file names, so a corrupt file can still be named by its uuid."""
+        return {p.rsplit("/", 1)[-1][:-5]: p for p in self.entries}
+
+    @cached_property
+    def by_id(self) -> dict[int, list[str]]:
+        found: dict[int, list[str]] = {}
+        for path, entry in self.entries.items():
+            if entry[1] is not None:
+                found.setdefault(entry[1]["michi_id"], []).append(path)
+        return found
+
+    @property
+    def max_id(self) -> int:
+        return max(self.by_id, default=0)
+
+    def ids_of(self, uuids: tuple[str, ...]) -> list[int | str]:
+        """Dependencies as ids for people and agents; a uuid no task file has stays a uuid."""
+        out: list[int | str] = []
+        for uuid in uuids:
+            entry = self.entries.get(self.by_uuid.get(uuid, ""))
+            out.append(entry[1]["michi_id"] if entry and entry[1] else uuid)
+        return out
+
+    def find(self, ref: str) -> str:
+        """The path of the task named by an id, a uuid or a unique uuid prefix."""
+        ref = ref.strip().lower()
+        if ref.isdigit():
+            paths = self.by_id.get(int(ref), [])
+        elif UUID_RE.match(ref):
+            paths = [self.by_uuid[ref]] if ref in self.by_uuid else []
+        elif len(ref) >= 4 and all(c in "0123456789abcdef-" for c in ref):
+            paths = [p for u, p in self.by_uuid.items() if u.startswith(ref)]
+        else:
+            paths = []
+        if len(paths) > 1:
+            raise AmbiguousId(f"{ref!r} names {len(paths)} tasks", hint="use more of the uuid", ref=ref)
+        if not paths:
+            hint = "see 'michi task list --all'"
+            if self.problems:
+                hint += f"; {len(self.problems)} task file(s) could not be read, see 'michi doctor'"
+            raise TaskNotFound(f"no task {ref!r}", hint=hint, ref=ref)
+        return paths[0]
+
+    def get(self, ref: str) -> tuple[str, Task]:
+        path = self.find(ref)
+        problem = self.entries[path][2]
+        if problem is not None:
+            raise CorruptTask(problem, hint="fix the file by hand; 'michi doctor' lists every problem")
+        return path, self.tasks[path]
+
+
+def load_cache(state_dir: Path) -> Index | None:
+    try:
+        data = marshal.loads((state_dir / CACHE_NAME).read_bytes())
+        tree, entries = data
+        return Index(tree, entries) if isinstance(tree, str) and isinstance(entries, dict) else None
+    except (OSError, ValueError, EOFError, TypeError):
+        return None
+
+
+def save_cache(state_dir: Path, index: Index) -> None:
+    """Best effort and atomic (temp file, then rename): a cache that cannot be written is rebuilt later."""
+    try:
+        state_dir.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=state_dir, prefix=CACHE_NAME, suffix=".tmp")
+        with os.fdopen(fd, "wb") as out:
+            out.write(marshal.dumps((index.tree, index.entries)))
+        os.replace(tmp, state_dir / CACHE_NAME)
+    except OSError:
+        pass
+
+
+def for_tree(tree: TaskTree, state_dir: Path, save: bool = True) -> Index:
+    cached = load_cache(state_dir)
+    index = Index.build(tree, cached)
+    if save and index.tree is not None and (cached is None or cached.tree != index.tree):
+        save_cache(state_dir, index)
+    return index

@@ -1,0 +1,102 @@
+"""The apply functions the transaction engine runs on the fresh task branch (see michi.workflow.mutation).
+
+Each is pure: it reads the `TaskTree`, decides on the fresh state and returns a `Change`, or raises a
+MichiError to refuse. The command resolved ids and parsed input before the lock and passes hints (`path`);
+what must be fresh (the task's state, claims, versions, the id counter) is read here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from michi.tasks import claims, serialization, transitions
+from michi.tasks.errors import VersionMismatch
+from michi.tasks.index import Index, for_tree
+from michi.tasks.model import Annotation, Task, tw_date
+from michi.workflow.mutation import ApplyContext, Change, TaskTree
+
+SIMPLE = ("start", "stop", "review", "done", "delete")
+
+
+def fresh_index(tree: TaskTree, ctx: ApplyContext) -> Index:
+    return for_tree(tree, Path(ctx.state_dir), save=False)
+
+
+def written(subject: str, pairs: list[tuple[str, Task]], extra: Mapping[str, bytes] | None = None) -> Change:
+    """A Change writing `pairs`; its result is JSON-able: [{path, record}] in the order given."""
+    writes = {path: serialization.dumps(task) for path, task in pairs}
+    writes.update(extra or {})
+    trailers = {"Michi-Task": pairs[0][1].uuid} if len(pairs) == 1 else {}
+    result = [{"path": p, "record": serialization.to_record(t)} for p, t in pairs]
+    return Change(subject, writes=writes, trailers=trailers, result=result)
+
+
+def load(tree: TaskTree, params: Mapping[str, Any], ctx: ApplyContext) -> tuple[str, Task]:
+    hint = params.get("path")
+    if hint:
+        data = tree.read(hint)
+        if data is not None:
+            return hint, serialization.loads(data, hint)
+    return fresh_index(tree, ctx).get(str(params["ref"]))
+
+
+def resolve_refs(tree: TaskTree, refs: list[str], ctx: ApplyContext) -> tuple[str, ...]:
+    """Dependencies the command could not resolve in its (older) snapshot, resolved on the fresh tree."""
+    if not refs:
+        return ()
+    index = fresh_index(tree, ctx)
+    return tuple(index.get(ref)[1].uuid for ref in refs)
+
+
+def _modified(task: Task, params: Mapping[str, Any], tree: TaskTree, ctx: ApplyContext) -> Task:
+    changes: dict[str, Any] = {}
+    for key in ("description", "priority", "project"):
+        if params.get(key) is not None:
+            changes[key] = params[key] or None  # "" clears priority or project
+    dropped = set(params.get("tags_remove") or [])
+    tags = [t for t in task.tags if t not in dropped]
+    tags += [t for t in params.get("tags_add") or [] if t not in tags]
+    unlinked = set(params.get("depends_remove") or [])
+    added = [*(params.get("depends_add") or []), *resolve_refs(tree, params.get("depends_refs") or [], ctx)]
+    depends = [d for d in task.depends if d not in unlinked] + [d for d in added if d != task.uuid]
+    moved = transitions.move(task, "modify", ctx.now)
+    return replace(moved, tags=tuple(tags), depends=tuple(dict.fromkeys(depends)), **changes)
+
+
+def _check_version(task: Task, expected: Any) -> None:
+    if expected is not None and task.version != expected:
+        raise VersionMismatch(
+            f"task {task.id} is at version {task.version}, not {expected}: it changed meanwhile",
+            hint="show it again and retry with the new --if-version",
+            id=task.id,
+            version=task.version,
+        )
+
+
+def update(tree: TaskTree, params: Mapping[str, Any], ctx: ApplyContext) -> Change:
+    """One action on one task: start, stop, review, done, delete, annotate, modify, claim, renew, release."""
+    action = str(params["action"])
+    path, task = load(tree, params, ctx)
+    _check_version(task, params.get("if_version"))
+    now = ctx.now
+    if action == "claim":
+        new = claims.claim(task, claims.require_agent(ctx.agent), float(params["ttl"]), now)
+    elif action == "renew":
+        new = claims.renew(task, claims.require_agent(ctx.agent), float(params["ttl"]), now)
+    elif action == "release":
+        new = claims.release(task, claims.require_agent(ctx.agent), now)
+    else:
+        claims.refuse_if_claimed(task, ctx.agent, now)
+        if action in SIMPLE:
+            new = transitions.move(task, action, now)
+        elif action == "annotate":
+            note = Annotation(tw_date(now), str(params["text"]))
+            new = replace(transitions.move(task, "annotate", now), annotations=(*task.annotations, note))
+        elif action == "modify":
+            new = _modified(task, params, tree, ctx)
+        else:
+            raise ValueError(f"unknown action {action!r}")
+    return written(f"task {action} {task.id}", [(path, new)])

@@ -1,0 +1,128 @@
+"""Reading tasks: the public JSON shape, list filters, readiness and urgency (what `next` picks)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from michi.tasks import serialization
+from michi.tasks.domains import domain_of
+from michi.tasks.index import Index
+from michi.tasks.model import OPEN_STATES, Task
+
+# The --json shape of a task is a contract with agents (README, tests/test_task_json_contract.py).
+VIEW_KEYS = (
+    "id",
+    "uuid",
+    "description",
+    "status",
+    "state",
+    "priority",
+    "project",
+    "tags",
+    "depends",
+    "assignee",
+    "claim_expires",
+    "version",
+    "domain",
+    "entry",
+    "modified",
+    "start",
+    "end",
+    "annotations",
+)
+PRIORITY_RANK = {"H": 0, "M": 1, "L": 2}
+
+
+def view(task: Task, path: str, index: Index) -> dict[str, Any]:
+    return view_record(serialization.to_record(task), path, index)
+
+
+def view_record(rec: dict[str, Any], path: str, index: Index) -> dict[str, Any]:
+    """The view straight from a file record: `list` at 10,000 tasks cannot afford a Task object each."""
+    get = rec.get
+    return {
+        "id": rec["michi_id"],
+        "uuid": rec["uuid"],
+        "description": rec["description"],
+        "status": rec["status"],
+        "state": rec["michi_state"],
+        "priority": get("priority"),
+        "project": get("project"),
+        "tags": get("tags") or [],
+        "depends": index.ids_of(tuple(get("depends") or ())),
+        "assignee": get("michi_assignee"),
+        "claim_expires": get("michi_claim_expires"),
+        "version": get("michi_version", 1),
+        "domain": domain_of(path),
+        "entry": rec["entry"],
+        "modified": get("modified") or rec["entry"],
+        "start": get("start"),
+        "end": get("end"),
+        "annotations": get("annotations") or [],
+    }
+
+
+@dataclass(frozen=True)
+class Filter:
+    domain: str | None = None  # None: every domain
+    states: tuple[str, ...] = OPEN_STATES  # empty: every state
+    tags: tuple[str, ...] = ()
+    project: str | None = None
+    assignee: str | None = None
+    ready: bool = False
+
+    def matches(self, path: str, rec: dict[str, Any], index: Index, now: float) -> bool:
+        """On the file record (normalised, so `michi_state` is always there), before any Task is built."""
+        if self.domain is not None and domain_of(path) != self.domain:
+            return False
+        if self.states and rec["michi_state"] not in self.states:
+            return False
+        if self.tags and not set(self.tags) <= set(rec.get("tags") or ()):
+            return False
+        project = rec.get("project") or ""
+        if self.project and project != self.project and not project.startswith(self.project + "."):
+            return False
+        if self.assignee is not None and rec.get("michi_assignee") != self.assignee:
+            return False
+        return not self.ready or is_ready(serialization.from_trusted(rec), index, now)
+
+
+def is_ready(task: Task, index: Index, now: float) -> bool:
+    """Pending, unclaimed (or its claim expired) and every dependency done or deleted."""
+    if task.status != "pending":
+        return False
+    if task.state == "in_progress":
+        if not task.assignee or task.claim_holder(now) is not None:
+            return False
+    elif task.state != "todo":
+        return False
+    for dep in task.depends:
+        path = index.by_uuid.get(dep)
+        other = index.tasks.get(path) if path else None
+        if other is None or other.state not in ("done", "deleted"):
+            return False
+    return True
+
+
+def urgency_key(task: Task) -> tuple[int, str, int]:
+    """Most urgent first: priority H, M, L, none; then the oldest; then the lowest id."""
+    return (PRIORITY_RANK.get(task.priority or "", 3), task.entry, task.id)
+
+
+def select(index: Index, flt: Filter, now: float) -> list[tuple[str, dict[str, Any]]]:
+    """(path, record) of the matching tasks, by id."""
+    found = [
+        (p, e[1]) for p, e in index.entries.items() if e[1] is not None and flt.matches(p, e[1], index, now)
+    ]
+    found.sort(key=lambda pr: int(pr[1]["michi_id"]))
+    return found
+
+
+def ready_order(index: Index, domain: str | None, now: float) -> Iterable[tuple[str, Task]]:
+    flt = Filter(domain=domain, states=("todo", "in_progress"), ready=True)
+    return sorted(
+        ((p, index.tasks[p]) for p, rec in select(index, flt, now)),
+        key=lambda pt: urgency_key(pt[1]),
+    )

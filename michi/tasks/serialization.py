@@ -1,0 +1,167 @@
+"""The on-disk form of a task: pretty JSON, one stable key order, trailing newline (small, readable diffs).
+
+Parsing is strict: a file with conflict markers, bad JSON or a missing field raises `CorruptTask` naming
+the file, so callers report it instead of skipping it or writing over it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from michi.tasks.errors import CorruptTask
+from michi.tasks.model import PRIORITIES, STATES, STATUSES, Annotation, Task, is_tw_date, state_for
+
+KEY_ORDER = (
+    "uuid",
+    "michi_id",
+    "description",
+    "status",
+    "michi_state",
+    "priority",
+    "project",
+    "tags",
+    "depends",
+    "entry",
+    "modified",
+    "start",
+    "end",
+    "annotations",
+    "michi_assignee",
+    "michi_claim_expires",
+    "michi_version",
+)
+KNOWN = frozenset(KEY_ORDER)
+REQUIRED = ("uuid", "michi_id", "description", "status", "entry")
+CONFLICT_MARKERS = (b"<<<<<<< ", b"\n=======\n", b">>>>>>> ")
+
+
+def to_record(task: Task) -> dict[str, Any]:
+    """The JSON object of a file: Taskwarrior's names, michi's extras, empty values left out."""
+    values: dict[str, Any] = {
+        "uuid": task.uuid,
+        "michi_id": task.id,
+        "description": task.description,
+        "status": task.status,
+        "michi_state": task.state,
+        "priority": task.priority,
+        "project": task.project,
+        "tags": list(task.tags),
+        "depends": sorted(task.depends),
+        "entry": task.entry,
+        "modified": task.modified,
+        "start": task.start,
+        "end": task.end,
+        "annotations": [{"entry": a.entry, "description": a.description} for a in task.annotations],
+        "michi_assignee": task.assignee,
+        "michi_claim_expires": task.claim_expires,
+        "michi_version": task.version,
+    }
+    record = {k: v for k, v in values.items() if v not in (None, [], "")}
+    for key in sorted(task.extra):
+        record[key] = task.extra[key]
+    return record
+
+
+def dumps(task: Task) -> bytes:
+    return (json.dumps(to_record(task), indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def _str(record: dict[str, Any], key: str, where: str, allowed: tuple[str, ...] = ()) -> str | None:
+    value = record.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str) or (allowed and value not in allowed):
+        hint = f" (one of {', '.join(allowed)})" if allowed else ""
+        raise CorruptTask(f"{where}: {key} = {value!r} is not valid{hint}", hint="fix the file by hand")
+    return value
+
+
+def _strings(record: dict[str, Any], key: str, where: str) -> tuple[str, ...]:
+    value = record.get(key) or []
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise CorruptTask(f"{where}: {key} must be a list of strings", hint="fix the file by hand")
+    return tuple(value)
+
+
+def from_record(record: Any, where: str) -> Task:
+    if not isinstance(record, dict):
+        raise CorruptTask(f"{where}: not a JSON object", hint="fix the file by hand")
+    missing = [k for k in REQUIRED if record.get(k) in (None, "")]
+    if missing:
+        raise CorruptTask(f"{where}: missing {', '.join(missing)}", hint="fix the file by hand")
+    for key in ("entry", "modified", "start", "end", "michi_claim_expires"):
+        if key in record and not is_tw_date(record[key]):
+            raise CorruptTask(f"{where}: {key} is not a YYYYMMDDTHHMMSSZ date", hint="fix the file by hand")
+    ident, version = record["michi_id"], record.get("michi_version", 1)
+    if type(ident) is not int or ident < 1 or type(version) is not int:
+        raise CorruptTask(f"{where}: michi_id and michi_version must be whole numbers", hint="fix the file")
+    notes = record.get("annotations") or []
+    if not isinstance(notes, list) or not all(
+        isinstance(n, dict) and isinstance(n.get("entry"), str) and isinstance(n.get("description"), str)
+        for n in notes
+    ):
+        raise CorruptTask(f"{where}: annotations must be {{entry, description}} objects", hint="fix the file")
+    status = _str(record, "status", where, STATUSES) or "pending"
+    start = _str(record, "start", where)
+    return Task(
+        uuid=str(_str(record, "uuid", where)),
+        id=ident,
+        description=str(_str(record, "description", where)),
+        entry=str(record["entry"]),
+        modified=str(record.get("modified") or record["entry"]),
+        status=status,
+        state=_str(record, "michi_state", where, STATES) or state_for(status, start),
+        priority=_str(record, "priority", where, PRIORITIES),
+        project=_str(record, "project", where),
+        tags=_strings(record, "tags", where),
+        depends=_strings(record, "depends", where),
+        start=start,
+        end=_str(record, "end", where),
+        annotations=tuple(Annotation(n["entry"], n["description"]) for n in notes),
+        assignee=_str(record, "michi_assignee", where),
+        claim_expires=_str(record, "michi_claim_expires", where),
+        version=version,
+        extra={k: v for k, v in record.items() if k not in KNOWN},
+    )
+
+
+def loads(data: bytes, path: str) -> Task:
+    if any(marker in data for marker in CONFLICT_MARKERS):
+        raise CorruptTask(
+            f"{path}: has git conflict markers", hint="resolve the conflict by hand, then commit"
+        )
+    try:
+        record = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise CorruptTask(f"{path}: not valid JSON ({exc})", hint="fix the file by hand") from None
+    task = from_record(record, path)
+    if not path.endswith(f"/{task.uuid}.json") and path != f"{task.uuid}.json":
+        raise CorruptTask(f"{path}: uuid {task.uuid} does not match the file name", hint="rename or fix it")
+    return task
+
+
+def from_trusted(record: dict[str, Any]) -> Task:
+    """Rebuild a task from a record that `from_record` already accepted (the index cache): no re-validation,
+    because the cache answers `list` at 10,000 tasks and must stay faster than Taskwarrior."""
+    get = record.get
+    return Task(
+        uuid=record["uuid"],
+        id=record["michi_id"],
+        description=record["description"],
+        entry=record["entry"],
+        modified=get("modified") or record["entry"],
+        status=record["status"],
+        state=get("michi_state") or state_for(record["status"], get("start")),
+        priority=get("priority"),
+        project=get("project"),
+        tags=tuple(get("tags") or ()),
+        depends=tuple(get("depends") or ()),
+        start=get("start"),
+        end=get("end"),
+        annotations=tuple(Annotation(n["entry"], n["description"]) for n in get("annotations") or ()),
+        assignee=get("michi_assignee"),
+        claim_expires=get("michi_claim_expires"),
+        version=get("michi_version", 1),
+        extra={k: v for k, v in record.items() if k not in KNOWN},
+    )

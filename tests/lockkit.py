@@ -1,0 +1,156 @@
+"""Helpers for the lock tests: worker bodies that run in real processes, owner records made by hand."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import time
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+from michi.lock import LockContention, RepoLock
+from michi.lock.record import OWNER_FILE, boot_id, iso, process_start
+from michi.repo import find_repo
+
+CTX = multiprocessing.get_context("fork")  # cheap to start; no worker inherits a held lock (none is)
+
+
+def new_lock(repo: Path, **kw: Any) -> RepoLock:
+    kw.setdefault("ttl", 30.0)
+    kw.setdefault("command", "test")
+    kw.setdefault("agent", None)
+    return RepoLock(find_repo(repo), **kw)
+
+
+def occupy(marker: Path) -> int:
+    """Enter the critical section: 1 if someone alive is already in it (an overlap), else 0.
+    A marker left by a holder that was SIGKILLed inside is its, not an overlap."""
+    overlaps = 0
+    while True:
+        try:
+            fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            break
+        except FileExistsError:
+            try:
+                other = int(marker.read_text() or "0")
+            except (FileNotFoundError, ValueError):
+                continue
+            if other and process_start(other) is None:
+                marker.unlink(missing_ok=True)
+                continue
+            overlaps += 1
+            return overlaps
+    os.write(fd, str(os.getpid()).encode())
+    os.close(fd)
+    return 0
+
+
+def leave(marker: Path) -> int:
+    """Leave it: 1 if the marker is no longer ours (someone entered meanwhile)."""
+    try:
+        mine = marker.read_text() == str(os.getpid())
+    except FileNotFoundError:
+        return 1
+    marker.unlink()
+    return 0 if mine else 1
+
+
+def exclusion_worker(repo: Path, marker: Path, rounds: int, kill_at: int | None, out: Connection) -> None:
+    lock = new_lock(repo)
+    overlaps = 0
+    for i in range(rounds):
+        lock.acquire(120)
+        overlaps += occupy(marker)
+        if i == kill_at:
+            out.send(("killed", overlaps))
+            os.kill(os.getpid(), signal.SIGKILL)
+        for _ in range(random.randint(0, 3)):
+            os.sched_yield()
+        overlaps += leave(marker)
+        lock.release()
+    out.send(("done", overlaps))
+
+
+def race_worker(repo: Path, go: Any, done: Any, out: Connection) -> None:
+    lock = new_lock(repo)
+    go.wait()
+    try:
+        lock.acquire(0)
+        out.send(True)
+    except LockContention:
+        out.send(False)
+        return
+    done.wait()
+    lock.release()
+
+
+def fifo_worker(repo: Path, index: int, log: Path) -> None:
+    lock = new_lock(repo)
+    lock.acquire(60)
+    with log.open("a") as fh:
+        fh.write(f"{index}\n")
+    lock.release()
+
+
+def held_worker(repo: Path, ttl: float, ready: Connection, hold: float) -> None:
+    lock = new_lock(repo, ttl=ttl)
+    with lock.held(10):
+        ready.send(lock.token)
+        time.sleep(hold)
+
+
+def dead_pid() -> int:
+    """A PID that just exited (and was reaped): no process has it now."""
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def write_record(
+    repo: Path,
+    *,
+    pid: int,
+    host: str | None = None,
+    expires_in: float | None = 300.0,
+    pid_start: float | None = -1.0,
+    token: str = "f" * 32,
+) -> Path:
+    """Put a hand-made owner record in `.michi.lock/`, as a crashed or foreign holder leaves it."""
+    lock_dir = repo / ".michi.lock"
+    lock_dir.mkdir(exist_ok=True)
+    now = time.time()
+    record = {
+        "pid": pid,
+        "host": host or socket.gethostname(),
+        "boot_id": boot_id(),
+        "pid_start": process_start(pid) if pid_start == -1.0 else pid_start,
+        "created": iso(now - 1),
+        "expires": None if expires_in is None else iso(now + expires_in),
+        "token": token,
+        "command": "hand-made",
+        "agent": "tester",
+        "version": 1,
+    }
+    (lock_dir / OWNER_FILE).write_text(json.dumps(record))
+    return lock_dir
+
+
+def age(path: Path, seconds: float) -> None:
+    then = time.time() - seconds
+    os.utime(path, (then, then))
+
+
+def wait_until(predicate: Any, timeout: float = 20.0, what: str = "condition") -> None:
+    """Await a condition another process makes true (files it writes): bounded, fails loudly."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.002)
