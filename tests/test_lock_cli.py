@@ -112,3 +112,17 @@ def test_linked_worktree_shares_the_main_lock(cli, local_repo: Path, tmp_path: P
     result = cli(linked, "--json", "lock", "acquire", "--wait", "0")
     assert result.exit_code == 75
     holder.release()
+
+
+def test_spinner_only_for_a_person_at_a_terminal(monkeypatch, tmp_path: Path) -> None:
+    from michi.cli import progress
+    from michi.session import Session
+
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    monkeypatch.setenv("TERM", "xterm")
+    with progress.lock_waiter(Session(cwd=tmp_path, json=True)) as on_wait:
+        assert on_wait is None  # never in --json mode
+    with progress.lock_waiter(Session(cwd=tmp_path)) as on_wait:
+        assert on_wait is not None
+        on_wait(None, 1.0)
+    assert "waiting for the repo lock (1s)" in progress.describe_wait(None, 1.0)

@@ -112,6 +112,9 @@ class RepoLock(LockInterface):
         with fs.guarded(self._guard()):
             # Re-judged under the guard: whoever took the guard before us may have replaced the lock.
             if fs.check_lock_path(self.lock_dir):
+                owner, verdict = peek(self.lock_dir)
+                if not verdict.stale:
+                    return False, owner, None
                 fs.remove_lock_dir(self.lock_dir)
                 takeover = verdict.reason
             if not fs.make_lock_dir(self.lock_dir):
