@@ -55,10 +55,14 @@ def _root(
 
 def click_exceptions() -> Any:
     """The click exception module typer uses: recent typer vendors click as `typer._click`."""
+    import importlib
+
+    # Imported by name: which of the two exists depends on the typer version, and a static import of
+    # the missing one fails type-checking in a clean environment (typer 0.2x does not install click).
     try:
-        from typer._click import exceptions
+        exceptions = importlib.import_module("typer._click.exceptions")
     except ImportError:  # typer before 0.20 depends on click itself
-        from click import exceptions  # type: ignore[no-redef]
+        exceptions = importlib.import_module("click.exceptions")
     if not hasattr(exceptions, "Abort"):  # vendored click raises typer's own Abort (typer 0.2x)
         import types
 
