@@ -11,6 +11,7 @@ import shutil
 import statistics
 import sys
 import uuid as uuidlib
+from collections.abc import Callable
 from pathlib import Path
 
 from _util import isolated_git_env, row, sh, tempdir, timed
@@ -37,6 +38,18 @@ def _populate(work: Path, count: int) -> Path:
     return export
 
 
+def timed_pair(
+    first: Callable[[], object], second: Callable[[], object], repeat: int
+) -> tuple[list[float], list[float]]:
+    """Both timed in turn, `repeat` times each, after one warm-up of each."""
+    a: list[float] = []
+    b: list[float] = []
+    for _ in range(repeat):
+        a += timed(first, repeat=1, warmup=0 if a else 1)
+        b += timed(second, repeat=1, warmup=0 if b else 1)
+    return a, b
+
+
 def main() -> None:
     count = int(os.environ.get("MICHI_BENCH_TASKS", "10000"))
     root = tempdir("tasks")
@@ -51,7 +64,6 @@ def main() -> None:
         print(f"{count} tasks")
         list_cmd = [*MICHI, "--json", "task", "list"]
         cold = timed(lambda: sh(list_cmd, work, env), repeat=1, warmup=0)  # builds the cache
-        warm = timed(lambda: sh(list_cmd, work, env), repeat=7)
         task = shutil.which("task")
         tw_export: list[float] | None = None
         tw_add: list[float] | None = None
@@ -63,8 +75,13 @@ def main() -> None:
             )
             twenv = {**env, "TASKDATA": str(data), "TASKRC": str(root / "taskrc")}
             sh([task, "import", str(export)], root, twenv)
-            tw_export = timed(lambda: sh([task, "export"], root, twenv), repeat=7)
+            # Alternate the two, so a busy machine slows both alike rather than whichever ran second.
+            warm, tw_export = timed_pair(
+                lambda: sh(list_cmd, work, env), lambda: sh([task, "export"], root, twenv), repeat=11
+            )
             tw_add = timed(lambda: sh([task, "add", "one more"], root, twenv), repeat=7)
+        else:
+            warm = timed(lambda: sh(list_cmd, work, env), repeat=11)
         print(row("michi task list --json (cold cache)", cold, tw_export))
         print(row("michi task list --json (cache warm)", warm, tw_export))
         if tw_export:

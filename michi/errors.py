@@ -76,6 +76,7 @@ class GitFailed(MichiError):
 
 class RemoteUnreachable(GitFailed):
     code = "remote_unreachable"
+    connected = False  # True when git may have talked to the remote before failing (a push may have landed)
 
 
 class RemoteRejected(GitFailed):

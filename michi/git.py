@@ -64,6 +64,92 @@ def run(cwd: Path, args: Sequence[str]) -> str:
     return quick(cwd, *args)
 
 
+# --- Reading refs and config from the files, for the read path's cache (issue 4, ADR 0008) -------------
+# These start no git process and import no GitPython: `michi task list` answers from its cache when the
+# ref it read last time still holds the same commit, and finding that out must cost file reads only.
+
+
+def refs_are_files(common_dir: Path) -> bool:
+    """False for the reftable backend (git 2.45+), whose refs `read_ref` cannot read."""
+    return not (common_dir / "reftable").exists()
+
+
+def _packed_refs(common_dir: Path) -> dict[str, str]:
+    try:
+        text = (common_dir / "packed-refs").read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    refs: dict[str, str] = {}
+    for line in text.splitlines():
+        if line and line[0] not in "#^":  # header, and the peeled oid of the annotated tag above
+            oid, _, name = line.partition(" ")
+            refs[name] = oid
+    return refs
+
+
+def _is_oid(text: str) -> bool:
+    return len(text) in (40, 64) and all(c in "0123456789abcdef" for c in text)
+
+
+def read_ref(common_dir: Path, refname: str) -> str | None:
+    """The oid `refname` (e.g. `refs/heads/main`) points at, as git reads it: the loose ref file (following
+    `ref: ` symbolic refs), else `packed-refs`. None when it does not exist; ValueError when the file is
+    not a ref git could read (let git itself decide then)."""
+    for _hop in range(5):  # git follows at most 5 levels of symbolic refs
+        text = read_ref_file(common_dir, refname)
+        if text is None:
+            oid = _packed_refs(common_dir).get(refname)
+            if oid is not None and not _is_oid(oid):
+                raise ValueError(f"packed-refs: bad oid for {refname}")
+            return oid
+        if text.startswith("ref:"):
+            refname = text[4:].strip()
+            continue
+        if not _is_oid(text):
+            raise ValueError(f"{refname}: not a ref")
+        return text
+    raise ValueError(f"{refname}: symbolic refs nest too deep")
+
+
+def read_ref_file(folder: Path, refname: str) -> str | None:
+    """A loose ref file's raw content (`<oid>` or `ref: <target>`), or None when there is none."""
+    try:
+        return (folder / refname).read_text(encoding="utf-8").strip()
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        return None
+
+
+def _config_files(git_dir: Path, common_dir: Path) -> list[Path]:
+    """The files `git config --get` reads here (system, global, repository, work tree), in that order."""
+    env = os.environ
+    files: list[Path] = []
+    if env.get("GIT_CONFIG_NOSYSTEM", "").lower() not in ("1", "true", "yes", "on"):
+        files.append(Path(env.get("GIT_CONFIG_SYSTEM") or "/etc/gitconfig"))
+    if "GIT_CONFIG_GLOBAL" in env:
+        files.append(Path(env["GIT_CONFIG_GLOBAL"]))
+    else:
+        home = Path(env.get("HOME") or "~").expanduser()
+        xdg = Path(env["XDG_CONFIG_HOME"]) if env.get("XDG_CONFIG_HOME") else home / ".config"
+        files += [xdg / "git" / "config", home / ".gitconfig"]
+    return [*files, common_dir / "config", git_dir / "config.worktree"]
+
+
+def config_fingerprint(git_dir: Path, common_dir: Path) -> tuple[str, ...] | None:
+    """Everything `git config` answers from here, as one comparable value: the text of each config file
+    and the GIT_CONFIG* environment. None when an `[include]` or `[includeIf]` pulls in files this cannot
+    see: then only git itself can say what the configuration is."""
+    parts = [f"{k}={v}" for k, v in sorted(os.environ.items()) if k.startswith("GIT_CONFIG")]
+    for path in _config_files(git_dir, common_dir):
+        try:
+            text = path.read_text(encoding="utf-8", errors="surrogateescape")
+        except (FileNotFoundError, NotADirectoryError, PermissionError):
+            text = "\0missing"
+        if "include" in text.lower():
+            return None
+        parts += [str(path), text]
+    return tuple(parts)
+
+
 # --- GitPython-backed functions for the transaction (imported lazily, ADR 0002) -------------------------
 
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
@@ -101,7 +187,7 @@ def open_repo(worktree: Path) -> Repo:
 
 
 def _exec(
-    repo: Repo, *args: str, env: Mapping[str, str] | None = None, raw: bool = False
+    repo: Repo, *args: str, env: Mapping[str, str] | None = None, raw: bool = False, own_session: bool = False
 ) -> tuple[int, Any, str]:
     status, out, err = repo.git.execute(
         ["git", *args],
@@ -110,6 +196,7 @@ def _exec(
         env={**NO_PROMPT, **(env or {})},
         stdout_as_string=not raw,
         strip_newline_in_stdout=not raw,
+        start_new_session=own_session,
     )
     return int(status), out, str(err)
 
@@ -157,14 +244,30 @@ def remote_default_branch(repo: Repo, remote: str) -> str | None:
     return target.removeprefix(prefix) if target and target.startswith(prefix) else None
 
 
+# What git says when it never got to talk to the remote: nothing can have landed.
+_NEVER_CONNECTED = (
+    "does not appear to be a git repository",
+    "could not resolve host",
+    "connection refused",
+    "connection timed out",
+    "no route to host",
+    "unable to access",
+    "no such file or directory",
+    "permission denied",
+    "host key verification failed",
+)
+
+
 def _remote_failure(err: str, remote: str) -> GitFailed:
     from michi.errors import RemoteUnreachable
 
     first = next((line for line in err.splitlines() if line.strip()), err.strip())
-    return RemoteUnreachable(
+    failure = RemoteUnreachable(
         f"cannot reach remote {remote!r}: {first}",
         hint="check the network and `git remote -v`; retry, or pass --offline to commit locally",
     )
+    failure.connected = not any(marker in err.lower() for marker in _NEVER_CONNECTED)
+    return failure
 
 
 def fetch_branch(repo: Repo, remote: str, branch: str) -> str | None:
@@ -187,7 +290,18 @@ def fetch_branch(repo: Repo, remote: str, branch: str) -> str | None:
 
 
 # Reasons a remote gives when a concurrent push won the race for the ref: contention, not refusal.
-_REF_RACES = ("failed to update ref", "cannot lock ref", "incorrect old value", "failed to lock")
+_REF_RACES = ("failed to update ref", "failed to lock", "incorrect old value provided", "cannot lock ref")
+
+
+def _rejection_reasons(porcelain: str) -> list[str]:
+    """The parenthesised reasons of `[remote rejected]` lines in `git push --porcelain` output, matched
+    exactly, so a hook whose own message mentions a lock is not mistaken for contention."""
+    reasons = []
+    for line in porcelain.splitlines():
+        if line.startswith("!") and "[remote rejected] (" in line:
+            reason = line.split("[remote rejected] (", 1)[1].rsplit(")", 1)[0]
+            reasons.append("cannot lock ref" if reason.startswith("cannot lock ref") else reason)
+    return reasons
 
 
 @dataclass(frozen=True)
@@ -200,15 +314,23 @@ def push(repo: Repo, remote: str, commit: str, branch: str, env: Mapping[str, st
     """Fast-forward-only push of `commit` to the remote branch (the remote serializes machines)."""
     from michi.errors import RemoteRejected
 
+    # Its own session: a Ctrl-C at the terminal must not kill git half-way through the push (ADR 0004).
     status, out, err = _exec(
-        repo, "push", "--porcelain", "--quiet", remote, f"{commit}:refs/heads/{branch}", env=env
+        repo,
+        "push",
+        "--porcelain",
+        "--quiet",
+        remote,
+        f"{commit}:refs/heads/{branch}",
+        env=env,
+        own_session=True,
     )
     if status == 0:
         return PushResult(ok=True, stale=False)
     text = f"{out}\n{err}"
     if "[rejected]" in text and ("non-fast-forward" in text or "fetch first" in text or "stale info" in text):
         return PushResult(ok=False, stale=True)
-    if "[remote rejected]" in text and any(reason in text for reason in _REF_RACES):
+    if _rejection_reasons(str(out)) and all(r in _REF_RACES for r in _rejection_reasons(str(out))):
         return PushResult(ok=False, stale=True)  # another push held the remote's ref lock: retry
     if "[remote rejected]" in text or "[rejected]" in text:
         reason = next((ln.strip() for ln in text.splitlines() if "rejected]" in ln), err.strip())
@@ -332,16 +454,21 @@ def edit_tree(repo: Repo, tree: str | None, changes: Mapping[str, tuple[int, str
     """A new tree: `tree` with each path set to (mode, blob oid) or removed (None). Empty folders vanish."""
     entries = _raw_entries(repo, tree)
     nested: dict[bytes, dict[str, tuple[int, str] | None]] = {}
+    set_here: set[bytes] = set()
     for path, change in changes.items():
         first, sep, rest = path.partition("/")
-        name = first.encode()
+        # Paths come from git as str with surrogate escapes; this gives back git's exact bytes.
+        name = first.encode("utf-8", "surrogateescape")
         if sep:
             nested.setdefault(name, {})[rest] = change
         elif change is None:
             entries.pop(name, None)
         else:
             entries[name] = _entry(name, change[0], change[1])
+            set_here.add(name)
     for name, sub_changes in nested.items():
+        if name in set_here:
+            continue  # a folder that became a file: the file replaces it, and its contents go with it
         current = entries.get(name)
         sub_tree = None
         if current is not None:

@@ -3,7 +3,9 @@
 This runs on every command and in the pre-commit hook, so it must not start git or import GitPython
 (ADR 0002): it walks up from the start folder to the first `.git` entry, as git itself does.
 The lock and michi's private state belong to the repository, not to one work tree, so linked work trees
-(`git worktree add`) resolve to the main work tree through the `commondir` file.
+(`git worktree add`) resolve to the main work tree through the `commondir` file. When the shared git dir
+is not a `.git` folder (`--separate-git-dir`, a bare repository with linked work trees) there is no main
+work tree to name, so the lock lives inside the shared git dir instead: still one per repository.
 """
 
 from __future__ import annotations
@@ -23,15 +25,15 @@ class RepoPaths:
     worktree: Path  # top of the work tree this command runs in
     git_dir: Path  # this work tree's git dir (differs from common_dir in linked work trees)
     common_dir: Path  # the repository's shared git dir: refs, objects, info/exclude
-    main_worktree: Path  # top of the repository's main work tree: where the lock and config live
+    main_worktree: Path | None  # top of the main work tree; None when the git dir is not `<top>/.git`
 
     @property
     def lock_dir(self) -> Path:
-        return self.main_worktree / LOCK_NAME
+        return (self.main_worktree or self.common_dir) / LOCK_NAME
 
     @property
     def config_file(self) -> Path:
-        return self.main_worktree / CONFIG_NAME
+        return (self.main_worktree or self.worktree) / CONFIG_NAME
 
     @property
     def state_dir(self) -> Path:
@@ -64,7 +66,7 @@ def find_repo(start: Path | str | None = None) -> RepoPaths:
         if commondir_file.is_file():
             rel = Path(commondir_file.read_text(encoding="utf-8").strip())
             common = rel if rel.is_absolute() else (git_dir / rel).resolve()
-        main = common.parent if common.name == ".git" else folder
+        main = common.parent if common.name == ".git" else None
         return RepoPaths(worktree=folder, git_dir=git_dir, common_dir=common, main_worktree=main)
     raise NotARepository(
         f"{here} is not inside a git repository",

@@ -304,3 +304,83 @@ def test_user_commits_are_pushed_only_with_push_all(remote: Remote, repo: Path) 
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert subjects(remote.bare)[:3] == ["my work", "michi: append b", "michi: append a"]
     assert git(repo, "rev-parse", "HEAD") == remote.head()
+
+
+# --- regressions found by review: each reproduced a loss or a duplicate before its fix ---------------
+
+
+def test_user_commit_turning_a_folder_into_a_file_survives_replay(remote: Remote, repo: Path) -> None:
+    (repo / "docs").mkdir()
+    (repo / "docs" / "a").write_text("x\n")
+    git(repo, "add", "docs")
+    git(repo, "commit", "-qm", "docs")
+    git(repo, "push", "-q", "origin", "main")
+    git(repo, "rm", "-rq", "docs")
+    (repo / "docs").write_text("now a file\n")
+    git(repo, "add", "docs")
+    git(repo, "commit", "-qm", "dir to file")
+    assert drive(repo, "a").returncode == 0
+    assert subjects(repo, "HEAD")[:2] == ["dir to file", "michi: append a"]
+    assert git(repo, "show", "HEAD:docs") == "now a file"
+    assert (repo / "docs").read_text() == "now a file\n"
+
+
+def test_non_utf8_file_name_in_a_user_commit_survives_replay(remote: Remote, repo: Path) -> None:
+    name = os.fsdecode(b"caf\xe9.txt")
+    (repo / name).write_text("d\n")
+    git(repo, "add", "--", name)
+    git(repo, "commit", "-qm", "latin1 name")
+    proc = drive(repo, "a")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert subjects(repo, "HEAD")[:2] == ["latin1 name", "michi: append a"]
+    assert git(repo, "status", "--porcelain") == ""
+
+
+def test_push_that_landed_but_reported_failure_is_not_duplicated(remote: Remote, repo: Path) -> None:
+    wrapper = remote.root / "receive-pack-then-fail.sh"
+    wrapper.write_text('#!/bin/sh\ngit-receive-pack "$@"\nexit 1\n')
+    wrapper.chmod(0o755)
+    git(repo, "config", "remote.origin.receivepack", str(wrapper))
+    proc = drive(repo, "a")
+    assert proc.returncode == 0, proc.stdout + proc.stderr  # michi asked the remote: it landed
+    git(repo, "config", "--unset", "remote.origin.receivepack")
+    assert drive(repo, "b").returncode == 0
+    assert names_on(remote.bare) == ["a", "b"]
+
+
+def test_ctrl_c_during_the_push_finishes_the_operation(remote: Remote, repo: Path) -> None:
+    gate, reached = remote.root / "gate", remote.root / "reached"
+    hook = remote.bare / "hooks" / "pre-receive"
+    hook.write_text(f"#!/bin/sh\ntouch '{reached}'\nwhile [ ! -e '{gate}' ]; do sleep 0.01; done\n")
+    hook.chmod(0o755)
+    proc = start(repo, "a")
+    deadline = time.monotonic() + 60
+    while not reached.exists():
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGINT)
+    gate.touch()
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, out + err  # it landed: the command reports success, not a half-known 130
+    assert json.loads(out)["pushed"] is True
+    assert names_on(remote.bare) == ["a"]
+    assert git(repo, "rev-parse", "HEAD") == remote.head()
+    assert not (repo / ".git/michi/journal.json").exists()
+
+
+def test_offline_refuses_a_branch_checked_out_in_another_worktree(remote: Remote, repo: Path) -> None:
+    git(repo, "checkout", "-qb", "feature")
+    git(repo, "worktree", "add", "-q", str(remote.root / "wt"), "main")
+    proc = drive(repo, "a", "--offline")
+    assert proc.returncode == 5
+    assert "another work tree" in json.loads(proc.stdout)["error"]["message"]
+    assert git(remote.root / "wt", "status", "--porcelain") == ""
+
+
+def test_sigkill_between_index_and_branch_update_without_remote(local_repo: Path) -> None:
+    killed = drive(local_repo, "a", env={"MICHI_FAULT": "local"})
+    assert killed.returncode == -signal.SIGKILL
+    proc = drive(local_repo, "b")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert names_on(local_repo, "HEAD") == ["a", "b"]
+    assert git(local_repo, "status", "--porcelain") == ""

@@ -18,9 +18,10 @@ EPILOG = (
 )
 
 
-def _version(value: bool) -> None:
+def _version(ctx: typer.Context, value: bool) -> None:
     if value:
-        typer.echo(f"michi {__version__}")
+        as_json = isinstance(ctx.obj, dict) and ctx.obj.get("json")
+        typer.echo(f'{{"version": "{__version__}"}}' if as_json else f"michi {__version__}")
         raise typer.Exit(0)
 
 

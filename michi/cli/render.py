@@ -26,7 +26,12 @@ def human(result: Result) -> Any:
 
 def emit(result: Result, json_mode: bool) -> int:
     if json_mode:
-        sys.stdout.write(json.dumps(result.to_json(), ensure_ascii=False, separators=(",", ":")) + "\n")
+        serialised = getattr(result, "json_text", None)  # TaskList holds its JSON already (ADR 0008)
+        if serialised is not None:
+            body = str(serialised())
+        else:
+            body = json.dumps(result.to_json(), ensure_ascii=False, separators=(",", ":"))
+        sys.stdout.write(body + "\n")
     else:
         view = human(result)
         if view is not None and view != "":

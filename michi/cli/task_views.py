@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from functools import cache
 from typing import Any
 
@@ -56,6 +57,15 @@ def _panel(task: dict[str, Any], txn: dict[str, Any] | None) -> Any:
         for note in txn["notes"]:
             grid.add_row("note", note)
     return Panel(grid, title=f"task {task['id']}", title_align="left", expand=False)
+
+
+def done(result: Any, json_mode: bool = False) -> Any:
+    """Notes (how old the data is, unreadable files) go to stderr, so stdout stays one JSON document."""
+    if not json_mode:  # the rich views import every result type; --json output needs none of them
+        register()
+    for note in getattr(result, "notes", None) or []:
+        sys.stderr.write(f"michi: {note}\n")
+    return result
 
 
 @cache

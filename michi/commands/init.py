@@ -25,4 +25,5 @@ def run(session: Session, *, hook: bool, wait: float | None, offline: bool) -> M
         text += "\n" + installed.summary()
     if outcome.commit and not outcome.pushed:
         text += " (committed locally, nothing pushed: 'michi sync' pushes it later)"
+    text += "".join(f"\nnote: {note}" for note in outcome.notes if "nothing was pushed" not in note)
     return Message(text, data)

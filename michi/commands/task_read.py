@@ -44,10 +44,13 @@ def list_tasks(
 ) -> task_common.TaskList:
     where = None if every_domain else domains.resolve(session.repo.worktree, session.cwd, domain)
     flt = Filter(where, states(state), tuple(tags), project, assignee, ready)
+    title = "tasks in every domain" if where is None else f"tasks in domain {where}"
+    if not ready:  # readiness looks at other tasks' records: only the index has them
+        table, notes = task_common.read_table(session, fetch)
+        return task_common.TaskList(flt.pick(table), notes, title)
     snap = task_common.read(session, fetch)
     found = select(snap.index, flt, time.time())
-    title = "tasks in every domain" if where is None else f"tasks in domain {where}"
-    return task_common.TaskList([view_record(r, p, snap.index) for p, r in found], snap.notes, title)
+    return task_common.TaskList.of([view_record(r, p, snap.index) for p, r in found], snap.notes, title)
 
 
 def show(session: Session, ref: str, fetch: bool) -> task_common.TaskResult:

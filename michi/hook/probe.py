@@ -52,7 +52,7 @@ def lock_dir(start: str) -> str | None:
                 pass
             except (OSError, UnicodeDecodeError):
                 return None
-            main = os.path.dirname(common) if os.path.basename(common) == ".git" else folder
+            main = os.path.dirname(common) if os.path.basename(common) == ".git" else common
             return os.path.join(main, LOCK_NAME)
         parent = os.path.dirname(folder)
         if parent == folder:

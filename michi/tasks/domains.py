@@ -32,7 +32,7 @@ def _relative(top: Path, target: Path, shown: str) -> str:
             f"domain {shown!r} is outside the repository", hint="pass a folder inside it"
         ) from None
     parts = rel.parts
-    if (parts and parts[0] == ".git") or ".tasks" in parts:
+    if ".git" in parts or ".tasks" in parts:
         raise BadDomain(f"domain {shown!r} is not a folder for tasks", hint="pass a project folder")
     return ROOT if not parts else "/".join(parts)
 

@@ -11,15 +11,17 @@ import json
 import marshal
 import os
 import tempfile
+import zlib
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from michi.tasks import serialization
 from michi.tasks.errors import AmbiguousId, CorruptTask, TaskNotFound
-from michi.tasks.ids import UUID_RE
 from michi.tasks.model import Task
-from michi.workflow.mutation import TaskTree
+
+if TYPE_CHECKING:  # not at run time: `list` answers from its cache without loading the workflow package
+    from michi.workflow.mutation import TaskTree
 
 CACHE_NAME = "task-index.v1"
 # path -> (blob oid, the file's record when it parsed, the problem when it did not)
@@ -109,6 +111,8 @@ class Index:
 
     def find(self, ref: str) -> str:
         """The path of the task named by an id, a uuid or a unique uuid prefix."""
+        from michi.tasks.ids import UUID_RE
+
         ref = ref.strip().lower()
         if ref.isdigit():
             paths = self.by_id.get(int(ref), [])
@@ -144,16 +148,38 @@ def load_cache(state_dir: Path) -> Index | None:
         return None
 
 
-def save_cache(state_dir: Path, index: Index) -> None:
+def _write(state_dir: Path, name: str, data: bytes) -> None:
     """Best effort and atomic (temp file, then rename): a cache that cannot be written is rebuilt later."""
     try:
         state_dir.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=state_dir, prefix=CACHE_NAME, suffix=".tmp")
+        fd, tmp = tempfile.mkstemp(dir=state_dir, prefix=name, suffix=".tmp")
         with os.fdopen(fd, "wb") as out:
-            out.write(marshal.dumps((index.tree, index.entries)))
-        os.replace(tmp, state_dir / CACHE_NAME)
+            out.write(data)
+        os.replace(tmp, state_dir / name)
     except OSError:
         pass
+
+
+def save_cache(state_dir: Path, index: Index) -> None:
+    _write(state_dir, CACHE_NAME, marshal.dumps((index.tree, index.entries)))
+
+
+def save_checked(state_dir: Path, name: str, value: Any) -> None:
+    """`value` (plain builtins only) with a CRC-32 in front, for `load_checked` (ADR 0008)."""
+    data = marshal.dumps(value)
+    _write(state_dir, name, zlib.crc32(data).to_bytes(4, "big") + data)
+
+
+def load_checked(state_dir: Path, name: str) -> Any:
+    """What `save_checked` wrote, or None when the file is missing, truncated, damaged or unreadable: the
+    checksum catches damage that would still unmarshal, so a corrupt cache is rebuilt, never believed."""
+    try:
+        raw = (state_dir / name).read_bytes()
+        if len(raw) < 4 or zlib.crc32(raw[4:]) != int.from_bytes(raw[:4], "big"):
+            return None
+        return marshal.loads(raw[4:])
+    except (OSError, ValueError, EOFError, TypeError):
+        return None
 
 
 def for_tree(tree: TaskTree, state_dir: Path, save: bool = True) -> Index:

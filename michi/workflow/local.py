@@ -15,7 +15,9 @@ from collections.abc import Collection
 from typing import TYPE_CHECKING
 
 from michi import git
+from michi.errors import GitFailed
 from michi.repo import RepoPaths
+from michi.workflow import faults
 from michi.workflow.target import Target
 
 if TYPE_CHECKING:
@@ -57,8 +59,29 @@ def _replay(repo: Repo, base: str, new_tip: str, commits: list[str], drop: Colle
     return parent
 
 
+def move_checkout(repo: Repo, local: str | None, goal: str, interrupted: Collection[str]) -> str | None:
+    """Move index and work tree from `local` to `goal`; None on success, else git's refusal.
+
+    A michi process killed between moving the index and moving the branch (ADR 0004) left the index at
+    one of the `interrupted` commits while the branch still names `local`; moving from there finishes
+    its work. git refuses, changing nothing, unless the index really matches the commit it moves from."""
+    refused = git.read_tree_update(repo, local or git.EMPTY_TREE, goal)
+    for commit in interrupted:
+        if refused is None:
+            break
+        if commit != local and git.read_tree_update(repo, commit, goal) is None:
+            refused = None
+    return refused
+
+
 def update_local(
-    repo: Repo, paths: RepoPaths, target: Target, old_remote: str | None, new_tip: str, drop: Collection[str]
+    repo: Repo,
+    paths: RepoPaths,
+    target: Target,
+    old_remote: str | None,
+    new_tip: str,
+    drop: Collection[str],
+    interrupted: Collection[str] = (),
 ) -> list[str]:
     """Move the local task branch to `new_tip` plus the user's own local commits. Returns notes."""
     ref = target.local_ref
@@ -86,11 +109,18 @@ def update_local(
             ]
         goal = replayed
     if here:
-        refused = git.read_tree_update(repo, local or git.EMPTY_TREE, goal)
+        refused = move_checkout(repo, local, goal, interrupted)
         if refused is not None:
             return [
                 f"local branch {target.branch} was not updated because your work tree has changes "
                 f"in files michi changed ({refused.splitlines()[0]}); nothing of yours was touched"
             ]
-    git.update_ref(repo, ref, goal, local, "michi: update task branch")
+        faults.point("local")  # index and work tree moved, branch not yet: recovery must cope
+    try:
+        git.update_ref(repo, ref, goal, local, "michi: update task branch")
+    except GitFailed:
+        # The branch moved under us (a commit made without the hook): put the index back where it was.
+        if here:
+            git.read_tree_update(repo, goal, local or git.EMPTY_TREE)
+        return [f"local branch {target.branch} moved while michi worked; it was left as it is"]
     return []

@@ -2,35 +2,66 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from michi import git
 from michi.config import Config
 from michi.repo import RepoPaths
 from michi.workflow.journal import Journal
-from michi.workflow.target import resolve
+from michi.workflow.target import Target, inputs, resolve
 from michi.workflow.tree import GitTaskTree
 
 if TYPE_CHECKING:
     from git import Repo
 
 
+class Stamp(NamedTuple):
+    """Which commit a read saw and everything that chose it (ADR 0008): while `is_current` holds, a read
+    would see the same commit again, so an answer cached with the stamp is still the answer."""
+
+    inputs: tuple[object, ...]  # what `resolve` reads (target.inputs)
+    branch: str
+    remote: str | None
+    ref: str
+    commit: str | None
+
+
 class Snapshot(GitTaskTree):
     def __init__(
-        self, repo: Repo, commit: str | None, branch: str, ref: str, synced_at: float | None
+        self,
+        repo: Repo,
+        commit: str | None,
+        branch: str,
+        ref: str,
+        synced_at: float | None,
+        stamp: Stamp | None = None,
     ) -> None:
         super().__init__(repo, commit)
         self.branch = branch
         self.ref = ref
         self.synced_at = synced_at  # when michi last talked to the remote; None = never (or no remote)
+        self.stamp = stamp  # None when the read cannot be vouched for by file reads (target.inputs)
+
+
+def synced_at(paths: RepoPaths, remote: str | None) -> float | None:
+    marker = paths.state_dir / "synced"
+    try:
+        return marker.stat().st_mtime if remote else None
+    except FileNotFoundError:
+        return None
+
+
+def _journal_pending(paths: RepoPaths) -> bool:
+    return Journal(paths.state_dir).path.exists()  # written only with entries; cleared when empty
 
 
 def read_snapshot(paths: RepoPaths, config: Config, *, fetch: bool = False) -> Snapshot:
+    seen = inputs(paths, config)  # before resolving: a change in between makes the stamp miss, not lie
     repo = git.open_repo(paths.worktree)
     target = resolve(repo, config)
-    marker = paths.state_dir / "synced"
     if target.remote_ref and fetch:
         git.fetch_branch(repo, target.remote or "", target.branch)
+        marker = paths.state_dir / "synced"
         marker.parent.mkdir(parents=True, exist_ok=True)
         marker.touch()
     # Offline work not yet pushed lives only on the local branch; otherwise the remote-tracking branch
@@ -38,5 +69,21 @@ def read_snapshot(paths: RepoPaths, config: Config, *, fetch: bool = False) -> S
     ref = target.remote_ref
     if ref is None or Journal(paths.state_dir).load() or git.ref_oid(repo, ref) is None:
         ref = target.local_ref
-    synced = marker.stat().st_mtime if target.remote and marker.exists() else None
-    return Snapshot(repo, git.ref_oid(repo, ref), target.branch, ref, synced)
+    commit = git.ref_oid(repo, ref)
+    stamp = None if seen is None else Stamp(seen, target.branch, target.remote, ref, commit)
+    return Snapshot(repo, commit, target.branch, ref, synced_at(paths, target.remote), stamp)
+
+
+def is_current(paths: RepoPaths, config: Config, stamp: Stamp) -> bool:
+    """Would `read_snapshot` read `stamp.commit` now? Decided by file reads alone: no git process, no
+    GitPython (ADR 0008). False whenever in doubt; the caller then takes the full read."""
+    if _journal_pending(paths) or inputs(paths, config) != stamp.inputs:
+        return False
+    target = Target(stamp.branch, stamp.remote, offline=False)
+    try:
+        ref = target.remote_ref
+        if ref is None or git.read_ref(paths.common_dir, ref) is None:
+            ref = target.local_ref
+        return ref == stamp.ref and git.read_ref(paths.common_dir, ref) == stamp.commit
+    except (OSError, ValueError):
+        return False

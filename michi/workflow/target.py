@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from michi import git
 from michi.config import Config
+from michi.repo import RepoPaths
 
 if TYPE_CHECKING:
     from git import Repo
@@ -39,3 +40,26 @@ def resolve(repo: Repo, config: Config, offline: bool = False) -> Target:
     if not branch:
         branch = git.head(repo).branch or "main"
     return Target(branch=branch, remote=remote, offline=offline and remote is not None)
+
+
+def inputs(paths: RepoPaths, config: Config) -> tuple[object, ...] | None:
+    """Everything `resolve` reads, by file reads alone: equal inputs resolve to the same target, so the read
+    path can reuse the target it resolved last time without git or GitPython (ADR 0008). None when only git
+    can tell (config includes, the reftable backend)."""
+    common = paths.common_dir
+    conf = git.config_fingerprint(paths.git_dir, common) if git.refs_are_files(common) else None
+    if conf is None:
+        return None
+    try:
+        fallbacks: tuple[object, ...] = ()
+        if not config.branch:  # the remote's default branch, else main or master, else HEAD's branch
+            remote = f"refs/remotes/{config.remote}/"
+            fallbacks = (
+                git.read_ref_file(common, remote + "HEAD"),
+                git.read_ref(common, remote + "main") is not None,
+                git.read_ref(common, remote + "master") is not None,
+                git.read_ref_file(paths.git_dir, "HEAD"),
+            )
+    except (OSError, ValueError):
+        return None
+    return (config.remote, config.branch, conf, fallbacks)

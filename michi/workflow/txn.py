@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 import signal
 import socket
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -20,11 +21,11 @@ from typing import TYPE_CHECKING, Any
 
 from michi import git
 from michi.config import Config
-from michi.errors import GitFailed, MichiError, RepoBusy
+from michi.errors import GitFailed, MichiError, RemoteUnreachable, RepoBusy
 from michi.repo import RepoPaths
 from michi.workflow import faults
 from michi.workflow.journal import OFFLINE, PUSHING, Entry, Journal
-from michi.workflow.local import update_local
+from michi.workflow.local import checked_out_elsewhere, move_checkout, update_local
 from michi.workflow.mutation import ApplyContext, Change, Mutation
 from michi.workflow.target import Target, resolve
 from michi.workflow.tree import GitTaskTree
@@ -34,6 +35,9 @@ if TYPE_CHECKING:
 
     from michi.lock import RepoLock
     from michi.lock.record import Owner
+
+
+DEFERRED = (signal.SIGINT, signal.SIGTERM)
 
 
 @dataclass(frozen=True)
@@ -61,15 +65,23 @@ class TxnOutcome:
 
 
 @contextmanager
-def signals_deferred() -> Iterator[None]:
-    """Ctrl-C or SIGTERM during the push is acted on after it: a push is never left half-known.
-    The blocked mask is inherited by git's child process, so it finishes the push too."""
-    blocked = {signal.SIGINT, signal.SIGTERM}
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, blocked)
+def interruptions_deferred(done: Callable[[], bool]) -> Iterator[None]:
+    """Ctrl-C or SIGTERM during the push and the steps after it is acted on afterwards, so a push is never
+    left half-known; once `done()` (the push landed) it is dropped, because the operation is complete.
+    Python runs signal handlers in the main thread whichever thread the signal hit, so recording it in a
+    handler covers the lock's renewal thread too; git itself runs in its own session (see git.push)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    previous = {sig: signal.signal(sig, lambda signum, _frame: caught.append(signum)) for sig in DEFERRED}
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        if caught and not done():
+            signal.raise_signal(caught[0])
 
 
 def _message(change: Change, entry: Entry, host: str) -> bytes:
@@ -181,11 +193,12 @@ class Transaction:
         with lock.held(cfg.lock_wait):
             locked = time.monotonic()
             journal = Journal(self.req.repo.state_dir)
-            leftover = journal.load()
+            leftover = self.leftover = journal.load()
             mine = [Entry(uuid.uuid4().hex, m, self.req.command, self.req.agent) for m in mutations]
             journal.save(leftover + mine)
             faults.point("locked")
             self.pushed = False
+            self.keep_entry = False
             try:
                 if self.target.online:
                     outcome = self._online(lock, journal, leftover, mine, fetch or not mutations)
@@ -194,7 +207,7 @@ class Transaction:
             except BaseException:
                 # A failed command is not pending work: forget its entry, unless its push landed (then
                 # the next transaction sees that on the remote and only finishes the local update).
-                if not self.pushed:
+                if not self.pushed and not self.keep_entry:
                     journal.save([e for e in journal.load() if e.txn not in {m.txn for m in mine}])
                 raise
             released = time.monotonic()
@@ -210,7 +223,6 @@ class Transaction:
         self, lock: RepoLock, journal: Journal, leftover: list[Entry], mine: list[Entry], fetch: bool
     ) -> TxnOutcome:
         assert self.target.remote and self.target.remote_ref
-        remote, branch = self.target.remote, self.target.branch
         old_remote = git.ref_oid(self.git, self.target.remote_ref)
         base, fetched = old_remote, False
         if fetch or leftover or base is None:
@@ -237,19 +249,16 @@ class Transaction:
             faults.point("committed")
             lock.ensure_held()
             faults.point("pushing")
-            with signals_deferred():
-                pushed = git.push(self.git, remote, tip, branch, {"MICHI_LOCK_TOKEN": lock.token or ""})
-            if pushed.ok:
-                self.pushed = True
-                faults.point("pushed")
-                notes = self._update_local(old_remote, tip, landed | {e.txn for e in mine})
-                if self.req.push_all:
-                    notes += self._push_all(tip, lock)
-                journal.save([])
-                self._touch_synced()
-                return self._outcome(
-                    result, tip, pushed=True, attempts=attempt, notes=notes, recovered=len(leftover)
-                )
+            with interruptions_deferred(lambda: self.pushed):
+                if self._push(tip, lock):
+                    self.pushed = True
+                    faults.point("pushed")
+                    notes = self._finish(old_remote, tip, landed | {e.txn for e in mine}, lock)
+                    journal.save([])
+                    self._touch_synced()
+                    return self._outcome(
+                        result, tip, pushed=True, attempts=attempt, notes=notes, recovered=len(leftover)
+                    )
             time.sleep(
                 random.uniform(0, min(1.0, 0.01 * 2**attempt))
             )  # jittered backoff: let the winner finish
@@ -259,6 +268,47 @@ class Transaction:
             code="push_retries_exhausted",
             hint="other clones are pushing heavily; retry, or raise push_retries in .michi.toml",
         )
+
+    def _push(self, tip: str, lock: RepoLock) -> bool:
+        """True when `tip` is on the remote; False when the remote moved on (fetch and retry)."""
+        assert self.target.remote
+        try:
+            result = git.push(
+                self.git, self.target.remote, tip, self.target.branch, {"MICHI_LOCK_TOKEN": lock.token or ""}
+            )
+        except RemoteUnreachable as exc:
+            if not exc.connected:
+                raise  # git never reached the remote: nothing landed, the caller may simply retry
+            # The connection broke mid-push: the remote may have taken it. Ask it before answering.
+            try:
+                if self._landed(tip):
+                    return True
+            except GitFailed:
+                self.keep_entry = True
+                raise GitFailed(
+                    f"the push broke off and the remote cannot be asked whether it landed ({exc.message})",
+                    code="push_unknown",
+                    hint="do not repeat the command: the next michi command (e.g. `michi sync`) checks the "
+                    "remote and finishes this operation exactly once",
+                ) from None
+            raise
+        return result.ok
+
+    def _landed(self, tip: str) -> bool:
+        fresh = self._fetch()
+        return fresh is not None and git.is_ancestor(self.git, tip, fresh)
+
+    def _finish(self, old_remote: str | None, tip: str, landed: set[str], lock: RepoLock) -> list[str]:
+        """Everything after the push landed. It may fail only by saying so: the operation is done."""
+        try:
+            notes = self._update_local(old_remote, tip, landed)
+            if self.req.push_all:
+                notes += self._push_all(tip, lock)
+        except Exception as exc:  # the push landed; a local hiccup must not be reported as failure
+            notes = [
+                f"the change reached the remote, but the local branch was not updated ({exc}); run michi sync"
+            ]
+        return notes
 
     def _fetch(self) -> str | None:
         assert self.target.remote
@@ -270,18 +320,28 @@ class Transaction:
     def _local_only(self, journal: Journal, leftover: list[Entry], mine: list[Entry]) -> TxnOutcome:
         ref = self.target.local_ref
         local = git.ref_oid(self.git, ref)
+        here = git.head(self.git).branch == self.target.branch
+        if not here and checked_out_elsewhere(self.req.repo, self.target.branch):
+            raise GitFailed(
+                f"branch {self.target.branch} is checked out in another work tree; "
+                "committing to it from here would leave that work tree's index behind",
+                hint="run michi in that work tree, or set `branch` in .michi.toml to another branch",
+            )
         tip, built, result = self._apply_all(local, self._pending(leftover, local), mine)
         notes: list[str] = []
         if tip != local and tip is not None:
+            journal.save([e for e in leftover if e.state == OFFLINE] + [e.but(state=PUSHING) for e in built])
             faults.point("committed")
-            if git.head(self.git).branch == self.target.branch:
-                refused = git.read_tree_update(self.git, local or git.EMPTY_TREE, tip)
+            if here:
+                interrupted = [e.commit for e in leftover if e.commit and e.state != OFFLINE]
+                refused = move_checkout(self.git, local, tip, interrupted)
                 if refused is not None:
                     raise GitFailed(
                         "your work tree has changes in task files michi must change "
                         f"({refused.splitlines()[0]})",
                         hint="commit or stash them (task files should only change through michi), then retry",
                     )
+                faults.point("local")
             git.update_ref(self.git, ref, tip, local, "michi: commit task change")
         if self.target.offline:
             kept = [e for e in leftover if e.state == OFFLINE]
@@ -296,9 +356,8 @@ class Transaction:
     def _update_local(self, old_remote: str | None, tip: str | None, landed: set[str]) -> list[str]:
         if tip is None:
             return []
-        notes = update_local(self.git, self.req.repo, self.target, old_remote, tip, landed)
-        faults.point("local")
-        return notes
+        interrupted = [e.commit for e in self.leftover if e.commit]
+        return update_local(self.git, self.req.repo, self.target, old_remote, tip, landed, interrupted)
 
     def _push_all(self, tip: str, lock: RepoLock) -> list[str]:
         local = git.ref_oid(self.git, self.target.local_ref)
@@ -306,8 +365,7 @@ class Transaction:
             return []
         assert self.target.remote
         lock.ensure_held()
-        with signals_deferred():
-            res = git.push(self.git, self.target.remote, local, self.target.branch, {})
+        res = git.push(self.git, self.target.remote, local, self.target.branch, {})
         return [] if res.ok else ["--push-all: the remote moved on; your own commits were not pushed"]
 
     def _touch_synced(self) -> None:

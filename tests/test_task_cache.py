@@ -1,0 +1,205 @@
+"""The read path's list cache (ADR 0008): fast when nothing moved, never stale when something did."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import git
+
+from michi import git as mgit
+from michi.cli import main as cli_main
+from michi.commands.task_common import LIST_CACHE
+
+AGE = re.compile(r"[0-9.]+ ?(s|min|h) ago")
+# Run michi in a fresh interpreter and report which heavy modules the command imported.
+PROBE = """
+import sys
+from michi.cli.main import main
+code = main(sys.argv[1:])
+seen = {"code": code, "git": "git" in sys.modules, "typer": "typer" in sys.modules}
+print(json.dumps(seen), file=sys.stderr)
+"""
+
+
+@pytest.fixture
+def ready(cli, repo: Path) -> Path:
+    assert cli(repo, "init").exit_code == 0
+    return repo
+
+
+def names(cli, where: Path, *args: str) -> list[str]:
+    result = cli(where, "task", "list", "--json", *args)
+    assert result.exit_code == 0, result.stdout
+    return [t["description"] for t in result.json()]
+
+
+def cache_file(repo: Path) -> Path:
+    return repo / ".git" / "michi" / LIST_CACHE
+
+
+def probe(repo: Path, *args: str) -> dict[str, object]:
+    proc = subprocess.run(
+        [sys.executable, "-c", "import json\n" + PROBE, *args], cwd=repo, capture_output=True, text=True
+    )
+    return dict(json.loads(proc.stderr.strip().splitlines()[-1]))
+
+
+def test_warm_list_needs_no_git_and_no_typer(cli, ready: Path) -> None:
+    cli(ready, "task", "add", "one")
+    assert names(cli, ready) == ["one"] and cache_file(ready).exists()
+    assert probe(ready, "--json", "task", "list") == {"code": 0, "git": False, "typer": False}
+    assert probe(ready, "--json", "task", "list", "--tag", "x", "--all") == {
+        "code": 0,
+        "git": False,
+        "typer": False,
+    }
+
+
+def test_another_clones_commit_is_seen_after_fetch_and_sync(cli, ready: Path, remote) -> None:
+    cli(ready, "task", "add", "mine")
+    assert names(cli, ready) == ["mine"]
+    other = remote.clone("other")
+    cli(other, "task", "add", "theirs")
+    assert names(cli, ready) == ["mine"]  # as last synced: no network without --fetch
+    assert names(cli, ready, "--fetch") == ["mine", "theirs"]
+    cli(other, "task", "add", "third")
+    assert cli(ready, "sync", "--json").exit_code == 0
+    assert names(cli, ready) == ["mine", "theirs", "third"]
+
+
+def test_this_clones_transactions_are_seen(cli, ready: Path) -> None:
+    first = cli(ready, "task", "add", "a", "--json").json()
+    assert names(cli, ready) == ["a"]
+    cli(ready, "task", "add", "b", "--depends", str(first["id"]))
+    assert names(cli, ready) == ["a", "b"]
+    cli(ready, "task", "done", str(first["id"]))
+    listed = cli(ready, "task", "list", "--json", "--state", "any").json()
+    assert [(t["description"], t["state"]) for t in listed] == [("a", "done"), ("b", "todo")]
+    assert listed[1]["depends"] == [first["id"]]
+    cli(ready, "task", "add", "offline", "--offline")  # pending work: the local branch is the truth
+    assert names(cli, ready) == ["b", "offline"]
+
+
+def test_hand_moved_refs_are_seen(cli, ready: Path) -> None:
+    cli(ready, "task", "add", "a")
+    before = git(ready, "rev-parse", "refs/remotes/origin/main")
+    cli(ready, "task", "add", "b")
+    after = git(ready, "rev-parse", "refs/remotes/origin/main")
+    assert names(cli, ready) == ["a", "b"]
+    git(ready, "update-ref", "refs/remotes/origin/main", before)
+    assert names(cli, ready) == ["a"]
+    git(ready, "pack-refs", "--all")  # now only in packed-refs
+    assert not (ready / ".git/refs/remotes/origin/main").exists()
+    assert names(cli, ready) == ["a"]
+    packed = ready / ".git" / "packed-refs"
+    packed.write_text(packed.read_text().replace(before, after))  # rewritten by hand
+    assert names(cli, ready) == ["a", "b"]
+    (ready / ".git/refs/remotes/origin/main").write_text(before + "\n")  # a loose ref wins over packed
+    assert names(cli, ready) == ["a"]
+
+
+def test_config_and_branch_changes_are_seen(cli, ready: Path, monkeypatch) -> None:
+    cli(ready, "task", "add", "on main")
+    assert names(cli, ready) == ["on main"]
+    git(ready, "remote", "rename", "origin", "elsewhere")  # no remote 'origin': the local branch
+    assert names(cli, ready) == ["on main"]
+    git(ready, "update-ref", "refs/heads/main", "HEAD~1")
+    assert names(cli, ready) == []
+    git(ready, "remote", "rename", "elsewhere", "origin")
+    assert names(cli, ready) == ["on main"]
+    monkeypatch.setenv("MICHI_BRANCH", "nothing-here")
+    assert names(cli, ready) == []
+
+
+def test_corrupt_cache_is_rebuilt_never_believed(cli, ready: Path) -> None:
+    cli(ready, "task", "add", "a")
+    cli(ready, "task", "add", "b")
+    assert names(cli, ready) == ["a", "b"]
+    path = cache_file(ready)
+    good = path.read_bytes()
+    damaged = bytearray(good)
+    damaged[len(damaged) // 2] ^= 0x20  # still unmarshals, but the checksum no longer matches
+    for bad in (b"", b"garbage", good[: len(good) // 2], bytes(damaged)):
+        path.write_bytes(bad)
+        assert names(cli, ready) == ["a", "b"]
+        assert path.read_bytes() != bad  # rewritten
+    (ready / ".git" / "michi" / "task-index.v1").write_bytes(b"junk")
+    path.unlink()
+    assert names(cli, ready) == ["a", "b"]
+
+
+def test_fast_path_and_typer_agree(cli, ready: Path, monkeypatch) -> None:
+    cli(ready, "task", "add", "a", "-t", "x", "--project", "p.q")
+    cli(ready, "task", "add", "b", "-p", "H")
+    cli(ready, "task", "start", "2")
+    spellings = [
+        ["task", "list"],
+        ["task", "list", "--all", "--state", "todo", "--state=in_progress"],
+        ["task", "list", "-t", "x", "--project=p"],
+        ["task", "list", "--assignee", "nobody"],
+        ["task", "list", "--ready", "--domain", "."],
+        ["task", "show", "2"],
+        ["task", "show", "999"],
+    ]
+    for args in spellings:
+        assert cli_main._plain_read(args) is not None, args
+        for mode in ([], ["--json"]):
+            fast = cli(ready, *mode, *args)
+            with monkeypatch.context() as m:
+                m.setattr(cli_main, "_plain_read", lambda _args: None)
+                slow = cli(ready, *mode, *args)
+            same = (slow.exit_code, slow.stdout, AGE.sub("ago", slow.stderr))
+            assert (fast.exit_code, fast.stdout, AGE.sub("ago", fast.stderr)) == same
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["task", "list", "--help"],
+        ["task", "list", "--bogus"],
+        ["task", "list", "--domain"],
+        ["task", "list", "--tag", "--all"],
+        ["task", "list", "-tx"],
+        ["task", "list", "extra"],
+        ["task", "show"],
+        ["task", "show", "1", "2"],
+        ["task", "add", "x"],
+        ["-C=.", "task", "list"],
+        ["--agent", "a", "--agent", "b", "task", "list"],
+    ],
+)
+def test_unusual_spellings_go_to_typer(args: list[str]) -> None:
+    assert cli_main._plain_read(args) is None
+
+
+def test_read_ref(tmp_path: Path) -> None:
+    oid, other = "a" * 40, "b" * 40
+    (tmp_path / "refs" / "heads").mkdir(parents=True)
+    (tmp_path / "packed-refs").write_text(
+        f"# pack-refs with: peeled fully-peeled sorted\n{oid} refs/heads/main\n{other} refs/tags/v1\n^{oid}\n"
+    )
+    assert mgit.read_ref(tmp_path, "refs/heads/main") == oid
+    assert mgit.read_ref(tmp_path, "refs/tags/v1") == other
+    assert mgit.read_ref(tmp_path, "refs/heads/none") is None
+    (tmp_path / "refs" / "heads" / "main").write_text(other + "\n")
+    assert mgit.read_ref(tmp_path, "refs/heads/main") == other
+    (tmp_path / "HEAD").write_text("ref: refs/heads/main\n")
+    assert mgit.read_ref(tmp_path, "HEAD") == other
+    (tmp_path / "refs" / "heads" / "main").write_text("ref: refs/heads/main\n")
+    with pytest.raises(ValueError):
+        mgit.read_ref(tmp_path, "refs/heads/main")  # a loop
+    (tmp_path / "refs" / "heads" / "main").write_text("not an oid\n")
+    with pytest.raises(ValueError):
+        mgit.read_ref(tmp_path, "refs/heads/main")
+
+
+def test_config_fingerprint_gives_up_on_includes(ready: Path) -> None:
+    dot_git = ready / ".git"
+    assert mgit.config_fingerprint(dot_git, dot_git) is not None
+    git(ready, "config", "include.path", "extra.cfg")
+    assert mgit.config_fingerprint(dot_git, dot_git) is None
