@@ -5,7 +5,6 @@ Command modules are imported inside each verb (ADR 0002); so are the result view
 
 from __future__ import annotations
 
-import sys
 from typing import Annotated, Any
 
 import typer
@@ -46,13 +45,10 @@ task_app = typer.Typer(
 
 
 def _done(result: Any) -> Any:
-    """Notes (how old the data is, unreadable files) go to stderr, so stdout stays one JSON document."""
+    """The typer route's end; the same as the fast read path's (task_views.done)."""
     from michi.cli import task_views
 
-    task_views.register()
-    for note in getattr(result, "notes", None) or []:
-        sys.stderr.write(f"michi: {note}\n")
-    return result
+    return task_views.done(result)
 
 
 @task_app.command("add")
