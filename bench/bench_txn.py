@@ -28,23 +28,31 @@ rmdir .raw.lock
 """
 
 
-def _setup(env: dict[str, str]) -> tuple[Path, Path, Path]:
-    root = tempdir("txn")
-    bare, seed = root / "origin.git", root / "seed"
+def _remote(root: Path, name: str, env: dict[str, str]) -> Path:
+    bare, seed = root / f"{name}.git", root / f"{name}-seed"
     sh(["git", "init", "-q", "--bare", "-b", "main", str(bare)], root, env)
     sh(["git", "clone", "-q", str(bare), str(seed)], root, env)
     (seed / ".tasks").mkdir()
     (seed / ".tasks" / "seed.json").write_text("{}\n")
     sh("git add -A && git commit -qm seed && git push -q origin HEAD:main", seed, env)
-    raw, michi = root / "raw", root / "michi"
-    for clone in (raw, michi):
-        sh(["git", "clone", "-q", str(bare), str(clone)], root, env)
-    return root, raw, michi
+    return bare
+
+
+def _setup(env: dict[str, str]) -> tuple[Path, Path, Path, Path]:
+    """Each side has its own bare remote, so neither sees the other's pushes (like for like); a third
+    clone of michi's remote moves it on demand, for the case where another machine pushed meanwhile."""
+    root = tempdir("txn")
+    raw_bare, michi_bare = _remote(root, "raw", env), _remote(root, "michi", env)
+    raw, michi, other = root / "raw", root / "michi", root / "other"
+    sh(["git", "clone", "-q", str(raw_bare), str(raw)], root, env)
+    sh(["git", "clone", "-q", str(michi_bare), str(michi)], root, env)
+    sh(["git", "clone", "-q", str(michi_bare), str(other)], root, env)
+    return root, raw, michi, other
 
 
 def main() -> None:
     env = isolated_git_env(tempdir("home"))
-    root, raw, michi = _setup(env)
+    root, raw, michi, other = _setup(env)
     here = Path(__file__).resolve().parent
     counter = iter(range(10**6))
 
@@ -81,6 +89,15 @@ def main() -> None:
         "lock hold / whole michi command: "
         f"{statistics.median(hold) / statistics.median(samples['michi']):.2f}"
     )
+    moved: list[float] = []
+    timings.clear()
+    for _ in range(N // 2):  # another clone pushed since michi last synced: its optimistic push is rejected
+        sh(["bash", "-c", RAW, "raw", f"o{next(counter)}"], other, env)
+        start = time.perf_counter()
+        run_michi()
+        moved.append(time.perf_counter() - start)
+    print(row("michi transaction, remote moved meanwhile", moved, samples["raw"]))
+    print(row("  its lock hold (rejected push, fetch, re-apply, push)", [t["lock_hold"] for t in timings]))
     print(f"(workdir {root.name}: removed by the OS temp cleaner)")
 
 
