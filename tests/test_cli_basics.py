@@ -42,3 +42,16 @@ def test_a_domain_inside_a_nested_git_folder_is_refused(cli, repo: Path) -> None
     result = cli(repo, "task", "add", "x", "--domain", "sub/.git", "--json")
     assert result.exit_code == 2
     assert result.json()["error"]["code"] == "bad_domain"
+
+
+def test_agent_and_json_may_follow_the_verb() -> None:
+    from michi.cli.main import split_json_flag
+
+    assert split_json_flag(["task", "claim", "3", "--agent", "bot", "--json"]) == (
+        ["--agent", "bot", "task", "claim", "3"],
+        True,
+    )
+    assert split_json_flag(["lock", "run", "--", "tool", "--agent", "x", "--json"]) == (
+        ["lock", "run", "--", "tool", "--agent", "x", "--json"],
+        False,
+    )

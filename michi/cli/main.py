@@ -10,11 +10,22 @@ from michi.errors import ExitCode, Interrupted, MichiError, UsageError
 
 
 def split_json_flag(argv: Sequence[str]) -> tuple[list[str], bool]:
-    """`--json` may stand anywhere before `--`; knowing it before parsing lets usage errors be JSON too."""
+    """`--json` may stand anywhere before `--`; knowing it before parsing lets usage errors be JSON too.
+    `--agent NAME` may too (agents write `michi task claim 3 --agent bot`): it is moved to the front,
+    where the root command takes it."""
     args = list(argv)
     end = args.index("--") if "--" in args else len(args)
-    head = [a for a in args[:end] if a != "--json"]
-    return head + args[end:], len(head) != end
+    head, agent = [], []
+    tokens = iter(args[:end])
+    for token in tokens:
+        if token == "--agent":
+            agent = ["--agent", next(tokens, "")]
+        elif token.startswith("--agent="):
+            agent = ["--agent", token.split("=", 1)[1]]
+        elif token != "--json":
+            head.append(token)
+    json_mode = "--json" in args[:end]
+    return agent + head + args[end:], json_mode
 
 
 # `task list` and `task show` answer from a cache in tens of milliseconds, and typer's parsing alone costs
