@@ -1,0 +1,105 @@
+"""Refs, config and in-progress operations read from the files, without running git (ADR 0008).
+
+These start no git process and import no GitPython: `michi task list` answers from its cache when the
+ref it read last time still holds the same commit, and finding that out must cost file reads only.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def refs_are_files(common_dir: Path) -> bool:
+    """False for the reftable backend (git 2.45+), whose refs `read_ref` cannot read."""
+    return not (common_dir / "reftable").exists()
+
+
+def _packed_refs(common_dir: Path) -> dict[str, str]:
+    try:
+        text = (common_dir / "packed-refs").read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    refs: dict[str, str] = {}
+    for line in text.splitlines():
+        if line and line[0] not in "#^":  # header, and the peeled oid of the annotated tag above
+            oid, _, name = line.partition(" ")
+            refs[name] = oid
+    return refs
+
+
+def _is_oid(text: str) -> bool:
+    return len(text) in (40, 64) and all(c in "0123456789abcdef" for c in text)
+
+
+def read_ref(common_dir: Path, refname: str) -> str | None:
+    """The oid `refname` (e.g. `refs/heads/main`) points at, as git reads it: the loose ref file (following
+    `ref: ` symbolic refs), else `packed-refs`. None when it does not exist; ValueError when the file is
+    not a ref git could read (let git itself decide then)."""
+    for _hop in range(5):  # git follows at most 5 levels of symbolic refs
+        text = read_ref_file(common_dir, refname)
+        if text is None:
+            oid = _packed_refs(common_dir).get(refname)
+            if oid is not None and not _is_oid(oid):
+                raise ValueError(f"packed-refs: bad oid for {refname}")
+            return oid
+        if text.startswith("ref:"):
+            refname = text[4:].strip()
+            continue
+        if not _is_oid(text):
+            raise ValueError(f"{refname}: not a ref")
+        return text
+    raise ValueError(f"{refname}: symbolic refs nest too deep")
+
+
+def read_ref_file(folder: Path, refname: str) -> str | None:
+    """A loose ref file's raw content (`<oid>` or `ref: <target>`), or None when there is none."""
+    try:
+        return (folder / refname).read_text(encoding="utf-8").strip()
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        return None
+
+
+def _config_files(git_dir: Path, common_dir: Path) -> list[Path]:
+    """The files `git config --get` reads here (system, global, repository, work tree), in that order."""
+    env = os.environ
+    files: list[Path] = []
+    if env.get("GIT_CONFIG_NOSYSTEM", "").lower() not in ("1", "true", "yes", "on"):
+        files.append(Path(env.get("GIT_CONFIG_SYSTEM") or "/etc/gitconfig"))
+    if "GIT_CONFIG_GLOBAL" in env:
+        files.append(Path(env["GIT_CONFIG_GLOBAL"]))
+    else:
+        home = Path(env.get("HOME") or "~").expanduser()
+        xdg = Path(env["XDG_CONFIG_HOME"]) if env.get("XDG_CONFIG_HOME") else home / ".config"
+        files += [xdg / "git" / "config", home / ".gitconfig"]
+    return [*files, common_dir / "config", git_dir / "config.worktree"]
+
+
+def config_fingerprint(git_dir: Path, common_dir: Path) -> tuple[str, ...] | None:
+    """Everything `git config` answers from here, as one comparable value: the text of each config file
+    and the GIT_CONFIG* environment. None when an `[include]` or `[includeIf]` pulls in files this cannot
+    see: then only git itself can say what the configuration is."""
+    parts = [f"{k}={v}" for k, v in sorted(os.environ.items()) if k.startswith("GIT_CONFIG")]
+    for path in _config_files(git_dir, common_dir):
+        try:
+            text = path.read_text(encoding="utf-8", errors="surrogateescape")
+        except (FileNotFoundError, NotADirectoryError, PermissionError):
+            text = "\0missing"
+        if "include" in text.lower():
+            return None
+        parts += [str(path), text]
+    return tuple(parts)
+
+
+def operation_in_progress(git_dir: Path) -> str | None:
+    """A rebase, merge, cherry-pick or revert the user has started and not finished, if any."""
+    for name, what in (
+        ("rebase-merge", "a rebase"),
+        ("rebase-apply", "a rebase or am"),
+        ("MERGE_HEAD", "a merge"),
+        ("CHERRY_PICK_HEAD", "a cherry-pick"),
+        ("REVERT_HEAD", "a revert"),
+    ):
+        if (git_dir / name).exists():
+            return what
+    return None
