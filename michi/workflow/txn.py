@@ -9,24 +9,19 @@ mutation refuses on a state that may be stale), then applies the mutation again 
 from __future__ import annotations
 
 import random
-import signal
 import socket
-import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from michi import git
-from michi.config import Config
 from michi.errors import GitFailed, MichiError, RemoteUnreachable, RepoBusy
-from michi.repo import RepoPaths
 from michi.workflow import faults
 from michi.workflow.journal import OFFLINE, PUSHING, Entry, Journal
 from michi.workflow.local import checked_out_elsewhere, move_checkout, update_local
 from michi.workflow.mutation import ApplyContext, Change, Mutation
+from michi.workflow.request import TxnOutcome, TxnRequest
+from michi.workflow.signals import interruptions_deferred
 from michi.workflow.target import Target, resolve
 from michi.workflow.tree import GitTaskTree
 
@@ -34,54 +29,6 @@ if TYPE_CHECKING:
     from git import Repo
 
     from michi.lock import RepoLock
-    from michi.lock.record import Owner
-
-
-DEFERRED = (signal.SIGINT, signal.SIGTERM)
-
-
-@dataclass(frozen=True)
-class TxnRequest:
-    repo: RepoPaths
-    config: Config
-    command: str
-    agent: str | None
-    offline: bool = False
-    push_all: bool = False
-    on_wait: Callable[[Owner | None, float], None] | None = None
-
-
-@dataclass
-class TxnOutcome:
-    result: Any
-    commit: str | None
-    pushed: bool
-    branch: str
-    remote: str | None
-    attempts: int
-    notes: list[str] = field(default_factory=list)
-    timings: dict[str, float] = field(default_factory=dict)
-    recovered: int = 0  # operations of an earlier, interrupted michi process completed by this one
-
-
-@contextmanager
-def interruptions_deferred(done: Callable[[], bool]) -> Iterator[None]:
-    """Ctrl-C or SIGTERM during the push and the steps after it is acted on afterwards, so a push is never
-    left half-known; once `done()` (the push landed) it is dropped, because the operation is complete.
-    Python runs signal handlers in the main thread whichever thread the signal hit, so recording it in a
-    handler covers the lock's renewal thread too; git itself runs in its own session (see git.push)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    caught: list[int] = []
-    previous = {sig: signal.signal(sig, lambda signum, _frame: caught.append(signum)) for sig in DEFERRED}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-        if caught and not done():
-            signal.raise_signal(caught[0])
 
 
 def _message(change: Change, entry: Entry, host: str) -> bytes:
