@@ -13,7 +13,8 @@ from michi.session import Session
 
 EPILOG = (
     "Exit codes: 0 ok, 1 unexpected error, 2 usage, 3 not found, 4 conflict, 5 git or remote failure, "
-    "75 lock busy, 130 interrupted. With --json (allowed anywhere before --), stdout holds exactly one "
+    "75 lock busy, 130 interrupted. With --json (allowed anywhere before --, like --agent), "
+    "stdout holds exactly one "
     'JSON document: the result, or {"error": {"code": ..., "message": ...}}.'
 )
 
@@ -85,9 +86,10 @@ def build_app() -> typer.Typer:
         context_settings={"help_option_names": ["-h", "--help"]},
     )
     app.callback()(_root)
-    from michi.cli import hook_cli, lock_cli, task_cli
+    from michi.cli import hook_cli, lock_cli, repo_cli, task_cli
 
+    repo_cli.register(app)
+    task_cli.register(app)
     lock_cli.register(app)
     hook_cli.register(app)
-    task_cli.register(app)
     return app

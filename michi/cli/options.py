@@ -24,3 +24,29 @@ def session(ctx: typer.Context) -> Session:
     obj = ctx.find_root().obj
     assert isinstance(obj, Session)
     return obj
+
+
+Offline = Annotated[
+    bool, typer.Option("--offline", help="Commit locally only; 'michi sync' pushes it later.")
+]
+IfVersion = Annotated[
+    int | None,
+    typer.Option("--if-version", metavar="N", help="Refuse (exit 4) if the task changed since version N."),
+]
+Fetch = Annotated[
+    bool, typer.Option("--fetch", help="Fetch the task branch first (default: as last synced).")
+]
+Domain = Annotated[
+    str | None,
+    typer.Option(
+        "--domain", metavar="PATH", help="The domain (default: nearest folder with .tasks/, else root)."
+    ),
+]
+Every = Annotated[bool, typer.Option("--all", help="Every domain, not only the current one.")]
+Ttl = Annotated[
+    float | None,
+    typer.Option(
+        "--ttl", min=0, metavar="SECONDS", help="Claim length (default claim_ttl, 1 h; 0 = no expiry)."
+    ),
+]
+Ref = Annotated[str, typer.Argument(metavar="ID", help="A task id, uuid or unique uuid prefix.")]

@@ -1,4 +1,4 @@
-"""`michi init`, `michi task ...`, `michi export`, `michi import`, `michi sync`, `michi doctor`.
+"""`michi task ...`: add, list and work tasks; claims for agents.
 
 Command modules are imported inside each verb (ADR 0002); so are the result views, registered on first use.
 """
@@ -9,32 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from michi.cli.options import Wait, session
-
-Offline = Annotated[
-    bool, typer.Option("--offline", help="Commit locally only; 'michi sync' pushes it later.")
-]
-IfVersion = Annotated[
-    int | None,
-    typer.Option("--if-version", metavar="N", help="Refuse (exit 4) if the task changed since version N."),
-]
-Fetch = Annotated[
-    bool, typer.Option("--fetch", help="Fetch the task branch first (default: as last synced).")
-]
-Domain = Annotated[
-    str | None,
-    typer.Option(
-        "--domain", metavar="PATH", help="The domain (default: nearest folder with .tasks/, else root)."
-    ),
-]
-Every = Annotated[bool, typer.Option("--all", help="Every domain, not only the current one.")]
-Ttl = Annotated[
-    float | None,
-    typer.Option(
-        "--ttl", min=0, metavar="SECONDS", help="Claim length (default claim_ttl, 1 h; 0 = no expiry)."
-    ),
-]
-Ref = Annotated[str, typer.Argument(metavar="ID", help="A task id, uuid or unique uuid prefix.")]
+from michi.cli.options import Domain, Every, Fetch, IfVersion, Offline, Ref, Ttl, Wait, session
 
 task_app = typer.Typer(
     name="task",
@@ -281,57 +256,6 @@ def reap(ctx: typer.Context, domain: Domain = None, wait: Wait = None, offline: 
     return _done(task_change.reap(session(ctx), domain=domain, wait=wait, offline=offline))
 
 
-def init(
-    ctx: typer.Context,
-    hook: Annotated[bool, typer.Option("--hook", help="Also install the pre-commit hook.")] = False,
-    wait: Wait = None,
-    offline: Offline = False,
-) -> Any:
-    """Create the root .tasks/ domain and a .michi.toml, committed and pushed."""
-    from michi.commands import init as init_cmd
-
-    return _done(init_cmd.run(session(ctx), hook=hook, wait=wait, offline=offline))
-
-
-def export(ctx: typer.Context, every: Every = False, domain: Domain = None, fetch: Fetch = False) -> Any:
-    """Print the tasks as a JSON array that Taskwarrior's 'task import' accepts."""
-    from michi.commands import interop
-
-    return _done(interop.export(session(ctx), every_domain=every, domain=domain, fetch=fetch))
-
-
-def import_(
-    ctx: typer.Context,
-    source: Annotated[str, typer.Argument(metavar="FILE", help="'task export' output ('-' for stdin).")],
-    domain: Domain = None,
-    wait: Wait = None,
-    offline: Offline = False,
-) -> Any:
-    """Import Taskwarrior tasks, matched by uuid: add new, modify changed, skip the same."""
-    from michi.commands import interop
-
-    return _done(interop.import_file(session(ctx), source, domain=domain, wait=wait, offline=offline))
-
-
-def sync(ctx: typer.Context, wait: Wait = None) -> Any:
-    """Push pending offline work, fetch, and bring the local task branch up to date."""
-    from michi.commands import sync as sync_cmd
-
-    return _done(sync_cmd.run(session(ctx), wait=wait))
-
-
-def doctor(ctx: typer.Context, fetch: Fetch = False) -> Any:
-    """List task files that cannot be read, duplicate ids and other problems."""
-    from michi.commands import doctor as doctor_cmd
-
-    return _done(doctor_cmd.run(session(ctx), fetch=fetch))
-
-
 def register(app: typer.Typer) -> None:
     """Add this module's verbs to the application."""
-    app.command("init")(init)
     app.add_typer(task_app)
-    app.command("export")(export)
-    app.command("import")(import_)
-    app.command("sync")(sync)
-    app.command("doctor")(doctor)

@@ -1,0 +1,71 @@
+"""`michi init`, `michi export`, `michi import`, `michi sync`, `michi doctor`: verbs about the whole
+task repository. Command modules are imported inside each verb (ADR 0002)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from michi.cli.options import Domain, Every, Fetch, Offline, Wait, session
+
+
+def _done(result: Any) -> Any:
+    from michi.cli import task_views
+
+    return task_views.done(result)
+
+
+def init(
+    ctx: typer.Context,
+    hook: Annotated[bool, typer.Option("--hook", help="Also install the pre-commit hook.")] = False,
+    wait: Wait = None,
+    offline: Offline = False,
+) -> Any:
+    """Create the root .tasks/ domain and a .michi.toml, committed and pushed."""
+    from michi.commands import init as init_cmd
+
+    return _done(init_cmd.run(session(ctx), hook=hook, wait=wait, offline=offline))
+
+
+def export(ctx: typer.Context, every: Every = False, domain: Domain = None, fetch: Fetch = False) -> Any:
+    """Print the tasks as a JSON array that Taskwarrior's 'task import' accepts."""
+    from michi.commands import interop
+
+    return _done(interop.export(session(ctx), every_domain=every, domain=domain, fetch=fetch))
+
+
+def import_(
+    ctx: typer.Context,
+    source: Annotated[str, typer.Argument(metavar="FILE", help="'task export' output ('-' for stdin).")],
+    domain: Domain = None,
+    wait: Wait = None,
+    offline: Offline = False,
+) -> Any:
+    """Import Taskwarrior tasks, matched by uuid: add new, modify changed, skip the same."""
+    from michi.commands import interop
+
+    return _done(interop.import_file(session(ctx), source, domain=domain, wait=wait, offline=offline))
+
+
+def sync(ctx: typer.Context, wait: Wait = None) -> Any:
+    """Push pending offline work, fetch, and bring the local task branch up to date."""
+    from michi.commands import sync as sync_cmd
+
+    return _done(sync_cmd.run(session(ctx), wait=wait))
+
+
+def doctor(ctx: typer.Context, fetch: Fetch = False) -> Any:
+    """List task files that cannot be read, duplicate ids and other problems."""
+    from michi.commands import doctor as doctor_cmd
+
+    return _done(doctor_cmd.run(session(ctx), fetch=fetch))
+
+
+def register(app: typer.Typer) -> None:
+    """Add this module's verbs to the application."""
+    app.command("init")(init)
+    app.command("export")(export)
+    app.command("import")(import_)
+    app.command("sync")(sync)
+    app.command("doctor")(doctor)
