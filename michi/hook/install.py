@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from michi import git
+from michi.atomic import write_atomic
 from michi.errors import Conflict
 from michi.hook import script
 from michi.repo import RepoPaths
@@ -51,13 +52,6 @@ def _paths(repo: RepoPaths) -> tuple[Path, Path]:
     return hooks / "pre-commit", hooks / script.CHAINED
 
 
-def _write_atomically(target: Path, text: str) -> None:
-    tmp = target.with_name(f".{target.name}.michi-{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.chmod(0o755)
-    os.replace(tmp, target)
-
-
 def install(repo: RepoPaths) -> HookInstalled:
     hook, chained = _paths(repo)
     hook.parent.mkdir(parents=True, exist_ok=True)
@@ -72,7 +66,7 @@ def install(repo: RepoPaths) -> HookInstalled:
         raise Conflict(f"{hook} is a folder, not a hook", hint="remove or rename it and install again")
     if foreign:
         os.rename(hook, chained)  # the same file, untouched: uninstall renames it back
-    _write_atomically(hook, script.render())
+    write_atomic(hook, script.render().encode(), mode=0o755)
     return HookInstalled(
         hook=str(hook), chained=str(chained) if os.path.lexists(chained) else None, refreshed=ours
     )

@@ -7,13 +7,14 @@ level: psutil is loaded only when a same-host holder's liveness must be proven.
 from __future__ import annotations
 
 import json
-import os
 import socket
 import time
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from michi.atomic import write_atomic
 
 OWNER_FILE = "owner.json"
 RECORD_VERSION = 1
@@ -151,9 +152,7 @@ def read_owner(lock_dir: Path) -> Owner | None:
 
 def write_owner(lock_dir: Path, owner: Owner) -> None:
     """Publish atomically: readers see the old record or the new one, never half of one."""
-    tmp = lock_dir / f".{OWNER_FILE}.{owner.token}.tmp"
-    tmp.write_text(json.dumps(owner.to_json(), indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, lock_dir / OWNER_FILE)
+    write_atomic(lock_dir / OWNER_FILE, (json.dumps(owner.to_json(), indent=2) + "\n").encode())
 
 
 @dataclass(frozen=True)

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import json
 import marshal
-import os
-import tempfile
 import zlib
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from michi.atomic import write_atomic
 from michi.tasks import serialization
 from michi.tasks.errors import AmbiguousId, CorruptTask, TaskNotFound
 from michi.tasks.model import Task
@@ -152,10 +151,7 @@ def _write(state_dir: Path, name: str, data: bytes) -> None:
     """Best effort and atomic (temp file, then rename): a cache that cannot be written is rebuilt later."""
     try:
         state_dir.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=state_dir, prefix=name, suffix=".tmp")
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-        os.replace(tmp, state_dir / name)
+        write_atomic(state_dir / name, data)
     except OSError:
         pass
 

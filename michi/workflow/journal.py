@@ -8,10 +8,10 @@ transaction applies its mutation again unless its commit already reached the rem
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from michi.atomic import write_atomic
 from michi.workflow.mutation import Mutation
 
 STARTED, PUSHING, OFFLINE = "started", "pushing", "offline"
@@ -74,9 +74,7 @@ class Journal:
                 for e in entries
             ]
         }
-        tmp = self.path.with_name(f".journal.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(body, indent=1), encoding="utf-8")
-        os.replace(tmp, self.path)
+        write_atomic(self.path, json.dumps(body, indent=1).encode())
 
     def clear(self) -> None:
         self.path.unlink(missing_ok=True)
