@@ -168,6 +168,7 @@ def test_cli_run_reports_json(cli: Callable[..., CliResult], local_repo: Path) -
     assert result.exit_code == 75
     error = result.json()["error"]
     assert error["code"] == "lock_busy" and error["holder"]["agent"] == "agent-7"
+    assert "token" not in error["holder"]  # the token is the pass through the hook: never shown
     result = cli(local_repo, "--json", "hook", "run")
     assert result.exit_code == 0 and result.json()["allowed"] is True  # the killed holder left a stale lock
     assert "its process is gone" in result.json()["warnings"][0]

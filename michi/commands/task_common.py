@@ -9,6 +9,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from michi import __version__
+from michi.durations import duration
 from michi.results import Result
 from michi.session import Session
 from michi.tasks import serialization
@@ -32,9 +33,7 @@ class Snap:
 def age_note(synced_at: float | None, branch: str) -> str:
     if synced_at is None:
         return f"tasks as on the local branch {branch} (never synced with a remote; --fetch to refresh)"
-    age = max(0.0, time.time() - synced_at)
-    shown = f"{age:.0f}s" if age < 120 else f"{age / 60:.0f} min" if age < 7200 else f"{age / 3600:.1f} h"
-    return f"tasks as of the last sync {shown} ago (--fetch to refresh)"
+    return f"tasks as of the last sync {duration(time.time() - synced_at)} ago (--fetch to refresh)"
 
 
 def _notes(synced_at: float | None, branch: str, problems: int) -> list[str]:

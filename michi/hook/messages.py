@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from michi.errors import LockError, UsageError
+from michi.lock.errors import describe, holder_details
 from michi.lock.record import Owner
 
 CLEAR_HINT = (
@@ -36,25 +37,8 @@ class HandEdit(UsageError):
     code = "hand_edit"
 
 
-def age(seconds: float) -> str:
-    seconds = max(0, int(seconds))
-    if seconds < 60:
-        return f"{seconds}s"
-    if seconds < 3600:
-        return f"{seconds // 60}m{seconds % 60:02d}s"
-    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
-
-
-def holder(owner: Owner, now: float) -> str:
-    agent = owner.agent or "none"
-    return (
-        f"PID {owner.pid} on {owner.host}, agent {agent}, running {owner.command!r}, "
-        f"for {age(now - owner.created_ts)}"
-    )
-
-
 def lock_held(owner: Owner | None, now: float, token_given: bool) -> LockHeld:
-    who = holder(owner, now) if owner else "a process that is taking it right now"
+    who = describe(owner, now) if owner else "a process that is taking it right now"
     hint = (
         "wait for it to finish and commit again (`michi lock status` shows it); to commit as part of a "
         "locked sequence, run `michi lock run -- git commit ...`"
@@ -62,7 +46,8 @@ def lock_held(owner: Owner | None, now: float, token_given: bool) -> LockHeld:
     if token_given:
         hint = f"MICHI_LOCK_TOKEN is set but is not this lock's token (released or taken over); {hint}"
     message = f"commit refused: the repo lock is held by another process ({who})"
-    return LockHeld(message, hint=hint, holder=owner.to_json() if owner else None)
+    # The same holder fields as the lock's own lock_busy error, and never the token: it is the pass.
+    return LockHeld(message, hint=hint, **holder_details(owner, now))
 
 
 def unreadable(reason: str) -> LockUnreadable:
@@ -79,7 +64,7 @@ STALE_REASONS = {
 
 
 def stale(owner: Owner | None, reason: str, now: float) -> str:
-    who = f" ({holder(owner, now)})" if owner else ""
+    who = f" ({describe(owner, now)})" if owner else ""
     why = STALE_REASONS.get(reason, reason)
     return (
         f"ignoring a stale repo lock{who}: {why}; the next michi command takes it over "

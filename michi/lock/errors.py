@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from michi.durations import duration
 from michi.errors import Conflict, Interrupted, LockError, UsageError
 from michi.lock.record import Owner, iso
 
@@ -35,7 +36,7 @@ def describe(owner: Owner | None, now: float) -> str:
     who = f"PID {owner.pid}" + (f" on {owner.host}" if owner.host else "")
     if owner.agent:
         who += f" (agent {owner.agent})"
-    return f"{who} running {owner.command!r} for {max(0.0, now - owner.created_ts):.1f}s"
+    return f"{who} running {owner.command!r} for {duration(now - owner.created_ts)}"
 
 
 class LockTimeout(LockError):
