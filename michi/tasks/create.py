@@ -23,7 +23,7 @@ CONFIG_TEXT = """\
 # remote = "origin"       # the remote that is the source of truth
 # branch = ""             # the task branch (empty: the remote's default branch)
 # claim_ttl = 3600        # seconds an agent's claim lasts (0: no expiry)
-# push_retries = 8        # push attempts when other clones keep winning
+# push_retries = 20       # push attempts when other clones keep winning
 # allow_hand_edits = false
 """
 

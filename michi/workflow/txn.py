@@ -64,6 +64,9 @@ class Transaction:
         committer = git.signature(self.git, "committer")
         self.identity = (author.rsplit(b" ", 2)[0], committer.rsplit(b" ", 2)[0])
         self.notes: list[str] = []
+        self.leftover: list[Entry] = []  # a dead holder's or offline entries, read under the lock
+        self.pushed = False  # this run's push landed: its journal entry must survive a late failure
+        self.keep_entry = False  # the push's outcome is unknown: the next run must check the remote
         head = git.head(self.git)
         if head.branch is None:
             self.notes.append(f"HEAD is detached; tasks were written to branch {self.target.branch}")
@@ -144,11 +147,9 @@ class Transaction:
             mine = [Entry(uuid.uuid4().hex, m, self.req.command, self.req.agent) for m in mutations]
             journal.save(leftover + mine)
             faults.point("locked")
-            self.pushed = False
-            self.keep_entry = False
             try:
                 if self.target.online:
-                    outcome = self._online(lock, journal, leftover, mine, fetch or not mutations)
+                    outcome = self._online(lock, journal, leftover, mine, fetch)
                 else:
                     outcome = self._local_only(journal, leftover, mine)
             except BaseException:
@@ -291,8 +292,9 @@ class Transaction:
                 faults.point("local")
             git.update_ref(self.git, ref, tip, local, "michi: commit task change")
         if self.target.offline:
-            kept = [e for e in leftover if e.state == OFFLINE]
-            journal.save(kept + [e.but(state=OFFLINE) for e in built if e.commit and e not in kept])
+            # Earlier offline entries are already on the local branch (not rebuilt); add this run's.
+            earlier = [e for e in leftover if e.state == OFFLINE]
+            journal.save(earlier + [e.but(state=OFFLINE) for e in built if e.commit])
             notes.append("offline: committed locally, nothing was pushed; `michi sync` pushes it later")
         else:
             journal.save([])
