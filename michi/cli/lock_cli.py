@@ -25,6 +25,14 @@ Token = Annotated[
     ),
 ]
 
+Remote = Annotated[
+    bool,
+    typer.Option(
+        "--remote",
+        help="The lock held on the git remote (ref refs/michi/lock), shared by every clone and machine.",
+    ),
+]
+
 lock_app = typer.Typer(
     name="lock",
     help="The repo lock (.michi.lock): run commands under it, inspect it, clear a stale one.",
@@ -39,16 +47,28 @@ def run(
         list[str], typer.Argument(metavar="-- COMMAND...", help="What to run under the lock.")
     ],
     wait: Wait = None,
+    remote: Remote = False,
+    ttl: Ttl = None,
 ) -> int:
     """Run COMMAND holding the repo lock (like flock(1)); exit with its status.
 
     The lease is renewed while it runs; its token is in MICHI_LOCK_TOKEN so its commits pass the
     pre-commit hook. If michi dies, the command is killed. Its output passes through untouched.
+
+    With --remote, the lock is the remote's (one for every clone on every machine): the command gets
+    its fencing token in MICHI_LOCK_FENCE and is stopped (exit 75, lock_lost) if the lease cannot be
+    renewed.
     """
     from michi.cli.progress import lock_waiter
     from michi.commands.lock_run import run as run_command
 
     s = session(ctx)
+    if remote:
+        from michi.cli import lock_remote_cli
+
+        return lock_remote_cli.run(s, command, ttl=ttl, wait=wait)
+    if ttl is not None:
+        s.overrides = {**s.overrides, "lock_ttl": ttl}
     with lock_waiter(s) as on_wait:
         result = run_command(s, command, wait=wait, on_wait=on_wait)
     return result.exit_code
@@ -62,15 +82,21 @@ def acquire(
         int | None, typer.Option("--pid", metavar="PID", help="Holder to record (default: michi's parent).")
     ] = None,
     wait: Wait = None,
+    remote: Remote = False,
 ) -> Result:
     """Take the lock for a script spanning several commands; print the token that releases it.
 
-    The holder is the calling process, so the lock is stale as soon as the script dies.
+    The holder is the calling process, so the lock is stale as soon as the script dies. With --remote
+    the script must renew within the TTL (`lock renew --remote`); --json also gives its fence.
     """
     from michi.cli.progress import lock_waiter
     from michi.commands.lock_manual import acquire as acquire_command
 
     s = session(ctx)
+    if remote:
+        from michi.cli import lock_remote_cli
+
+        return lock_remote_cli.acquire(s, ttl=ttl, pid=pid, wait=wait)
     with lock_waiter(s) as on_wait:
         return acquire_command(s, ttl=ttl, pid=pid, wait=wait, on_wait=on_wait)
 
@@ -81,24 +107,39 @@ def release(
     token: Token = None,
     force: Annotated[bool, typer.Option("--force", help="Remove a stale lock whoever holds it.")] = False,
     yes: Annotated[bool, typer.Option("--yes", help="With --force: remove even a live lock.")] = False,
+    remote: Remote = False,
 ) -> Result:
     """Release the lock held with TOKEN; --force clears a stale lock (a live one only with --yes)."""
+    if remote:
+        from michi.commands import lock_remote
+
+        return lock_remote.release(session(ctx), token=token, force=force, yes=yes)
     from michi.commands.lock_manual import release as release_command
 
     return release_command(session(ctx), token=token, force=force, yes=yes)
 
 
 @lock_app.command()
-def renew(ctx: typer.Context, token: Token = None, ttl: Ttl = None) -> Result:
+def renew(ctx: typer.Context, token: Token = None, ttl: Ttl = None, remote: Remote = False) -> Result:
     """Extend the lease of the lock held with TOKEN (scripts that run longer than the TTL)."""
+    if remote:
+        from michi.commands import lock_remote
+
+        return lock_remote.renew(session(ctx), token=token, ttl=ttl)
     from michi.commands.lock_manual import renew as renew_command
 
     return renew_command(session(ctx), token=token, ttl=ttl)
 
 
 @lock_app.command()
-def status(ctx: typer.Context) -> Result:
+def status(ctx: typer.Context, remote: Remote = False) -> Result:
     """Who holds the lock, for how long, whether it is stale and why, and who waits."""
+    if remote:
+        from michi.cli import lock_remote_cli
+        from michi.commands import lock_remote
+
+        _ = lock_remote_cli  # registers how a remote status looks
+        return lock_remote.status(session(ctx))
     from michi.commands.lock_info import status as status_command
 
     return status_command(session(ctx))
@@ -143,16 +184,23 @@ def _status(result: Status) -> str:
 @render.human.register(Stats)
 def _stats(result: Stats) -> str:
     n = result.numbers
-    takeovers = ", ".join(f"{k} {v}" for k, v in sorted(n["takeover_reasons"].items())) or "none"
-    return "\n".join(
-        [
-            f"acquisitions  {n['acquisitions']} ({n['contended']} contended, {n['timeouts']} timed out)",
-            f"wait          median {_ms(n['wait']['median'])}, p95 {_ms(n['wait']['p95'])}",
-            f"hold          median {_ms(n['hold']['median'])}, p95 {_ms(n['hold']['p95'])}",
-            f"takeovers     {n['takeovers']} ({takeovers})",
-            f"log           {result.log}",
+    lines = _figures(n)
+    if n.get("remote", {}).get("acquisitions"):
+        lines += [
+            "remote lock (--remote), from this clone:",
+            *(f"  {line}" for line in _figures(n["remote"])),
         ]
-    )
+    return "\n".join([*lines, f"log           {result.log}"])
+
+
+def _figures(n: dict[str, Any]) -> list[str]:
+    takeovers = ", ".join(f"{k} {v}" for k, v in sorted(n["takeover_reasons"].items())) or "none"
+    return [
+        f"acquisitions  {n['acquisitions']} ({n['contended']} contended, {n['timeouts']} timed out)",
+        f"wait          median {_ms(n['wait']['median'])}, p95 {_ms(n['wait']['p95'])}",
+        f"hold          median {_ms(n['hold']['median'])}, p95 {_ms(n['hold']['p95'])}",
+        f"takeovers     {n['takeovers']} ({takeovers})",
+    ]
 
 
 # Acquired, Released and Renewed render through their summary(): the token alone, for `$(...)`.

@@ -33,4 +33,8 @@ def status(session: Session) -> Status:
 
 def stats(session: Session) -> Stats:
     state_dir = session.repo.state_dir
-    return Stats(events.summarize(events.read(state_dir)), str(events.log_path(state_dir)))
+    logged = events.read(state_dir)
+    # Remote-lock events (ADR 0009) carry the remote's name; their holds are a different scale.
+    numbers = events.summarize([e for e in logged if "remote" not in e])
+    numbers["remote"] = events.summarize([e for e in logged if "remote" in e])
+    return Stats(numbers, str(events.log_path(state_dir)))

@@ -1,0 +1,172 @@
+"""The remote lock's git actions (ADR 0009): read the lock ref on the remote, write a record commit,
+compare-and-swap the ref with a push. Plain subprocesses, no GitPython: `michi lock ... --remote` stays
+as lean as the local lock (ADR 0002).
+
+Every network call takes a timeout: a hung connection must not outlive the lease it is meant to renew.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from michi.errors import GitFailed, RemoteRejected, RemoteUnreachable
+from michi.git.core import NO_PROMPT
+from michi.git.remote import _REF_RACES, _rejection_reasons, _remote_failure
+
+RECORD_FILE = "owner.json"
+# Record commits are michi's, not the user's: a fixed identity, so a clone without user.name still works.
+_IDENTITY = {
+    "GIT_AUTHOR_NAME": "michi lock",
+    "GIT_AUTHOR_EMAIL": "michi-lock@localhost",
+    "GIT_COMMITTER_NAME": "michi lock",
+    "GIT_COMMITTER_EMAIL": "michi-lock@localhost",
+}
+
+
+def _git(
+    cwd: Path,
+    *args: str,
+    stdin: str | None = None,
+    env: Mapping[str, str] | None = None,
+    timeout: float | None = None,
+    remote: str = "",
+) -> subprocess.CompletedProcess[str]:
+    try:
+        return subprocess.run(
+            ["git", *args],
+            cwd=cwd,
+            input=stdin,
+            capture_output=True,
+            text=True,
+            env={**os.environ, **NO_PROMPT, **(env or {})},
+            timeout=timeout,
+            check=False,
+            # Its own session: Ctrl-C at the terminal must not kill a compare-and-swap push half-way.
+            start_new_session=True,
+        )
+    except subprocess.TimeoutExpired:
+        # A push may have landed: callers re-read the ref to find out (ADR 0009).
+        raise RemoteUnreachable(
+            f"remote {remote or '?'!r} did not answer within {timeout:.1f}s",
+            hint="check the network and `git remote -v`; the lock's lease decides what happens next",
+        ) from None
+
+
+def _unreachable(err: str, remote: str) -> GitFailed:
+    failure = _remote_failure(err, remote)
+    failure.hint = "check the network and `git remote -v`; a lock that is not renewed expires after its TTL"
+    return failure
+
+
+def remote_oid(cwd: Path, remote: str, ref: str, timeout: float | None = None) -> str | None:
+    """The object the ref names on the remote now (`git ls-remote`); None when the ref does not exist."""
+    proc = _git(cwd, "ls-remote", "--exit-code", remote, ref, timeout=timeout, remote=remote)
+    if proc.returncode == 2:
+        return None
+    if proc.returncode != 0:
+        raise _unreachable(proc.stderr, remote)
+    for line in proc.stdout.splitlines():
+        oid, _, name = line.partition("\t")
+        if name == ref:
+            return oid
+    return None
+
+
+def fetch_ref_objects(cwd: Path, remote: str, ref: str, timeout: float | None = None) -> None:
+    """Bring the ref's objects into the local object store without writing any local ref: many michi
+    processes of one clone read the lock at once, and a shared tracking ref would make them fight over
+    git's ref lock. The objects stay unreferenced; git's gc collects them."""
+    proc = _git(
+        cwd,
+        "fetch",
+        "--quiet",
+        "--no-tags",
+        "--no-write-fetch-head",
+        "--no-recurse-submodules",
+        remote,
+        ref,
+        timeout=timeout,
+        remote=remote,
+    )
+    if proc.returncode != 0:
+        if "couldn't find remote ref" in proc.stderr:
+            return  # released and deleted meanwhile: the caller re-reads
+        raise _unreachable(proc.stderr, remote)
+
+
+def read_record(cwd: Path, oid: str) -> bytes | None:
+    """The record file in commit `oid`; None when this clone does not have the commit (fetch it)."""
+    proc = subprocess.run(
+        ["git", "cat-file", "blob", f"{oid}:{RECORD_FILE}"], cwd=cwd, capture_output=True, check=False
+    )
+    return proc.stdout if proc.returncode == 0 else None
+
+
+def write_record(cwd: Path, data: str, message: str) -> str:
+    """A parentless commit holding `owner.json`: old records are unreachable once the ref moves on."""
+    blob = _must(cwd, "hash-object", "-w", "--stdin", stdin=data)
+    tree = _must(cwd, "mktree", stdin=f"100644 blob {blob}\t{RECORD_FILE}\n")
+    return _must(cwd, "commit-tree", tree, "-m", message, env=_IDENTITY)
+
+
+def _must(cwd: Path, *args: str, stdin: str | None = None, env: Mapping[str, str] | None = None) -> str:
+    proc = _git(cwd, *args, stdin=stdin, env=env)
+    if proc.returncode != 0:
+        raise GitFailed(f"git {args[0]} failed: {proc.stderr.strip() or proc.returncode}")
+    return proc.stdout.strip()
+
+
+@dataclass(frozen=True)
+class Swap:
+    ok: bool  # False: the ref was not `expected` any more (someone else's push won); re-read it
+
+
+def cas_push(
+    cwd: Path, remote: str, ref: str, new: str, expected: str | None, timeout: float | None = None
+) -> Swap:
+    """Move the remote's `ref` to `new` only if it still names `expected` (None: only if it does not
+    exist). The remote checks the old value under its own ref lock, so of any number of racing pushes
+    exactly one wins (ADR 0009). `--no-verify`: a local pre-push hook (tests, linters) has no say over
+    a lock record."""
+    lease = f"--force-with-lease={ref}:{expected or ''}"
+    proc = _git(
+        cwd,
+        "push",
+        "--porcelain",
+        "--quiet",
+        "--no-verify",
+        "--no-recurse-submodules",
+        lease,
+        remote,
+        f"{new}:{ref}",
+        timeout=timeout,
+        remote=remote,
+    )
+    if proc.returncode == 0:
+        return Swap(ok=True)
+    text = f"{proc.stdout}\n{proc.stderr}"
+    if "[rejected] (stale info)" in text:
+        return Swap(ok=False)
+    reasons = _rejection_reasons(proc.stdout)
+    if reasons and all(r in _REF_RACES for r in reasons):
+        return Swap(ok=False)
+    if "[remote rejected]" in text or "[rejected]" in text:
+        reason = next((ln.strip() for ln in text.splitlines() if "rejected]" in ln), proc.stderr.strip())
+        raise RemoteRejected(
+            f"remote {remote!r} refused the lock record: {reason}",
+            hint=f"the remote must accept pushes to {ref} (its hooks or ref permissions refused it); "
+            "ask its admin, or use the local lock (without --remote)",
+        )
+    raise _unreachable(proc.stderr or proc.stdout, remote)
+
+
+def remote_url(cwd: Path, remote: str) -> str | None:
+    """The URL the remote name stands for, to key what this clone has observed of that remote's lock."""
+    proc = subprocess.run(
+        ["git", "config", "--get", f"remote.{remote}.url"], cwd=cwd, capture_output=True, text=True
+    )
+    return proc.stdout.strip() if proc.returncode == 0 else None

@@ -1,0 +1,119 @@
+"""The remote lock's record (ADR 0009): `owner.json` in the commit the remote's lock ref names.
+
+A record is either `held` (by the token in it) or `free` (released). A free record is never deleted: it
+carries the last fence forward, so the next holder's fence is one more than every fence before it.
+The wall-clock fields are for people reading `lock status`; expiry is judged from `ttl` and the
+observer's own clock (`remote_seen`), never by comparing clocks of two machines.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+from dataclasses import asdict, dataclass, replace
+from typing import Any, Self
+
+from michi.lock.record import iso, parse_iso
+
+REF = "refs/michi/lock"
+FENCE_ENV = "MICHI_LOCK_FENCE"
+REMOTE_TOKEN_ENV = "MICHI_REMOTE_LOCK_TOKEN"
+RECORD_VERSION = 1
+
+
+class CorruptRemoteRecord(Exception):
+    """The ref names a commit whose record cannot be read as one; carries the reason."""
+
+
+@dataclass(frozen=True)
+class RemoteRecord:
+    state: str  # held | free
+    fence: int  # strictly increasing over every holder of this remote's lock
+    token: str  # the holder's secret; also kept in a free record (who released last)
+    host: str
+    pid: int
+    agent: str | None
+    command: str
+    created: str  # ISO 8601 UTC, the holder's wall clock: for people only
+    renewed: str  # ISO 8601 UTC, when this record was written
+    expires: str | None  # renewed + ttl, by the holder's wall clock: for people only
+    ttl: float  # seconds the record stays valid unchanged; observers judge with their own clock
+    version: int = RECORD_VERSION
+
+    @property
+    def held(self) -> bool:
+        return self.state == "held"
+
+    @classmethod
+    def new(cls, *, fence: int, ttl: float, command: str, agent: str | None, pid: int | None = None) -> Self:
+        now = time.time()
+        return cls(
+            state="held",
+            fence=fence,
+            token=os.urandom(16).hex(),
+            host=socket.gethostname(),
+            pid=os.getpid() if pid is None else pid,
+            agent=agent,
+            command=command,
+            created=iso(now) or "",
+            renewed=iso(now) or "",
+            expires=iso(now + ttl) if ttl else None,
+            ttl=ttl,
+        )
+
+    def renewed_now(self, ttl: float | None = None) -> RemoteRecord:
+        now, ttl = time.time(), self.ttl if ttl is None else ttl
+        return replace(self, renewed=iso(now) or "", expires=iso(now + ttl) if ttl else None, ttl=ttl)
+
+    def released(self) -> RemoteRecord:
+        now = time.time()
+        return replace(self, state="free", renewed=iso(now) or "", expires=None)
+
+    @property
+    def created_ts(self) -> float:
+        return parse_iso(self.created) or 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def dumps(self) -> str:
+        return json.dumps(self.to_json(), indent=2) + "\n"
+
+    def message(self) -> str:
+        """The commit message: what `git log` on the ref shows a person."""
+        if not self.held:
+            return f"michi lock: free (last fence {self.fence})"
+        who = f"PID {self.pid} on {self.host}" + (f", agent {self.agent}" if self.agent else "")
+        return f"michi lock: held by {who} (fence {self.fence})\n\n{self.command}"
+
+    @classmethod
+    def loads(cls, raw: bytes) -> RemoteRecord:
+        try:
+            data = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            raise CorruptRemoteRecord(f"record is not valid JSON ({len(raw)} bytes)") from None
+        if not isinstance(data, dict):
+            raise CorruptRemoteRecord("record is not a JSON object")
+        try:
+            record = cls(
+                state=str(data["state"]),
+                fence=int(data["fence"]),
+                token=str(data["token"]),
+                host=str(data.get("host", "")),
+                pid=int(data.get("pid", 0)),
+                agent=None if data.get("agent") is None else str(data["agent"]),
+                command=str(data.get("command", "")),
+                created=str(data["created"]),
+                renewed=str(data["renewed"]),
+                expires=None if data.get("expires") is None else str(data["expires"]),
+                ttl=float(data["ttl"]),
+                version=int(data.get("version", RECORD_VERSION)),
+            )
+            parse_iso(record.created), parse_iso(record.renewed), parse_iso(record.expires)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise CorruptRemoteRecord(f"record is missing or has a bad field ({exc})") from None
+        if record.state not in ("held", "free") or record.fence < 0 or record.ttl < 0:
+            raise CorruptRemoteRecord("record has a bad state, fence or ttl")
+        return record

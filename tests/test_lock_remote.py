@@ -1,0 +1,225 @@
+"""The remote lock (ADR 0009) against real bare remotes on disk: compare-and-swap exclusivity between
+racing processes, fences, the script verbs, status and stats, and its errors."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import subprocess
+import sys
+import time
+from multiprocessing.synchronize import Event
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import CliResult, Remote, git, run_michi
+
+from michi.lock.errors import LockTimeout
+from michi.lock.remote import RemoteLock
+from michi.lock.remote_record import REF
+from michi.repo import find_repo
+
+CTX = multiprocessing.get_context("fork")
+
+
+def remote_lock(clone: Path, ttl: float = 30.0) -> RemoteLock:
+    return RemoteLock(find_repo(clone), remote="origin", ttl=ttl, command="test", agent=None)
+
+
+def record_on(bare: Path) -> dict[str, Any]:
+    return json.loads(git(bare, "show", f"{REF}:owner.json"))
+
+
+def _one_try(clone: Path, go: Event, results: Any) -> None:
+    lock = remote_lock(clone)
+    go.wait()
+    try:
+        record = lock.acquire(0)
+    except LockTimeout:
+        results.put(("busy", None))
+        return
+    results.put(("won", record.fence))
+
+
+def race_once(clones: list[Path], per_clone: int) -> list[tuple[str, int | None]]:
+    go, results = CTX.Event(), CTX.Queue()
+    procs = [CTX.Process(target=_one_try, args=(c, go, results)) for c in clones for _ in range(per_clone)]
+    for p in procs:
+        p.start()
+    go.set()
+    outcomes = [results.get(timeout=120) for _ in procs]
+    for p in procs:
+        p.join(timeout=30)
+    return outcomes
+
+
+def test_exactly_one_of_many_racing_clones_wins_creation_and_each_release(remote: Remote) -> None:
+    clones = [remote.clone(f"c{i}") for i in range(4)]
+    expected_fence = 1
+    for _round in range(3):  # the first round creates the ref, the others swap a free record
+        outcomes = race_once(clones, per_clone=2)
+        winners = [fence for kind, fence in outcomes if kind == "won"]
+        assert winners == [expected_fence], outcomes
+        record = record_on(remote.bare)
+        assert record["state"] == "held" and record["fence"] == expected_fence
+        # Release as its holder would (the winner's process has exited): by its token.
+        out = run_michi(clones[0], "--json", "lock", "release", "--remote", "--token", record["token"])
+        assert out.exit_code == 0, out.stderr
+        assert record_on(remote.bare)["state"] == "free"
+        expected_fence += 1
+
+
+def test_fences_rise_across_clones_and_the_free_record_keeps_the_last(remote: Remote) -> None:
+    a, b = remote.clone("a"), remote.clone("b")
+    fences = []
+    for clone in (a, b, a, b):
+        out = run_michi(clone, "lock", "run", "--remote", "--", "sh", "-c", 'echo "$MICHI_LOCK_FENCE"')
+        assert out.exit_code == 0, out.stderr
+        fences.append(int(out.stdout))
+    assert fences == [1, 2, 3, 4]
+    free = record_on(remote.bare)
+    assert free["state"] == "free" and free["fence"] == 4
+    # Old records are parentless commits: once the ref moves on, nothing keeps them reachable.
+    assert git(remote.bare, "rev-list", "--count", REF) == "1"
+
+
+def test_a_held_lock_is_busy_with_the_holders_details(remote: Remote) -> None:
+    a, b = remote.clone("a"), remote.clone("b")
+    token = run_michi(a, "lock", "acquire", "--remote", "--ttl", "60", "--agent", "bot-a").stdout.strip()
+    busy = run_michi(b, "--json", "lock", "run", "--remote", "--wait", "0.3", "--", "true")
+    assert busy.exit_code == 75
+    error = busy.json()["error"]
+    assert error["code"] == "lock_busy"
+    assert error["holder"]["agent"] == "bot-a" and error["holder"]["fence"] == 1
+    assert error["waited"] >= 0.3
+    assert "token" not in error["holder"]  # the token releases the lock: never shown to others
+    status = run_michi(b, "--json", "lock", "status", "--remote").json()
+    assert status["held"] is True and status["fence"] == 1 and status["stale"] is False
+    assert status["holder"]["agent"] == "bot-a" and status["expires"] and status["age"] >= 0
+    human = run_michi(b, "lock", "status", "--remote")
+    assert "bot-a" in human.stdout and "fence    1" in human.stdout
+    assert run_michi(a, "lock", "release", "--remote", "--token", token).exit_code == 0
+    assert run_michi(b, "--json", "lock", "status", "--remote").json()["held"] is False
+
+
+def test_script_verbs_check_the_token(remote: Remote) -> None:
+    a = remote.clone("a")
+    acquired = run_michi(a, "--json", "lock", "acquire", "--remote", "--ttl", "60").json()
+    token, fence = acquired["token"], acquired["fence"]
+    wrong = run_michi(a, "--json", "lock", "renew", "--remote", "--token", "0" * 32)
+    assert wrong.exit_code == 4 and wrong.json()["error"]["code"] == "lock_not_owned"
+    wrong = run_michi(a, "--json", "lock", "release", "--remote", "--token", "0" * 32)
+    assert wrong.exit_code == 4 and wrong.json()["error"]["code"] == "lock_not_owned"
+    before = git(remote.bare, "rev-parse", REF)
+    renewed = run_michi(a, "--json", "lock", "renew", "--remote", "--token", token)
+    assert renewed.exit_code == 0, renewed.stdout
+    assert renewed.json()["fence"] == fence  # a renewal keeps the fence, but is a new commit
+    assert git(remote.bare, "rev-parse", REF) != before
+    assert record_on(remote.bare)["ttl"] == 60.0  # --ttl of acquire is kept unless renew names one
+    released = run_michi(a, "--json", "lock", "release", "--remote", "--token", token).json()
+    assert released["released"] is True and released["why"] == "token"
+    again = run_michi(a, "--json", "lock", "release", "--remote", "--token", token).json()
+    assert again["released"] is False  # idempotent
+
+
+def test_force_release_of_a_live_lock_needs_yes_and_of_a_stale_one_not(remote: Remote) -> None:
+    a, b = remote.clone("a"), remote.clone("b")
+    run_michi(a, "lock", "acquire", "--remote", "--ttl", "60")
+    live = run_michi(b, "--json", "lock", "release", "--remote", "--force")
+    assert live.exit_code == 4 and live.json()["error"]["code"] == "lock_live"
+    forced = run_michi(b, "--json", "lock", "release", "--remote", "--force", "--yes").json()
+    assert forced["released"] is True and forced["why"] == "forced"
+    # A lease of 1 s that nobody renews: stale once this machine has seen it unchanged for 1 s.
+    run_michi(a, "lock", "acquire", "--remote", "--ttl", "1")
+    first = run_michi(b, "--json", "lock", "status", "--remote").json()
+    assert first["held"] is True
+    while not run_michi(b, "--json", "lock", "status", "--remote").json()["stale"]:
+        pass  # each status is a fresh process: the observation persists between them
+    stale = run_michi(b, "--json", "lock", "release", "--remote", "--force").json()
+    assert stale["released"] is True and stale["why"] == "stale"
+    assert record_on(remote.bare)["fence"] == 2
+
+
+def test_expiry_is_judged_by_the_observers_stopwatch_not_by_wall_clocks(remote: Remote) -> None:
+    a, b = remote.clone("a"), remote.clone("b")
+    run_michi(a, "lock", "acquire", "--remote", "--ttl", "1")
+    # The holder's wall clock said the lease ends in 1 s; a record whose `expires` is long past (a
+    # holder whose clock runs behind, or far ahead) changes nothing: only unchanged time counts.
+    lock = remote_lock(b)
+    view = lock.read()
+    assert view.held and not view.expired and view.unchanged_for < 1.0
+    started = time.monotonic()
+    record = lock.acquire(30)
+    assert time.monotonic() - started >= 1.0 - view.unchanged_for - 0.01
+    assert record.fence == 2
+    assert lock.stats["takeover"] == "expired"
+    lock.release()
+
+
+def test_unreadable_record_is_reported_and_replaced_only_when_told(remote: Remote) -> None:
+    a = remote.clone("a")
+    (a / "owner.json").write_text('{"fence": 7, "not": "a record"}\n')
+    blob = git(a, "hash-object", "-w", "owner.json")
+    tree = _mktree(a, blob)
+    commit = git(a, "commit-tree", tree, "-m", "by hand")
+    git(a, "push", "-q", "origin", f"{commit}:{REF}")
+    status = run_michi(a, "--json", "lock", "status", "--remote")
+    assert status.exit_code == 4 and status.json()["error"]["code"] == "lock_record_corrupt"
+    refused = run_michi(a, "--json", "lock", "release", "--remote", "--force")
+    assert refused.exit_code == 4
+    replaced = run_michi(a, "--json", "lock", "release", "--remote", "--force", "--yes").json()
+    assert replaced["released"] is True and replaced["fence"] == 7
+    out = run_michi(a, "lock", "run", "--remote", "--", "sh", "-c", 'echo "$MICHI_LOCK_FENCE"')
+    assert out.stdout.strip() == "8"  # fences keep rising past the hand-written record
+
+
+def _mktree(repo: Path, blob: str) -> str:
+    proc = subprocess.run(
+        ["git", "mktree"], cwd=repo, input=f"100644 blob {blob}\towner.json\n", capture_output=True, text=True
+    )
+    return proc.stdout.strip()
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "exit_code"),
+    [
+        (["lock", "run", "--remote", "--ttl", "0", "--", "true"], "usage", 2),
+        (["lock", "status", "--remote"], "usage", 2),  # no remote named origin
+    ],
+)
+def test_usage_errors(local_repo: Path, args: list[str], code: str, exit_code: int) -> None:
+    if "--ttl" in args:
+        git(local_repo, "remote", "add", "origin", str(local_repo))
+    out: CliResult = run_michi(local_repo, "--json", *args)
+    assert out.exit_code == exit_code, out.stdout
+    assert out.json()["error"]["code"] == code
+
+
+def test_unreachable_remote_is_exit_5(remote: Remote, tmp_path: Path) -> None:
+    a = remote.clone("a")
+    git(a, "remote", "set-url", "origin", str(tmp_path / "gone.git"))
+    out = run_michi(a, "--json", "lock", "run", "--remote", "--", "true")
+    assert out.exit_code == 5 and out.json()["error"]["code"] == "remote_unreachable"
+
+
+def test_stats_count_remote_holds_apart_from_local_ones(remote: Remote) -> None:
+    a = remote.clone("a")
+    for _ in range(2):
+        assert run_michi(a, "lock", "run", "--remote", "--", "true").exit_code == 0
+    assert run_michi(a, "lock", "run", "--", "true").exit_code == 0
+    stats = run_michi(a, "--json", "lock", "stats").json()
+    assert stats["acquisitions"] == 1
+    assert stats["remote"]["acquisitions"] == 2 and stats["remote"]["hold"]["median"] is not None
+    assert "remote lock (--remote)" in run_michi(a, "lock", "stats").stdout
+
+
+def test_the_lock_commands_stay_lean(remote: Remote) -> None:
+    a = remote.clone("a")
+    probe = "import sys; from michi.cli.main import main; main(['lock','status','--remote']); "
+    probe += "print('git' in sys.modules)"
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], cwd=a, capture_output=True, text=True, env=os.environ
+    )
+    assert proc.stdout.strip().endswith("False"), proc.stdout + proc.stderr
