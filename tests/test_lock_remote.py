@@ -223,3 +223,30 @@ def test_the_lock_commands_stay_lean(remote: Remote) -> None:
         [sys.executable, "-c", probe], cwd=a, capture_output=True, text=True, env=os.environ
     )
     assert proc.stdout.strip().endswith("False"), proc.stdout + proc.stderr
+
+
+def test_the_holder_renews_so_a_command_may_outlast_the_ttl(remote: Remote) -> None:
+    a, b = remote.clone("a"), remote.clone("b")
+    marker = a / ".git" / "started"
+    script = f"touch {marker}; sleep 5"
+    holder = subprocess.Popen(
+        [sys.executable, "-m", "michi", "lock", "run", "--remote", "--ttl", "3", "--", "sh", "-c", script],
+        cwd=a,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    while not marker.exists():
+        assert holder.poll() is None, holder.communicate()
+        time.sleep(0.05)
+    commits = {git(remote.bare, "rev-parse", REF)}
+    lock = remote_lock(b)
+    while holder.poll() is None:
+        view = lock.read()
+        if view.held:
+            assert not view.expired, view  # renewed before this machine saw it unchanged for 3 s
+            commits.add(str(view.oid))
+        time.sleep(0.1)
+    _out, err = holder.communicate()
+    assert holder.returncode == 0, err
+    assert len(commits) >= 3  # acquired, then renewed every TTL/3 while `sleep 5` ran
