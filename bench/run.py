@@ -8,11 +8,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-SUITES = ["bench_lock", "bench_txn", "bench_tasks", "bench_hook"]
+SUITES = ["bench_lock", "bench_txn", "bench_tasks", "bench_hook", "bench_remote_lock"]
 
 
 def main(argv: list[str]) -> int:
-    wanted = [s for s in SUITES if not argv or any(a in s for a in argv)]
+    wanted = [s for s in SUITES if not argv or any(a.replace("-", "_") in s for a in argv)]
     for name in wanted:
         try:
             module = importlib.import_module(name)
