@@ -175,3 +175,43 @@ def test_a_holder_that_cannot_renew_stops_its_whole_command(remote: Remote) -> N
     wait_for(lambda: process_start(grandchild) is None, timeout=10)  # the group died, not just `sh`
     with contextlib.suppress(ProcessLookupError):
         os.kill(grandchild, signal.SIGKILL)
+
+
+def _running(repo: Path, *args: str) -> tuple[subprocess.Popen[str], int]:
+    """Start `michi lock run --remote ... -- sh -c 'sleep 120 & wait'`; return it and the sleep's PID."""
+    pidfile = repo / ".git" / f"bg-{time.monotonic_ns()}.pid"
+    script = f"sleep 120 & echo $! > {pidfile}; wait"
+    proc = michi(repo, "--json", "lock", "run", "--remote", *args, "--", "sh", "-c", script)
+    wait_for(lambda: pidfile.exists() and pidfile.read_text().strip() != "")
+    return proc, int(pidfile.read_text())
+
+
+def test_sigterm_stops_the_command_and_releases(remote: Remote) -> None:
+    a = remote.clone("a")
+    holder, sleeper = _running(a, "--ttl", "30")
+    holder.send_signal(signal.SIGTERM)
+    out, _err = holder.communicate(timeout=60)
+    assert holder.returncode == 130 and json.loads(out)["error"]["code"] == "terminated"
+    wait_for(lambda: process_start(sleeper) is None, timeout=10)
+    record = json.loads(git(remote.bare, "show", f"{REF}:owner.json"))
+    assert record["state"] == "free" and record["fence"] == 1
+
+
+def test_a_paused_holder_loses_the_lock_and_cannot_release_its_successors(remote: Remote) -> None:
+    a, b = remote.clone("a"), remote.clone("b")
+    ttl = 2.0
+    holder, sleeper = _running(a, "--ttl", str(ttl))
+    holder.send_signal(signal.SIGSTOP)  # michi stops renewing; its command runs on
+    try:
+        taken = run_michi(
+            b, "lock", "run", "--remote", "--wait", "60", "--", "sh", "-c", "echo $MICHI_LOCK_FENCE"
+        )
+        assert taken.exit_code == 0, taken.stderr
+        assert taken.stdout.strip() == "2"  # what the paused holder might still write carries fence 1
+    finally:
+        holder.send_signal(signal.SIGCONT)
+    out, _err = holder.communicate(timeout=60)
+    assert holder.returncode == 75 and json.loads(out)["error"]["code"] == "lock_lost"
+    wait_for(lambda: process_start(sleeper) is None, timeout=10)
+    record = json.loads(git(remote.bare, "show", f"{REF}:owner.json"))
+    assert record["state"] == "free" and record["fence"] == 2  # b's release stands; a changed nothing
