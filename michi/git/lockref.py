@@ -7,12 +7,17 @@ Every network call takes a timeout: a hung connection must not outlive the lease
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 import subprocess
+import time
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from michi.atomic import write_atomic
 from michi.errors import GitFailed, RemoteRejected, RemoteUnreachable
 from michi.git.core import NO_PROMPT
 from michi.git.remote import _REF_RACES, _rejection_reasons, _remote_failure
@@ -106,11 +111,44 @@ def read_record(cwd: Path, oid: str) -> bytes | None:
     return proc.stdout if proc.returncode == 0 else None
 
 
-def write_record(cwd: Path, data: str, message: str) -> str:
-    """A parentless commit holding `owner.json`: old records are unreachable once the ref moves on."""
-    blob = _must(cwd, "hash-object", "-w", "--stdin", stdin=data)
-    tree = _must(cwd, "mktree", stdin=f"100644 blob {blob}\t{RECORD_FILE}\n")
-    return _must(cwd, "commit-tree", tree, "-m", message, env=_IDENTITY)
+def write_record(cwd: Path, common_dir: Path, data: str, message: str) -> str:
+    """A parentless commit holding `owner.json`: old records are unreachable once the ref moves on.
+
+    Written as three loose objects by Python (about 1 ms) rather than by three git processes (about
+    30 ms, twice per acquire+release); plumbing only where the object store is not plainly ours."""
+    objects = common_dir / "objects"
+    algorithm = _object_format(common_dir)
+    if algorithm is None or not objects.is_dir() or "GIT_OBJECT_DIRECTORY" in os.environ:
+        blob = _must(cwd, "hash-object", "-w", "--stdin", stdin=data)
+        tree = _must(cwd, "mktree", stdin=f"100644 blob {blob}\t{RECORD_FILE}\n")
+        return _must(cwd, "commit-tree", tree, "-m", message, env=_IDENTITY)
+    blob = _loose(objects, algorithm, b"blob", data.encode())
+    tree = _loose(objects, algorithm, b"tree", f"100644 {RECORD_FILE}\0".encode() + bytes.fromhex(blob))
+    stamp = f"{_IDENTITY['GIT_COMMITTER_NAME']} <{_IDENTITY['GIT_COMMITTER_EMAIL']}> {int(time.time())} +0000"
+    body = f"tree {tree}\nauthor {stamp}\ncommitter {stamp}\n\n{message.rstrip()}\n"
+    return _loose(objects, algorithm, b"commit", body.encode())
+
+
+def _object_format(common_dir: Path) -> str | None:
+    """sha1 or sha256 as the repository's config says; None when it cannot be told for sure."""
+    try:
+        config = (common_dir / "config").read_text(encoding="utf-8").lower()
+    except (OSError, UnicodeDecodeError):
+        return None
+    if "objectformat" not in config:
+        return "sha1"
+    found = re.search(r"^\s*objectformat\s*=\s*(sha1|sha256)\s*$", config, re.MULTILINE)
+    return found.group(1) if found else None
+
+
+def _loose(objects: Path, algorithm: str, kind: bytes, content: bytes) -> str:
+    raw = kind + b" " + str(len(content)).encode() + b"\0" + content
+    oid = hashlib.new(algorithm, raw).hexdigest()
+    path = objects / oid[:2] / oid[2:]
+    if not path.exists():
+        path.parent.mkdir(exist_ok=True)
+        write_atomic(path, zlib.compress(raw), mode=0o444)
+    return oid
 
 
 def _must(cwd: Path, *args: str, stdin: str | None = None, env: Mapping[str, str] | None = None) -> str:

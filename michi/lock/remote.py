@@ -62,7 +62,7 @@ class RemoteLock:
         on_wait: OnWait | None = None,
     ) -> None:
         self.cwd: Path = repo.worktree
-        self.state_dir = repo.state_dir
+        self.state_dir, self.common_dir = repo.state_dir, repo.common_dir
         self.remote = remote
         self.ttl, self.command, self.agent, self.pid = ttl, command, agent, pid
         self.on_wait = on_wait
@@ -115,7 +115,7 @@ class RemoteLock:
     # --- writing -------------------------------------------------------------------------------
 
     def _swap(self, record: RemoteRecord, expected: str | None, timeout: float = NET_TIMEOUT) -> bool:
-        new = lockref.write_record(self.cwd, record.dumps(), record.message())
+        new = lockref.write_record(self.cwd, self.common_dir, record.dumps(), record.message())
         started = clock()
         self.attempts[new] = started
         if not lockref.cas_push(self.cwd, self.remote, REF, new, expected, timeout=timeout).ok:
