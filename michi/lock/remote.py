@@ -27,6 +27,7 @@ from michi.repo import RepoPaths
 FIRST_POLL = 0.05  # seconds: a loser's first re-read comes quickly (the winner may be done already)
 MAX_POLL = 1.0  # the slowest re-read: each one is a round trip to the remote, shared by every waiter
 NET_TIMEOUT = 30.0  # a git call that has not answered by then is treated as the remote being down
+UNDO_TIMEOUT = 5.0  # seconds for cleaning up after an interrupted acquisition
 READ_TRIES = 5  # a ref that keeps moving between ls-remote and fetch is re-read this often
 
 OnWait = Callable[[RemoteRecord | None, float], None]
@@ -135,7 +136,12 @@ class RemoteLock:
                 mine = RemoteRecord.new(
                     fence=base + 1, ttl=self.ttl, command=self.command, agent=self.agent, pid=self.pid
                 )
-                if self._swap(mine, view.oid):
+                try:
+                    won = self._swap(mine, view.oid)
+                except BaseException:
+                    self._undo(mine)
+                    raise
+                if won:
                     takeover = "expired" if view.held else None
                     self.acquired_at = clock()
                     self.stats = {
@@ -160,6 +166,16 @@ class RemoteLock:
             nap = min(random.uniform(delay / 2, delay), deadline - now, max(until_expiry, 0.0) + 0.01)
             time.sleep(max(nap, 0.0))
             delay = min(delay * 1.6, MAX_POLL)
+
+    def _undo(self, mine: RemoteRecord) -> None:
+        """Interrupted or cut off mid-swap: the push may have landed. If it did, release at once rather
+        than leave a lock nobody renews to block everyone for a TTL. Best effort, briefly."""
+        with contextlib.suppress(Exception):
+            view = self.read(timeout=UNDO_TIMEOUT)
+            if view.held and view.record is not None and view.record.token == mine.token:
+                self.record, self.oid = view.record, view.oid
+                self.release(timeout=UNDO_TIMEOUT)
+        self.record = None
 
     def _adopt(self, view: View) -> bool:
         """After a failed swap: did an earlier push of ours land after all (a timeout, a broken link)?"""
