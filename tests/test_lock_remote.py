@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from conftest import CliResult, Remote, git, run_michi
 
-from michi.lock.errors import LockTimeout
+from michi.lock.errors import LockLost, LockTimeout
 from michi.lock.remote import RemoteLock
 from michi.lock.remote_record import REF
 from michi.repo import find_repo
@@ -250,3 +250,39 @@ def test_the_holder_renews_so_a_command_may_outlast_the_ttl(remote: Remote) -> N
     _out, err = holder.communicate()
     assert holder.returncode == 0, err
     assert len(commits) >= 3  # acquired, then renewed every TTL/3 while `sleep 5` ran
+
+
+def test_a_push_that_landed_unnoticed_is_adopted_not_mistaken_for_a_takeover(remote: Remote) -> None:
+    a = remote.clone("a")
+    lock = remote_lock(a)
+    lock.acquire(0)
+    stale = lock.oid
+    lock.renew()
+    lock.oid = stale  # as if the renewal's push had timed out on our side but landed on the remote
+    lock.renew()  # the swap on `stale` fails; the re-read finds our token: adopt and renew again
+    record = record_on(remote.bare)
+    assert record["state"] == "held" and record["token"] == lock.record.token  # type: ignore[union-attr]
+    lock.oid = stale
+    lock.release()
+    assert record_on(remote.bare)["state"] == "free"
+
+
+def test_renewing_a_lock_taken_over_is_lock_lost(remote: Remote) -> None:
+    a, b = remote.clone("a"), remote.clone("b")
+    lock = remote_lock(a)
+    lock.acquire(0)
+    forced = run_michi(b, "--json", "lock", "release", "--remote", "--force", "--yes")
+    assert forced.exit_code == 0, forced.stdout
+    assert run_michi(b, "lock", "acquire", "--remote").exit_code == 0
+    with pytest.raises(LockLost):
+        lock.renew()
+    with pytest.raises(LockLost):
+        lock.release()
+    assert record_on(remote.bare)["fence"] == 2 and record_on(remote.bare)["state"] == "held"
+
+
+def test_file_urls_work_too(remote: Remote) -> None:
+    a = remote.clone("a")
+    git(a, "remote", "set-url", "origin", remote.bare.as_uri())
+    out = run_michi(a, "lock", "run", "--remote", "--", "sh", "-c", 'echo "$MICHI_LOCK_FENCE"')
+    assert out.exit_code == 0 and out.stdout.strip() == "1", out.stderr
