@@ -68,7 +68,7 @@ def _status(result: RemoteStatus) -> str:
         f"command  {holder['command']}",
         f"age      {holder['age']:.1f}s (by the holder's clock)",
         f"fence    {data['fence']}",
-        f"renewed  {data['unchanged_for']:.1f}s ago or earlier (first seen unchanged by this machine)",
+        f"renewed  at least {data['unchanged_for']:.1f}s ago (unchanged for that long as seen from here)",
         f"expires  {holder['expires']} by the holder's clock;"
         f" stale here in {data['time_left']:.1f}s unless renewed",
     ]
