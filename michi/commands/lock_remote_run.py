@@ -72,14 +72,16 @@ def _preexec(tty: int | None) -> Callable[[], None]:
     return preexec
 
 
-def stop_group(pgid: int, grace: float) -> None:
-    """SIGTERM the whole group, SIGKILL whatever is left after `grace` seconds."""
+def stop_group(child: subprocess.Popen[bytes], grace: float) -> None:
+    """SIGTERM the command's whole group, SIGKILL whatever is left after `grace` seconds."""
+    pgid = child.pid
     try:
         os.killpg(pgid, signal.SIGTERM)
     except ProcessLookupError:
         return
     end = time.monotonic() + grace
     while time.monotonic() < end:
+        child.poll()  # reap the leader: a zombie still counts as a member of its group
         try:
             os.killpg(pgid, 0)
         except ProcessLookupError:
@@ -109,14 +111,14 @@ def _run_held(lock: RemoteLock, argv: list[str], grace: float) -> int:
         child = subprocess.Popen(argv, env=env, preexec_fn=_preexec(tty), process_group=0)
     except OSError as exc:
         raise UsageError(f"cannot run {argv[0]!r}: {exc.strerror or exc}", code="command_failed") from None
-    keeper = RemoteKeeper(lock, on_lost=lambda: stop_group(child.pid, grace))
+    keeper = RemoteKeeper(lock, on_lost=lambda: stop_group(child, grace))
     with _terminal(tty, child.pid):
         keeper.start()
         try:
             code = child.wait()
         except BaseException:
             keeper.stop()
-            stop_group(child.pid, grace)
+            stop_group(child, grace)
             child.wait()
             raise
         finally:
