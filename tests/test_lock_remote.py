@@ -98,10 +98,17 @@ def test_a_held_lock_is_busy_with_the_holders_details(remote: Remote) -> None:
     status = run_michi(b, "--json", "lock", "status", "--remote").json()
     assert status["held"] is True and status["fence"] == 1 and status["stale"] is False
     assert status["holder"]["agent"] == "bot-a" and status["expires"] and status["age"] >= 0
+    assert status["holder_running"] is True  # the holder is this test process, on this host
     human = run_michi(b, "lock", "status", "--remote")
     assert "bot-a" in human.stdout and "fence    1" in human.stdout
     assert run_michi(a, "lock", "release", "--remote", "--token", token).exit_code == 0
     assert run_michi(b, "--json", "lock", "status", "--remote").json()["held"] is False
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    run_michi(a, "lock", "acquire", "--remote", "--pid", str(gone.pid))
+    status = run_michi(b, "--json", "lock", "status", "--remote").json()
+    assert status["held"] is True and status["holder_running"] is False and status["stale"] is False
+    assert "is not running on this host" in run_michi(b, "lock", "status", "--remote").stdout
 
 
 def test_script_verbs_check_the_token(remote: Remote) -> None:

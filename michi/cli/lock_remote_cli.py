@@ -72,6 +72,11 @@ def _status(result: RemoteStatus) -> str:
         f"expires  {holder['expires']} by the holder's clock;"
         f" stale here in {data['time_left']:.1f}s unless renewed",
     ]
+    if data["holder_running"] is False:
+        lines.append(
+            f"         PID {holder['pid']} is not running on this host: the lock is taken over once unrenewed"
+            " for its TTL, or now with `michi lock release --remote --force --yes`"
+        )
     if data["stale"]:
         lines.append(
             f"state    STALE: not renewed for its TTL ({holder['ttl']:g}s); the next acquire takes it over"

@@ -7,6 +7,7 @@ token; `renew` and `release` find the record by that token and swap it, like any
 from __future__ import annotations
 
 import os
+import socket
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -14,7 +15,7 @@ from typing import Any
 from michi.errors import UsageError
 from michi.git import lockref
 from michi.lock import remote_errors as errors
-from michi.lock.record import iso
+from michi.lock.record import iso, process_start
 from michi.lock.remote import OnWait, RemoteLock, View
 from michi.lock.remote_record import REF, REMOTE_TOKEN_ENV
 from michi.results import Result
@@ -63,6 +64,9 @@ class RemoteStatus(Result):
     remote: str
     view: View
     checked: float
+    # On this host only, advice for people: is the holder's PID running? (None: another host, or free.)
+    # Never used to take the lock over: two machines or containers may share a host name.
+    holder_running: bool | None = None
 
     def to_json(self) -> Any:
         record, view = self.view.record, self.view
@@ -82,6 +86,7 @@ class RemoteStatus(Result):
             "time_left": left,
             "unchanged_for": round(view.unchanged_for, 3) if view.held else None,
             "fence": record.fence if record else None,
+            "holder_running": self.holder_running,
             "checked_at": iso(self.checked),
         }
 
@@ -190,4 +195,8 @@ def release(session: Session, *, token: str | None, force: bool, yes: bool) -> R
 
 def status(session: Session) -> RemoteStatus:
     lock = open_lock(session, ttl=None, command="lock status --remote")
-    return RemoteStatus(lock.remote, lock.read(), time.time())
+    view = lock.read()
+    running = None
+    if view.held and view.record is not None and view.record.host == socket.gethostname():
+        running = process_start(view.record.pid) is not None
+    return RemoteStatus(lock.remote, view, time.time(), running)
