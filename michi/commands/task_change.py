@@ -62,7 +62,7 @@ def next_claim(
     params = {"domain": where, "ttl": _ttl(session, ttl)}
     outcome = task_common.transact(session, Mutation("michi.tasks.pool:next_claim", params), wait, offline)
     snap = task_common.read(session)
-    task = task_common.views(outcome.result, snap.index)[0]
+    task = {**task_common.views(outcome.result, snap.index)[0], "urgency": outcome.result[0]["urgency"]}
     return task_common.TaskResult(task, task_common.txn_info(outcome), outcome.notes)
 
 
@@ -102,8 +102,8 @@ def modify(
         "description": description,
         "priority": parse_priority(priority),
         "project": project,
-        "tags_add": tags_add,
-        "tags_remove": tags_remove,
+        "tags_add": task_common.split_tags(tags_add),
+        "tags_remove": task_common.split_tags(tags_remove),
         "depends_add": known,
         "depends_refs": later,
         "depends_remove": [snap.index.get(r)[1].uuid for r in depends_remove],
