@@ -193,11 +193,18 @@ def ready_order(index: Index, domain: str | None, now: float) -> list[tuple[str,
     return scored
 
 
+def urgencies(index: Index, now: float) -> dict[str, float]:
+    """Every task's urgency by uuid, as Taskwarrior's `task export` reports it."""
+    depended = depended_on(index)
+    open_uuids = {t.uuid for t in index.tasks.values() if _is_open(t)}
+    tasks = index.tasks.values()
+    return {t.uuid: urgency.urgency(t, now, **urgency.flags(t, open_uuids, depended)) for t in tasks}
+
+
+def _is_open(task: Task) -> bool:
+    return task.state in OPEN_STATES and task.status in ("pending", "waiting")
+
+
 def depended_on(index: Index) -> set[str]:
     """Uuids some open task depends on: Taskwarrior calls those tasks *blocking*."""
-    return {
-        dep
-        for task in index.tasks.values()
-        if task.state in OPEN_STATES and task.status in ("pending", "waiting")
-        for dep in task.depends
-    }
+    return {dep for task in index.tasks.values() if _is_open(task) for dep in task.depends}
