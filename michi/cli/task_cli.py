@@ -124,6 +124,14 @@ def show(ctx: typer.Context, ref: Ref, fetch: Fetch = False, no_fetch: NoFetch =
     return _done(task_read.show(session(ctx), ref, fetch, no_fetch))
 
 
+@task_app.command("log")
+def log(ctx: typer.Context, ref: Ref, fetch: Fetch = False, no_fetch: NoFetch = False) -> Any:
+    """A task's history from git: when, who (agent and host), which command, what changed, the commit."""
+    from michi.commands import task_log
+
+    return _done(task_log.run(session(ctx), ref, fetch, no_fetch))
+
+
 def _simple(action: str, doc: str) -> None:
     def verb(
         ctx: typer.Context,

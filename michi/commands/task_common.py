@@ -28,6 +28,7 @@ LIST_FORMAT = f"michi {__version__} list/1 {','.join(COLUMNS)} {','.join(VIEW_KE
 class Snap:
     index: Index
     notes: list[str]
+    ref: str = ""  # the ref read: the remote-tracking branch, or the local one (offline work, no remote)
 
 
 def _notes(age: str, problems: int) -> list[str]:
@@ -45,7 +46,7 @@ def read(session: Session, mode: How | bool = How.CACHED) -> Snap:
     snap = got.snapshot
     index = for_tree(snap, session.repo.state_dir)
     age = freshness.note(snap.synced_at, snap.branch, snap.remote, mode, got.fetched, got.failure)
-    return Snap(index, _notes(age, len(index.problems)))
+    return Snap(index, _notes(age, len(index.problems)), snap.ref)
 
 
 def read_table(session: Session, mode: How = How.AUTO) -> tuple[Table, list[str]]:
