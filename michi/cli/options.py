@@ -37,8 +37,8 @@ Fetch = Annotated[
     bool,
     typer.Option(
         "--fetch",
-        help="Fetch the task branch first. Default: fetch when the last sync is older than read_max_age "
-        "(60 s, env MICHI_READ_MAX_AGE).",
+        help="Fetch the task branch before answering (list, show and log also do when the last sync "
+        "is older than read_max_age, 60 s).",
     ),
 ]
 NoFetch = Annotated[bool, typer.Option("--no-fetch", help="Answer from the last sync; never fetch.")]
