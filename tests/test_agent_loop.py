@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import run_michi
@@ -88,3 +89,20 @@ def test_two_agents_follow_the_guide_until_open_is_zero(remote) -> None:
     history = run_michi(dev, "task", "log", "4", "--json").json()["entries"]
     claims = [e for e in history if e["command"].startswith("task claim")]
     assert len(claims) == 1 and claims[0]["agent"] in {"agent-1", "agent-2"}
+
+
+def test_the_readme_loop_runs_as_written(remote) -> None:
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    after = readme.split("The agent's loop (`michi guide`):", 1)[1]
+    snippet = after.split("```sh\n", 1)[1].split("```", 1)[0]
+    clone = remote.clone("loop")
+    assert run_michi(clone, "init").exit_code == 0
+    for name in ("one", "two"):
+        assert run_michi(clone, "task", "add", name).exit_code == 0
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    proc = subprocess.run(
+        ["bash", "-c", snippet], cwd=clone, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    final = run_michi(clone, "task", "list", "--state", "any", "--json").json()
+    assert [(t["state"], t["assignee"]) for t in final] == [("done", "agent-1"), ("done", "agent-1")]

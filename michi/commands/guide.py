@@ -2,7 +2,7 @@
 
 The contract's commands come from the CLI's own definition (the CLI passes them in), its error codes and
 exit codes from the code (`catalogue`), the task's fields from the view (`VIEW_KEYS`): it cannot drift.
-The manual's exit and error code lines are generated from the same data.
+The manual's exit and error code lines are generated from the same data (ADR 0012).
 """
 
 from __future__ import annotations

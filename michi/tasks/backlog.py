@@ -2,7 +2,7 @@
 
 `next` and `next --claim` answer `no_ready_task` both when all work is finished and when the remaining
 work is blocked, claimed by other agents, in review or waiting; the counts tell them apart, and `open: 0`
-is the one signal that all work is finished.
+is the one signal that all work is finished (ADR 0007).
 """
 
 from __future__ import annotations
