@@ -13,7 +13,7 @@ from michi.cli.options import Domain, Every, Fetch, IfVersion, NoFetch, Offline,
 
 task_app = typer.Typer(
     name="task",
-    help="Add, list and work tasks; claims for agents.",
+    help="Add, list and work tasks; claims for agents (agents: read 'michi guide' first).",
     no_args_is_help=True,
     rich_markup_mode=None,
 )
