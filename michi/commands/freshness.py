@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 
 class How(Enum):
-    CACHED = "cached"  # as last synced, no note (lookups before a transaction, which fetches itself)
+    CACHED = "cached"  # as last synced (lookups before a transaction; export and doctor without --fetch)
     AUTO = "auto"  # fetch when the last sync is older than read_max_age (list, show)
     FETCH = "fetch"  # always fetch; a remote failure is an error (--fetch, next)
     OFFLINE = "offline"  # never fetch, and say so (--no-fetch, next --offline)

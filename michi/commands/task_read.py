@@ -1,4 +1,5 @@
-"""Read-only task commands: `list`, `show`, `next` (without --claim). No lock, no network unless --fetch."""
+"""Read-only task commands: `list`, `show`, `next` (without --claim). No lock; how fresh each answer is
+(and when it fetches) is `freshness`'s job (ADR 0008)."""
 
 from __future__ import annotations
 
