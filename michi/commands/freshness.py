@@ -72,9 +72,12 @@ def _fetching(session: Session) -> Snapshot:
 
     try:
         return snapshot.read_snapshot(session.repo, session.config, fetch=True)
-    except GitFailed:
+    except GitFailed as exc:
         # A read fetches without the repo lock, so it can meet another fetch updating the same
-        # remote-tracking ref in this clone ("cannot lock ref"): one more try settles that.
+        # remote-tracking ref in this clone ("cannot lock ref"): one more try settles that. Any other
+        # failure (an unreachable remote) is not tried twice: that would only double the wait.
+        if "lock" not in exc.message.lower():
+            raise
         return snapshot.read_snapshot(session.repo, session.config, fetch=True)
 
 
