@@ -183,12 +183,11 @@ def select(index: Index, flt: Filter, now: float) -> list[tuple[str, dict[str, A
 def ready_order(index: Index, domain: str | None, now: float) -> list[tuple[str, Task, float]]:
     """The ready tasks with their urgency, most urgent first (Taskwarrior's urgency, as `task next`
     orders); ties go to the oldest, then the lowest id."""
-    flt = Filter(domain=domain, states=("todo", "in_progress"), ready=True)
-    depended = depended_on(index)
+    depended = depended_on(index)  # builds every Task once (index.tasks); readiness reuses them
     scored = []
-    for path, _rec in select(index, flt, now):
-        task = index.tasks[path]
-        scored.append((path, task, urgency.urgency(task, now, blocking=task.uuid in depended)))
+    for path, task in index.tasks.items():
+        if (domain is None or domain_of(path) == domain) and is_ready(task, index, now):
+            scored.append((path, task, urgency.urgency(task, now, blocking=task.uuid in depended)))
     scored.sort(key=lambda ptu: (-ptu[2], ptu[1].entry, ptu[1].id))
     return scored
 
