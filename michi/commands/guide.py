@@ -70,7 +70,8 @@ THE WORK LOOP
 CLAIMS AND LEASES
   A claim lasts claim_ttl (1 h; --ttl SECONDS). Renew long work: michi task renew ID.
   An expired claim may be taken over by another agent ('michi task reap' releases them all).
-  Only the holder may renew, release or change a claimed task: others get exit 4 (claimed).
+  Only the holder may renew, release or change a claimed task: others get exit 4
+  (claimed, not_claim_owner). --if-version N refuses (version_mismatch) if the task changed.
   'task start ID' on your own claim succeeds and changes nothing.
   Exit 4 is final for that task: do not retry it; ask next --claim for another.
 
