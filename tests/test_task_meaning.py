@@ -28,6 +28,7 @@ def test_start_by_the_claims_owner_is_a_no_op(cli, ready: Path, remote) -> None:
     assert again.exit_code == 0, again.stdout
     assert again.json()["version"] == claimed["version"] and again.json()["state"] == "in_progress"
     assert remote.head() == head  # nothing committed
+    assert again.json()["transaction"]["commit"] is None and "nothing changed" in again.stderr
     other = cli(ready, "--agent", "a2", "task", "start", "1", "--json")
     assert other.exit_code == 4 and other.json()["error"]["code"] == "claimed"
 

@@ -39,7 +39,10 @@ def change(
         params["path"] = snap.index.find(ref)
     outcome = task_common.transact(session, Mutation("michi.tasks.mutations:update", params), wait, offline)
     task = task_common.views(outcome.result, snap.index)[0]
-    return task_common.TaskResult(task, task_common.txn_info(outcome), outcome.notes)
+    txn = task_common.txn_info(outcome)
+    if outcome.commit is None and action == "start":  # the claim's owner starting it: a no-op
+        txn["notes"] = [*txn["notes"], "already in progress under your claim: nothing changed"]
+    return task_common.TaskResult(task, txn, txn["notes"])
 
 
 def claim(session: Session, action: str, ref: str, ttl: float | None, **kw: Any) -> task_common.TaskResult:
