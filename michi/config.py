@@ -25,6 +25,7 @@ class Config:
     claim_ttl: float = 3600.0  # seconds an agent's claim lasts; 0 = no expiry
     push_retries: int = 20  # attempts to push before giving up when other clones keep winning
     allow_hand_edits: bool = False  # let the pre-commit hook pass hand edits of .tasks/ files
+    read_max_age: float = 60.0  # seconds after the last sync `list` and `show` fetch before answering
 
 
 def _seconds(value: Any) -> float:
@@ -77,6 +78,7 @@ KEYS: dict[str, Key] = {
     "claim_ttl": Key(_seconds, "MICHI_CLAIM_TTL", "a number of seconds >= 0 (0 = no expiry)"),
     "push_retries": Key(_count, "MICHI_PUSH_RETRIES", "a whole number from 1 to 100"),
     "allow_hand_edits": Key(_flag, "MICHI_ALLOW_HAND_EDITS", "true or false"),
+    "read_max_age": Key(_seconds, "MICHI_READ_MAX_AGE", "a number of seconds >= 0 (0 = always fetch)"),
 }
 assert set(KEYS) == {f.name for f in fields(Config)}
 

@@ -26,6 +26,7 @@ class MichiError(Exception):
 
     exit_code: ExitCode = ExitCode.UNEXPECTED
     code: str = "error"
+    notes: list[str]  # lines for stderr that go with the error, e.g. which state a read answered from
 
     def __init__(self, message: str, *, hint: str | None = None, code: str | None = None, **details: Any):
         super().__init__(message)
@@ -34,6 +35,7 @@ class MichiError(Exception):
         if code is not None:
             self.code = code
         self.details = details
+        self.notes = []
 
     def to_json(self) -> dict[str, Any]:
         body: dict[str, Any] = {"code": self.code, "message": self.message}

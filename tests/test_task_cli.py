@@ -85,7 +85,7 @@ def test_claims_need_an_agent_and_are_owner_validated(cli, ready: Path, monkeypa
     monkeypatch.setenv("MICHI_AGENT", "a1")
     assert cli(ready, "task", "renew", "1", "--ttl", "0", "--json").json()["claim_expires"] is None
     assert cli(ready, "task", "release", "1", "--json").json()["state"] == "todo"
-    assert cli(ready, "task", "next", "--claim", "--ttl", "1", "--json").json()["id"] == 1
+    assert cli(ready, "task", "next", "--claim", "--ttl", "600", "--json").json()["id"] == 1
     nothing = cli(ready, "task", "next", "--claim", "--json")
     assert nothing.exit_code == 3 and nothing.json()["error"]["code"] == "no_ready_task"
 
@@ -146,12 +146,12 @@ def test_offline_then_sync(cli, ready: Path, remote) -> None:
     assert "later" in git(remote.bare, "grep", "-h", "later", "main", "--", ".tasks")
 
 
-def test_read_only_commands_make_no_network_call(cli, ready: Path, remote) -> None:
-    cli(ready, "task", "add", "x")
+def test_reads_after_a_recent_sync_make_no_network_call(cli, ready: Path, remote) -> None:
+    cli(ready, "task", "add", "x")  # the transaction synced just now
     os.rename(remote.bare, remote.bare.with_suffix(".gone"))
     assert len(cli(ready, "task", "list", "--json").json()) == 1
     assert cli(ready, "task", "show", "1", "--json").exit_code == 0
-    assert cli(ready, "task", "next", "--json").json()["id"] == 1
+    assert cli(ready, "task", "next", "--offline", "--json").json()["id"] == 1
     assert json.loads(cli(ready, "export", "--json").stdout)[0]["michi_id"] == 1
     assert cli(ready, "task", "list", "--fetch", "--json").exit_code == 5
 

@@ -217,12 +217,15 @@ def test_next_claim_picks_most_urgent_ready(tmp_path: Path) -> None:
     order = []
     for agent in ("a", "b", "c"):
         change = run(tree, pool.next_claim, {"ttl": 60}, ctx(tmp_path, agent))
-        order.append(change.result[0]["record"]["description"])
-    assert order == ["medium", "low", "blocker"]
+        order.append((change.result[0]["record"]["description"], change.result[0]["urgency"]))
+    # Taskwarrior's urgency: blocking an H task (+8) beats M (+3.9), which beats L (+1.8).
+    assert order == [("blocker", 8.0), ("medium", 3.9), ("low", 1.8)]
     with pytest.raises(NoReadyTask) as err:
         run(tree, pool.next_claim, {"ttl": 60}, ctx(tmp_path, "d"))
     assert err.value.exit_code == ExitCode.NOT_FOUND
-    act(tree, tmp_path, "done", "2", agent="c")
+    counts = {k: err.value.details[k] for k in ("open", "blocked", "claimed", "mine", "review", "waiting")}
+    assert counts == {"open": 4, "blocked": 1, "claimed": 3, "mine": 0, "review": 0, "waiting": 0}
+    act(tree, tmp_path, "done", "2", agent="a")
     assert run(tree, pool.next_claim, {"ttl": 60}, ctx(tmp_path, "d")).result[0]["record"]["michi_id"] == 3
 
 

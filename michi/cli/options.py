@@ -34,8 +34,14 @@ IfVersion = Annotated[
     typer.Option("--if-version", metavar="N", help="Refuse (exit 4) if the task changed since version N."),
 ]
 Fetch = Annotated[
-    bool, typer.Option("--fetch", help="Fetch the task branch first (default: as last synced).")
+    bool,
+    typer.Option(
+        "--fetch",
+        help="Fetch the task branch before answering (list, show and log also do when the last sync "
+        "is older than read_max_age, 60 s).",
+    ),
 ]
+NoFetch = Annotated[bool, typer.Option("--no-fetch", help="Answer from the last sync; never fetch.")]
 Domain = Annotated[
     str | None,
     typer.Option(

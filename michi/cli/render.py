@@ -44,6 +44,8 @@ def emit(result: Result, json_mode: bool) -> int:
 
 
 def fail(exc: MichiError, json_mode: bool) -> int:
+    for note in exc.notes:  # as with results: notes on stderr, so stdout stays one JSON document
+        sys.stderr.write(f"michi: {note}\n")
     if json_mode:
         sys.stdout.write(json.dumps(exc.to_json(), ensure_ascii=False) + "\n")
         sys.stdout.flush()

@@ -19,13 +19,19 @@ def _done(result: Any) -> Any:
 def init(
     ctx: typer.Context,
     hook: Annotated[bool, typer.Option("--hook", help="Also install the pre-commit hook.")] = False,
+    agents: Annotated[
+        bool,
+        typer.Option(
+            "--agents", help="Also write michi's short section into AGENTS.md (replaced on re-run)."
+        ),
+    ] = False,
     wait: Wait = None,
     offline: Offline = False,
 ) -> Any:
     """Create the root .tasks/ domain and a .michi.toml, committed and pushed."""
     from michi.commands import init as init_cmd
 
-    return _done(init_cmd.run(session(ctx), hook=hook, wait=wait, offline=offline))
+    return _done(init_cmd.run(session(ctx), hook=hook, wait=wait, offline=offline, agents=agents))
 
 
 def export(ctx: typer.Context, every: Every = False, domain: Domain = None, fetch: Fetch = False) -> Any:

@@ -9,11 +9,11 @@ from typing import Annotated, Any
 
 import typer
 
-from michi.cli.options import Domain, Every, Fetch, IfVersion, Offline, Ref, Ttl, Wait, session
+from michi.cli.options import Domain, Every, Fetch, IfVersion, NoFetch, Offline, Ref, Ttl, Wait, session
 
 task_app = typer.Typer(
     name="task",
-    help="Add, list and work tasks; claims for agents.",
+    help="Add, list and work tasks; claims for agents (agents: read 'michi guide' first).",
     no_args_is_help=True,
     rich_markup_mode=None,
 )
@@ -29,12 +29,20 @@ def _done(result: Any) -> Any:
 @task_app.command("add")
 def add(
     ctx: typer.Context,
-    description: Annotated[str, typer.Argument(help="What needs doing.")],
-    priority: Annotated[str | None, typer.Option("--priority", "-p", help="H, M or L.")] = None,
-    tag: Annotated[list[str] | None, typer.Option("--tag", "-t", help="A tag (repeatable).")] = None,
-    project: Annotated[str | None, typer.Option("--project", help="Project name (Taskwarrior's).")] = None,
+    description: Annotated[str, typer.Argument(metavar="TEXT", help="What needs doing.")],
+    priority: Annotated[
+        str | None, typer.Option("--priority", "-p", metavar="H|M|L", help="Priority: H, M or L.")
+    ] = None,
+    tag: Annotated[
+        list[str] | None,
+        typer.Option("--tag", "-t", metavar="TAG", help="A tag (repeatable; -t a,b gives two tags)."),
+    ] = None,
+    project: Annotated[
+        str | None, typer.Option("--project", metavar="NAME", help="Project name (Taskwarrior's).")
+    ] = None,
     depends: Annotated[
-        list[str] | None, typer.Option("--depends", metavar="ID", help="Blocked by ID.")
+        list[str] | None,
+        typer.Option("--depends", metavar="ID", help="Blocked until task ID is done (repeatable)."),
     ] = None,
     domain: Domain = None,
     wait: Wait = None,
@@ -65,21 +73,31 @@ def list_(
     domain: Domain = None,
     state: Annotated[
         list[str] | None,
-        typer.Option("--state", help="todo, in_progress, review, done, deleted, open (default), any."),
+        typer.Option(
+            "--state",
+            metavar="STATE",
+            help="todo, in_progress, review, done, deleted, open (default), any (repeatable).",
+        ),
     ] = None,
     tag: Annotated[
-        list[str] | None, typer.Option("--tag", "-t", help="Only tasks with this tag (repeatable).")
+        list[str] | None,
+        typer.Option(
+            "--tag", "-t", metavar="TAG", help="Only tasks with this tag (repeatable; a,b: both tags)."
+        ),
     ] = None,
     project: Annotated[
-        str | None, typer.Option("--project", help="Only this project (and its subprojects).")
+        str | None,
+        typer.Option("--project", metavar="NAME", help="Only this project (and its subprojects)."),
     ] = None,
     assignee: Annotated[
-        str | None, typer.Option("--assignee", help="Only tasks assigned to this agent.")
+        str | None, typer.Option("--assignee", metavar="AGENT", help="Only tasks assigned to this agent.")
     ] = None,
     ready: Annotated[bool, typer.Option("--ready", help="Only tasks an agent could claim now.")] = False,
     fetch: Fetch = False,
+    no_fetch: NoFetch = False,
 ) -> Any:
-    """List tasks (open ones of the current domain by default). No lock, no network unless --fetch."""
+    """List tasks (open ones of the current domain by default). No lock; fetches only when the last sync
+    is older than read_max_age (stderr says how old the answer is)."""
     from michi.commands import task_read
 
     return _done(
@@ -93,16 +111,25 @@ def list_(
             assignee=assignee,
             ready=ready,
             fetch=fetch,
+            no_fetch=no_fetch,
         )
     )
 
 
 @task_app.command("show")
-def show(ctx: typer.Context, ref: Ref, fetch: Fetch = False) -> Any:
-    """Show one task."""
+def show(ctx: typer.Context, ref: Ref, fetch: Fetch = False, no_fetch: NoFetch = False) -> Any:
+    """Show one task (fetches first when the last sync is older than read_max_age)."""
     from michi.commands import task_read
 
-    return _done(task_read.show(session(ctx), ref, fetch))
+    return _done(task_read.show(session(ctx), ref, fetch, no_fetch))
+
+
+@task_app.command("log")
+def log(ctx: typer.Context, ref: Ref, fetch: Fetch = False, no_fetch: NoFetch = False) -> Any:
+    """A task's history from git: when, who (agent and host), which command, what changed, the commit."""
+    from michi.commands import task_log
+
+    return _done(task_log.run(session(ctx), ref, fetch, no_fetch))
 
 
 def _simple(action: str, doc: str) -> None:
@@ -123,7 +150,11 @@ def _simple(action: str, doc: str) -> None:
     task_app.command(action)(verb)
 
 
-_simple("start", "Start a task (state in_progress).")
+_simple(
+    "start",
+    "Start a task (state in_progress). Starting a task you hold a claim on is a no-op (exit 0): "
+    "the claim already started it.",
+)
 _simple("stop", "Stop a task (back to todo).")
 _simple("review", "Hand a task over for review.")
 _simple("done", "Mark a task done.")
@@ -134,7 +165,7 @@ _simple("delete", "Delete a task (kept as status deleted; its id is never reused
 def annotate(
     ctx: typer.Context,
     ref: Ref,
-    text: Annotated[str, typer.Argument(help="The note.")],
+    text: Annotated[str, typer.Argument(metavar="TEXT", help="The note.")],
     if_version: IfVersion = None,
     wait: Wait = None,
     offline: Offline = False,
@@ -153,16 +184,29 @@ def annotate(
 def modify(
     ctx: typer.Context,
     ref: Ref,
-    description: Annotated[str | None, typer.Option("--description", help="New description.")] = None,
-    priority: Annotated[str | None, typer.Option("--priority", "-p", help="H, M, L, or '' to clear.")] = None,
-    project: Annotated[str | None, typer.Option("--project", help="New project, or '' to clear.")] = None,
-    tag: Annotated[list[str] | None, typer.Option("--tag", "-t", help="Add a tag.")] = None,
-    remove_tag: Annotated[list[str] | None, typer.Option("--remove-tag", help="Remove a tag.")] = None,
+    description: Annotated[
+        str | None, typer.Option("--description", metavar="TEXT", help="New description.")
+    ] = None,
+    priority: Annotated[
+        str | None, typer.Option("--priority", "-p", metavar="H|M|L", help="H, M, L, or '' to clear.")
+    ] = None,
+    project: Annotated[
+        str | None, typer.Option("--project", metavar="NAME", help="New project, or '' to clear.")
+    ] = None,
+    tag: Annotated[
+        list[str] | None,
+        typer.Option("--tag", "-t", metavar="TAG", help="Add a tag (repeatable; a,b adds two)."),
+    ] = None,
+    remove_tag: Annotated[
+        list[str] | None,
+        typer.Option("--remove-tag", metavar="TAG", help="Remove a tag (repeatable; a,b removes two)."),
+    ] = None,
     depends: Annotated[
-        list[str] | None, typer.Option("--depends", metavar="ID", help="Add a dependency.")
+        list[str] | None, typer.Option("--depends", metavar="ID", help="Add a dependency (repeatable).")
     ] = None,
     remove_depends: Annotated[
-        list[str] | None, typer.Option("--remove-depends", metavar="ID", help="Drop one.")
+        list[str] | None,
+        typer.Option("--remove-depends", metavar="ID", help="Drop a dependency (repeatable)."),
     ] = None,
     if_version: IfVersion = None,
     wait: Wait = None,
@@ -198,7 +242,9 @@ def claim(
     wait: Wait = None,
     offline: Offline = False,
 ) -> Any:
-    """Claim a task for the agent (--agent or MICHI_AGENT): exclusive across clones."""
+    """Claim a task for the agent (--agent or MICHI_AGENT): exclusive across clones. The claim moves the
+    task to in_progress (no separate start needed); finish with 'michi task done ID'. It lasts --ttl
+    seconds; renew it while working, or others may take the task over when it expires."""
     from michi.commands import task_change
 
     s = session(ctx)
@@ -228,16 +274,31 @@ _simple("release", "Give back the agent's own claim (the task goes back to todo)
 def next_(
     ctx: typer.Context,
     claim: Annotated[
-        bool, typer.Option("--claim", help="Claim it in the same transaction (for agent loops).")
+        bool,
+        typer.Option(
+            "--claim",
+            help="Claim it in the same transaction: it moves to in_progress, assigned to you (agent loops).",
+        ),
     ] = False,
     every: Every = False,
     domain: Domain = None,
     ttl: Ttl = None,
-    fetch: Fetch = False,
+    _fetch: Annotated[
+        bool, typer.Option("--fetch", hidden=True, help="Always on (kept for scripts).")
+    ] = False,
     wait: Wait = None,
-    offline: Offline = False,
+    offline: Annotated[
+        bool,
+        typer.Option(
+            "--offline",
+            help="Do not contact the remote: answer from the last sync (with --claim: commit locally; "
+            "'michi sync' pushes it later).",
+        ),
+    ] = False,
 ) -> Any:
-    """The most urgent ready task; exit 3 (no_ready_task) when there is none."""
+    """The most urgent ready task (Taskwarrior's urgency, in the JSON as `urgency`) of the remote's
+    current state: fetches first. Exit 3 (no_ready_task) when there is none; its counts say why, and
+    `open: 0` means all work is finished."""
     from michi.commands import task_change, task_read
 
     s = session(ctx)
@@ -245,7 +306,7 @@ def next_(
         return _done(
             task_change.next_claim(s, every_domain=every, domain=domain, ttl=ttl, wait=wait, offline=offline)
         )
-    return _done(task_read.next_task(s, every_domain=every, domain=domain, fetch=fetch))
+    return _done(task_read.next_task(s, every_domain=every, domain=domain, offline=offline))
 
 
 @task_app.command("reap")

@@ -1,5 +1,6 @@
 """`michi init`: the root `.tasks/` domain (with the id counter) and a commented `.michi.toml`, committed
-through the transaction so they reach the remote; `--hook` also installs the pre-commit hook."""
+through the transaction so they reach the remote; `--hook` also installs the pre-commit hook, `--agents`
+writes michi's section into AGENTS.md."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from michi.results import Message
 from michi.session import Session
 
 
-def run(session: Session, *, hook: bool, wait: float | None, offline: bool) -> Message:
+def run(session: Session, *, hook: bool, wait: float | None, offline: bool, agents: bool = False) -> Message:
     from michi.workflow import Mutation
 
     outcome = task_common.transact(session, Mutation("michi.tasks.create:init", {}), wait, offline)
@@ -23,6 +24,12 @@ def run(session: Session, *, hook: bool, wait: float | None, offline: bool) -> M
         installed = install(session.repo)
         data["hook"] = installed.to_json()
         text += "\n" + installed.summary()
+    if agents:
+        from michi.commands import agents_md
+
+        path, what = agents_md.write(session.repo.worktree)
+        data["agents_md"] = {"path": str(path), "section": what}
+        text += f"\n{path.name}: michi section {what} (commit it with your next commit)"
     if outcome.commit and not outcome.pushed:
         text += " (committed locally, nothing pushed: 'michi sync' pushes it later)"
     text += "".join(f"\nnote: {note}" for note in outcome.notes if "nothing was pushed" not in note)

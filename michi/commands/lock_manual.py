@@ -10,6 +10,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from michi.durations import stamp
 from michi.errors import UsageError
 from michi.lock import TOKEN_ENV, Owner, RepoLock, admin
 from michi.lock.record import process_start
@@ -73,7 +74,7 @@ def acquire(
     lock.acquire(cfg.lock_wait)
     record = lock.record
     token = lock.detach()
-    return Acquired(token, holder, record.expires if record else None, str(session.repo.lock_dir))
+    return Acquired(token, holder, stamp(record.expires_ts) if record else None, str(session.repo.lock_dir))
 
 
 def _token(token: str | None) -> str | None:
@@ -96,4 +97,4 @@ def renew(session: Session, *, token: str | None, ttl: float | None) -> Renewed:
         raise UsageError("say which lock to renew", hint="pass --token TOKEN (printed by acquire)")
     cfg = session.with_overrides(lock_ttl=ttl)
     owner = admin.renew(session.repo, token=token, ttl=cfg.lock_ttl)
-    return Renewed(owner.expires, str(session.repo.lock_dir))
+    return Renewed(stamp(owner.expires_ts), str(session.repo.lock_dir))

@@ -60,7 +60,7 @@ def run(
         "domain": where,
         "priority": priority(prio) or None,
         "project": project or None,
-        "tags": list(dict.fromkeys(tags)),
+        "tags": task_common.split_tags(tags),
         "depends": known,
         "depends_refs": later,
         "floor": snap.index.max_id,

@@ -39,7 +39,10 @@ def change(
         params["path"] = snap.index.find(ref)
     outcome = task_common.transact(session, Mutation("michi.tasks.mutations:update", params), wait, offline)
     task = task_common.views(outcome.result, snap.index)[0]
-    return task_common.TaskResult(task, task_common.txn_info(outcome), outcome.notes)
+    txn = task_common.txn_info(outcome)
+    if outcome.commit is None and action == "start":  # the claim's owner starting it: a no-op
+        txn["notes"] = [*txn["notes"], "already in progress under your claim: nothing changed"]
+    return task_common.TaskResult(task, txn, txn["notes"])
 
 
 def claim(session: Session, action: str, ref: str, ttl: float | None, **kw: Any) -> task_common.TaskResult:
@@ -62,7 +65,7 @@ def next_claim(
     params = {"domain": where, "ttl": _ttl(session, ttl)}
     outcome = task_common.transact(session, Mutation("michi.tasks.pool:next_claim", params), wait, offline)
     snap = task_common.read(session)
-    task = task_common.views(outcome.result, snap.index)[0]
+    task = {**task_common.views(outcome.result, snap.index)[0], "urgency": outcome.result[0]["urgency"]}
     return task_common.TaskResult(task, task_common.txn_info(outcome), outcome.notes)
 
 
@@ -102,8 +105,8 @@ def modify(
         "description": description,
         "priority": parse_priority(priority),
         "project": project,
-        "tags_add": tags_add,
-        "tags_remove": tags_remove,
+        "tags_add": task_common.split_tags(tags_add),
+        "tags_remove": task_common.split_tags(tags_remove),
         "depends_add": known,
         "depends_refs": later,
         "depends_remove": [snap.index.get(r)[1].uuid for r in depends_remove],

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from michi import __version__
-from michi.durations import duration
+from michi.commands import freshness
+from michi.commands.freshness import How, is_stale
 from michi.results import Result
 from michi.session import Session
 from michi.tasks import serialization
@@ -28,54 +28,63 @@ LIST_FORMAT = f"michi {__version__} list/1 {','.join(COLUMNS)} {','.join(VIEW_KE
 class Snap:
     index: Index
     notes: list[str]
+    ref: str = ""  # the ref read: the remote-tracking branch, or the local one (offline work, no remote)
 
 
-def age_note(synced_at: float | None, branch: str) -> str:
-    if synced_at is None:
-        return f"tasks as on the local branch {branch} (never synced with a remote; --fetch to refresh)"
-    return f"tasks as of the last sync {duration(time.time() - synced_at)} ago (--fetch to refresh)"
-
-
-def _notes(synced_at: float | None, branch: str, problems: int) -> list[str]:
-    notes = [age_note(synced_at, branch)]
+def _notes(age: str, problems: int) -> list[str]:
+    notes = [age]
     if problems:
         notes.append(f"{problems} task file(s) could not be read; 'michi doctor' lists them")
     return notes
 
 
-def read(session: Session, fetch: bool = False) -> Snap:
-    """The task branch as last synced: no lock, no network unless `fetch`."""
-    from michi.workflow import read_snapshot
-
-    snap = read_snapshot(session.repo, session.config, fetch=fetch)
+def read(session: Session, mode: How | bool = How.CACHED) -> Snap:
+    """The task branch, fetched first as `mode` says (freshness; True: --fetch); no lock."""
+    if isinstance(mode, bool):
+        mode = How.FETCH if mode else How.CACHED
+    got = freshness.read_snapshot(session, mode)
+    snap = got.snapshot
     index = for_tree(snap, session.repo.state_dir)
-    return Snap(index, _notes(snap.synced_at, snap.branch, len(index.problems)))
+    age = freshness.note(snap.synced_at, snap.branch, snap.remote, mode, got.fetched, got.failure)
+    return Snap(index, _notes(age, len(index.problems)), snap.ref)
 
 
-def read_table(session: Session, fetch: bool = False) -> tuple[Table, list[str]]:
-    """Every task in the list table (ADR 0008). While the ref read last time holds the same commit, the
-    table comes from the list cache after a few file reads (no git process, no GitPython); otherwise from
-    the index brought up to that commit, and the cache is rewritten for next time."""
+def read_table(session: Session, mode: How = How.AUTO) -> tuple[Table, list[str]]:
+    """Every task in the list table (ADR 0008). While the ref read last time holds the same commit and no
+    fetch is due, the table comes from the list cache after a few file reads (no git process, no
+    GitPython); otherwise from the index brought up to that commit, and the cache is rewritten."""
     from michi.workflow import snapshot
 
-    paths = session.repo
+    paths, config = session.repo, session.config
     old: Table | None = None
     try:
         form, stamp_t, problems, table = load_checked(paths.state_dir, LIST_CACHE)
         stamp = snapshot.Stamp(*stamp_t)
         if form == LIST_FORMAT and len(table) == len(COLUMNS) and len({len(c) for c in table}) == 1:
-            if not fetch and snapshot.is_current(paths, session.config, stamp):
-                return table, _notes(snapshot.synced_at(paths, stamp.remote), stamp.branch, problems)
+            synced = snapshot.synced_at(paths, stamp.remote)
+            due = mode is How.FETCH or (
+                mode is How.AUTO and stamp.remote is not None and is_stale(synced, config.read_max_age)
+            )
+            if not due and snapshot.is_current(paths, config, stamp):
+                age = freshness.note(synced, stamp.branch, stamp.remote, mode, False, None)
+                return table, _notes(age, problems)
             old = table
     except (TypeError, ValueError):  # no cache (None), or not one this code wrote
         pass
-    snap = snapshot.read_snapshot(paths, session.config, fetch=fetch)
+    got = freshness.read_snapshot(session, mode)
+    snap = got.snapshot
     index = for_tree(snap, paths.state_dir)
     table = table_of(index, old)
     problems = len(index.problems)
     if snap.stamp is not None:
         save_checked(paths.state_dir, LIST_CACHE, (LIST_FORMAT, tuple(snap.stamp), problems, table))
-    return table, _notes(snap.synced_at, snap.branch, problems)
+    age = freshness.note(snap.synced_at, snap.branch, snap.remote, mode, got.fetched, got.failure)
+    return table, _notes(age, problems)
+
+
+def split_tags(values: list[str]) -> list[str]:
+    """`-t a,b` is two tags, as Taskwarrior reads them; blanks dropped, first spelling kept, order kept."""
+    return list(dict.fromkeys(t.strip() for v in values for t in v.split(",") if t.strip()))
 
 
 def transact(session: Session, mutation: Mutation, wait: float | None, offline: bool) -> TxnOutcome:

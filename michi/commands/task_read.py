@@ -1,14 +1,17 @@
-"""Read-only task commands: `list`, `show`, `next` (without --claim). No lock, no network unless --fetch."""
+"""Read-only task commands: `list`, `show`, `next` (without --claim). No lock; how fresh each answer is
+(and when it fetches) is `freshness`'s job (ADR 0008)."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
-from michi.commands import task_common
-from michi.errors import UsageError
+from michi.commands import freshness, task_common
+from michi.commands.freshness import How
+from michi.errors import MichiError, UsageError
 from michi.session import Session
-from michi.tasks import domains
-from michi.tasks.errors import NoReadyTask
+from michi.tasks import backlog, domains
 from michi.tasks.model import OPEN_STATES, STATES
 from michi.tasks.query import Filter, ready_order, select, view, view_record
 
@@ -41,29 +44,45 @@ def list_tasks(
     assignee: str | None,
     ready: bool,
     fetch: bool,
+    no_fetch: bool = False,
 ) -> task_common.TaskList:
+    mode = freshness.how(fetch, no_fetch)
     where = None if every_domain else domains.resolve(session.repo.worktree, session.cwd, domain)
-    flt = Filter(where, states(state), tuple(tags), project, assignee, ready)
+    flt = Filter(where, states(state), tuple(task_common.split_tags(tags)), project, assignee, ready)
     title = "tasks in every domain" if where is None else f"tasks in domain {where}"
     if not ready:  # readiness looks at other tasks' records: only the index has them
-        table, notes = task_common.read_table(session, fetch)
+        table, notes = task_common.read_table(session, mode)
         return task_common.TaskList(flt.pick(table), notes, title)
-    snap = task_common.read(session, fetch)
+    snap = task_common.read(session, mode)
     found = select(snap.index, flt, time.time())
     return task_common.TaskList.of([view_record(r, p, snap.index) for p, r in found], snap.notes, title)
 
 
-def show(session: Session, ref: str, fetch: bool) -> task_common.TaskResult:
-    snap = task_common.read(session, fetch)
-    path, task = snap.index.get(ref)
+def show(session: Session, ref: str, fetch: bool, no_fetch: bool = False) -> task_common.TaskResult:
+    snap = task_common.read(session, freshness.how(fetch, no_fetch))
+    with noted(snap.notes):
+        path, task = snap.index.get(ref)
     return task_common.TaskResult(view(task, path, snap.index), notes=snap.notes)
 
 
 def next_task(
-    session: Session, *, every_domain: bool, domain: str | None, fetch: bool
+    session: Session, *, every_domain: bool, domain: str | None, offline: bool
 ) -> task_common.TaskResult:
+    """The most urgent ready task of the remote's current state (fetched first unless `offline`)."""
     where = None if every_domain else domains.resolve(session.repo.worktree, session.cwd, domain)
-    snap = task_common.read(session, fetch)
-    for path, task in ready_order(snap.index, where, time.time()):
-        return task_common.TaskResult(view(task, path, snap.index), notes=snap.notes)
-    raise NoReadyTask("no ready task", hint="add tasks, or look at 'michi task list --all --state any'")
+    snap = task_common.read(session, How.OFFLINE if offline else How.FETCH)
+    now = time.time()
+    for path, task, score in ready_order(snap.index, where, now):
+        return task_common.TaskResult({**view(task, path, snap.index), "urgency": score}, notes=snap.notes)
+    with noted(snap.notes):
+        raise backlog.no_ready(snap.index, where, session.resolve_agent(), now)
+
+
+@contextmanager
+def noted(notes: list[str]) -> Iterator[None]:
+    """An error raised after the read still says which state it answered from."""
+    try:
+        yield
+    except MichiError as exc:
+        exc.notes = [*notes, *exc.notes]
+        raise

@@ -24,6 +24,8 @@ from michi.git.files import operation_in_progress as operation_in_progress
 from michi.git.files import read_ref as read_ref
 from michi.git.files import read_ref_file as read_ref_file
 from michi.git.files import refs_are_files as refs_are_files
+from michi.git.history import PathRevision as PathRevision
+from michi.git.history import path_history as path_history
 from michi.git.objects import BLOB_MODE as BLOB_MODE
 from michi.git.objects import EMPTY_TREE as EMPTY_TREE
 from michi.git.objects import TREE_MODE as TREE_MODE

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from michi.durations import duration
+from michi.durations import duration, stamp
 from michi.errors import Conflict, Interrupted, LockError, UsageError
-from michi.lock.record import Owner, iso
+from michi.lock.record import Owner
 
 CLEAR_HINT = (
     "wait and retry (--wait SECONDS); if the holder is gone, `michi lock status` says whether the lock is "
@@ -23,8 +23,8 @@ def holder_details(owner: Owner | None, now: float) -> dict[str, Any]:
             "host": owner.host,
             "agent": owner.agent,
             "command": owner.command,
-            "created": owner.created,
-            "expires": owner.expires,
+            "created": stamp(owner.created_ts),
+            "expires": stamp(owner.expires_ts),
             "age": round(max(0.0, now - owner.created_ts), 3),
         }
     }
@@ -51,7 +51,7 @@ class LockTimeout(LockError):
             hint=CLEAR_HINT,
             waited=round(waited, 3),
             lock=path,
-            checked_at=iso(now),
+            checked_at=stamp(now),
             **holder_details(owner, now),
         )
 

@@ -36,6 +36,11 @@ def refuse_if_claimed(task: Task, agent: str | None, now: float) -> None:
         )
 
 
+def holds(task: Task, agent: str | None, now: float) -> bool:
+    """`agent` holds a live claim on `task` (which a claim put in in_progress)."""
+    return agent is not None and task.claim_holder(now) == agent
+
+
 def claim(task: Task, agent: str, ttl: float, now: float) -> Task:
     refuse_if_claimed(task, agent, now)
     moved = transitions.move(task, "claim", now)

@@ -25,6 +25,7 @@ CONFIG_TEXT = """\
 # claim_ttl = 3600        # seconds an agent's claim lasts (0: no expiry)
 # push_retries = 20       # push attempts when other clones keep winning
 # allow_hand_edits = false
+# read_max_age = 60       # seconds after the last sync `list` and `show` fetch first (0: always)
 """
 
 

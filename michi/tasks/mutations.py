@@ -88,6 +88,10 @@ def update(tree: TaskTree, params: Mapping[str, Any], ctx: ApplyContext) -> Chan
         new = claims.renew(task, claims.require_agent(ctx.agent), float(params["ttl"]), now)
     elif action == "release":
         new = claims.release(task, claims.require_agent(ctx.agent), now)
+    elif action == "start" and claims.holds(task, ctx.agent, now):
+        # A claim already moved the task to in_progress: its owner starting it is a no-op, not a conflict.
+        record = serialization.to_record(task)
+        return Change(f"task start {task.id} (already started)", result=[{"path": path, "record": record}])
     else:
         claims.refuse_if_claimed(task, ctx.agent, now)
         if action in SIMPLE:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
-from michi.tasks import claims
+from michi.tasks import backlog, claims
 from michi.tasks.domains import domain_of
-from michi.tasks.errors import NoReadyTask
 from michi.tasks.mutations import fresh_index, written
 from michi.tasks.query import ready_order
 from michi.workflow.mutation import ApplyContext, Change, TaskTree
@@ -17,13 +17,11 @@ def next_claim(tree: TaskTree, params: Mapping[str, Any], ctx: ApplyContext) -> 
     """Claim the most urgent ready task of the fresh tree; a retry after a lost race picks the next one."""
     agent = claims.require_agent(ctx.agent)
     index = fresh_index(tree, ctx)
-    for path, task in ready_order(index, params.get("domain"), ctx.now):
+    for path, task, score in ready_order(index, params.get("domain"), ctx.now):
         claimed = claims.claim(task, agent, float(params["ttl"]), ctx.now)
-        return written(f"task claim {task.id}", [(path, claimed)])
-    raise NoReadyTask(
-        "no ready task: nothing pending, unclaimed and with its dependencies done",
-        hint="add tasks, wait for claims to expire, or look at 'michi task list --all'",
-    )
+        change = written(f"task claim {task.id}", [(path, claimed)])
+        return replace(change, result=[{**r, "urgency": score} for r in change.result])
+    raise backlog.no_ready(index, params.get("domain"), agent, ctx.now)
 
 
 def reap(tree: TaskTree, params: Mapping[str, Any], ctx: ApplyContext) -> Change:

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from michi.tasks import serialization
+from michi.tasks import serialization, urgency
 from michi.tasks.domains import domain_of
 from michi.tasks.index import Index
 from michi.tasks.model import OPEN_STATES, Task
@@ -33,7 +33,6 @@ VIEW_KEYS = (
     "end",
     "annotations",
 )
-PRIORITY_RANK = {"H": 0, "M": 1, "L": 2}
 
 
 def view(task: Task, path: str, index: Index) -> dict[str, Any]:
@@ -172,11 +171,6 @@ def is_ready(task: Task, index: Index, now: float) -> bool:
     return True
 
 
-def urgency_key(task: Task) -> tuple[int, str, int]:
-    """Most urgent first: priority H, M, L, none; then the oldest; then the lowest id."""
-    return (PRIORITY_RANK.get(task.priority or "", 3), task.entry, task.id)
-
-
 def select(index: Index, flt: Filter, now: float) -> list[tuple[str, dict[str, Any]]]:
     """(path, record) of the matching tasks, by id."""
     found = [
@@ -186,9 +180,30 @@ def select(index: Index, flt: Filter, now: float) -> list[tuple[str, dict[str, A
     return found
 
 
-def ready_order(index: Index, domain: str | None, now: float) -> Iterable[tuple[str, Task]]:
-    flt = Filter(domain=domain, states=("todo", "in_progress"), ready=True)
-    return sorted(
-        ((p, index.tasks[p]) for p, rec in select(index, flt, now)),
-        key=lambda pt: urgency_key(pt[1]),
-    )
+def ready_order(index: Index, domain: str | None, now: float) -> list[tuple[str, Task, float]]:
+    """The ready tasks with their urgency, most urgent first (Taskwarrior's urgency, as `task next`
+    orders); ties go to the oldest, then the lowest id."""
+    depended = depended_on(index)  # builds every Task once (index.tasks); readiness reuses them
+    scored = []
+    for path, task in index.tasks.items():
+        if (domain is None or domain_of(path) == domain) and is_ready(task, index, now):
+            scored.append((path, task, urgency.urgency(task, now, blocking=task.uuid in depended)))
+    scored.sort(key=lambda ptu: (-ptu[2], ptu[1].entry, ptu[1].id))
+    return scored
+
+
+def urgencies(index: Index, now: float) -> dict[str, float]:
+    """Every task's urgency by uuid, as Taskwarrior's `task export` reports it."""
+    depended = depended_on(index)
+    open_uuids = {t.uuid for t in index.tasks.values() if _is_open(t)}
+    tasks = index.tasks.values()
+    return {t.uuid: urgency.urgency(t, now, **urgency.flags(t, open_uuids, depended)) for t in tasks}
+
+
+def _is_open(task: Task) -> bool:
+    return task.state in OPEN_STATES and task.status in ("pending", "waiting")
+
+
+def depended_on(index: Index) -> set[str]:
+    """Uuids some open task depends on: Taskwarrior calls those tasks *blocking*."""
+    return {dep for task in index.tasks.values() if _is_open(task) for dep in task.depends}

@@ -8,6 +8,7 @@ depends on is *blocking*.
 
 from __future__ import annotations
 
+import calendar
 from collections.abc import Collection
 
 from michi.tasks.model import Task, parse_tw_date
@@ -33,12 +34,20 @@ def _count_factor(n: int) -> float:
     return 0.0 if n == 0 else 0.8 if n == 1 else 0.9 if n == 2 else 1.0
 
 
+def _epoch(text: str) -> float:
+    """`parse_tw_date` without strptime, which costs ~0.1 ms a call: `next` scores every ready task."""
+    if len(text) == 16 and text[8] == "T" and text[15] == "Z" and text[:8].isdigit() and text[9:15].isdigit():
+        fields = (text[0:4], text[4:6], text[6:8], text[9:11], text[11:13], text[13:15])
+        return float(calendar.timegm(tuple(int(f) for f in fields)))
+    return parse_tw_date(text)  # anything unusual: the strict parser decides (ValueError)
+
+
 def _date(task: Task, name: str) -> float | None:
     value = task.extra.get(name)
     if not isinstance(value, str):
         return None
     try:
-        return parse_tw_date(value)
+        return _epoch(value)
     except ValueError:
         return None
 
@@ -72,7 +81,7 @@ def urgency(task: Task, now: float, *, blocked: bool = False, blocking: bool = F
     if task.start or task.state == "in_progress":
         total += ACTIVE
     try:
-        age_days = max(0.0, (now - parse_tw_date(task.entry)) / DAY)
+        age_days = max(0.0, (now - _epoch(task.entry)) / DAY)
     except ValueError:
         age_days = 0.0
     total += AGE * min(1.0, age_days / AGE_MAX_DAYS)

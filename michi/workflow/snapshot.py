@@ -35,12 +35,14 @@ class Snapshot(GitTaskTree):
         ref: str,
         synced_at: float | None,
         stamp: Stamp | None = None,
+        remote: str | None = None,
     ) -> None:
         super().__init__(repo, commit)
         self.branch = branch
         self.ref = ref
         self.synced_at = synced_at  # when michi last talked to the remote; None = never (or no remote)
         self.stamp = stamp  # None when the read cannot be vouched for by file reads (target.inputs)
+        self.remote = remote  # None: the repository has no such remote
 
 
 def synced_at(paths: RepoPaths, remote: str | None) -> float | None:
@@ -71,7 +73,7 @@ def read_snapshot(paths: RepoPaths, config: Config, *, fetch: bool = False) -> S
         ref = target.local_ref
     commit = git.ref_oid(repo, ref)
     stamp = None if seen is None else Stamp(seen, target.branch, target.remote, ref, commit)
-    return Snapshot(repo, commit, target.branch, ref, synced_at(paths, target.remote), stamp)
+    return Snapshot(repo, commit, target.branch, ref, synced_at(paths, target.remote), stamp, target.remote)
 
 
 def is_current(paths: RepoPaths, config: Config, stamp: Stamp) -> bool:

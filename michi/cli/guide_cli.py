@@ -1,0 +1,58 @@
+"""`michi guide`: the agent's manual; with --json, the contract, its commands read off the CLI itself."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+
+
+def _param(param: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "name": param.name,
+        "kind": "option" if param.param_type_name == "option" else "argument",
+        "required": bool(param.required),
+    }
+    if out["kind"] == "option":
+        out["flags"] = [*param.opts, *param.secondary_opts]
+        out["takes_value"] = not param.is_flag
+        out["repeatable"] = bool(param.multiple)
+        out["help"] = param.help or ""
+    if param.metavar:
+        out["metavar"] = param.metavar
+    return out
+
+
+def describe(command: Any, path: list[str]) -> list[dict[str, Any]]:
+    """Every visible command under `command` (a click command or group), with its parameters."""
+    subcommands = getattr(command, "commands", None)
+    if subcommands is not None:
+        out: list[dict[str, Any]] = []
+        for name in sorted(subcommands):
+            sub = subcommands[name]
+            if not getattr(sub, "hidden", False):
+                out += describe(sub, [*path, name])
+        return out
+    params = [p for p in command.params if not getattr(p, "hidden", False) and p.name != "help"]
+    doc = (command.help or "").strip().split("\n\n")[0]
+    return [{"command": " ".join(path), "help": " ".join(doc.split()), "params": [_param(p) for p in params]}]
+
+
+def guide(ctx: typer.Context) -> Any:
+    """How an agent works with michi: the work loop, claims, exit and error codes, JSON shapes, the lock.
+    With --json: the machine-readable contract (commands, options, exit codes, error codes, task fields)."""
+    from michi.cli.options import session
+    from michi.commands import guide as guide_cmd
+    from michi.results import Message
+
+    root = ctx.find_root()
+    if not session(ctx).json:
+        return Message(guide_cmd.manual().rstrip("\n"))
+    top = [_param(p) for p in root.command.params if p.name not in ("help", "version")]
+    data = guide_cmd.contract(describe(root.command, ["michi"]))
+    data["global_options"] = top
+    return guide_cmd.Guide("", data)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("guide")(guide)

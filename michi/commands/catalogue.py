@@ -1,0 +1,69 @@
+"""Every error code michi can print, with its exit code, found in michi's own code so the guide cannot drift.
+
+Two sources: the `code` of every `MichiError` subclass, and the `code="..."` given where an error is raised
+(e.g. `GitFailed(..., code="push_unknown")`), found by parsing michi's source with `ast`; such a code's
+exit code is that of the class it is raised with.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+from pathlib import Path
+
+from michi.errors import ExitCode, MichiError
+
+# The modules that define MichiError subclasses (imported so `__subclasses__` sees them all).
+ERROR_MODULES = ("michi.errors", "michi.tasks.errors", "michi.lock.errors", "michi.hook.messages")
+
+EXIT_MEANINGS = {
+    ExitCode.OK: "ok",
+    ExitCode.UNEXPECTED: "unexpected error (a bug: please report it)",
+    ExitCode.USAGE: "usage: bad flags or arguments, bad configuration, not a repository",
+    ExitCode.NOT_FOUND: "not found (unknown task; no_ready_task from next)",
+    ExitCode.CONFLICT: "conflict: changed since --if-version, claimed by another agent, invalid state change",
+    ExitCode.GIT: "git or remote failure (unreachable, rejected, repository mid-rebase)",
+    ExitCode.LOCK_BUSY: "lock busy: the repo lock stayed held for longer than --wait",
+    ExitCode.INTERRUPTED: "interrupted (Ctrl-C); nothing half-done is left",
+}
+assert set(EXIT_MEANINGS) == set(ExitCode)
+
+
+def _classes() -> dict[str, type[MichiError]]:
+    for name in ERROR_MODULES:
+        importlib.import_module(name)
+    found: dict[str, type[MichiError]] = {"MichiError": MichiError}
+    todo = [MichiError]
+    while todo:
+        for sub in todo.pop().__subclasses__():
+            found[sub.__name__] = sub
+            todo.append(sub)
+    return found
+
+
+def _raised_codes(classes: dict[str, type[MichiError]]) -> dict[str, int]:
+    """Codes given as `code=` to an error raised anywhere in michi, with that error class's exit code."""
+    out: dict[str, int] = {}
+    root = Path(__file__).resolve().parent.parent
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Call):
+                continue
+            name = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", "")
+            for kw in node.keywords:
+                if (
+                    kw.arg == "code"
+                    and isinstance(kw.value, ast.Constant)
+                    and isinstance(kw.value.value, str)
+                ):
+                    cls = classes.get(name, MichiError)
+                    out.setdefault(kw.value.value, int(cls.exit_code))
+    return out
+
+
+def error_codes() -> dict[str, int]:
+    """code -> exit code, sorted by exit code then name."""
+    classes = _classes()
+    codes = {cls.code: int(cls.exit_code) for cls in classes.values()}
+    codes.update({k: v for k, v in _raised_codes(classes).items() if k not in codes})
+    return dict(sorted(codes.items(), key=lambda kv: (kv[1], kv[0])))

@@ -1,0 +1,82 @@
+"""`michi guide` (the agent's manual), `michi --json guide` (the contract, generated from the code) and
+`michi init --agents` (michi's marked section in AGENTS.md)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+import michi
+from michi.errors import ExitCode
+from michi.tasks.query import VIEW_KEYS
+
+SOURCE = Path(michi.__file__).parent
+
+
+def _codes_in_source() -> set[str]:
+    """Every error code michi's source names, found independently of the guide's own search."""
+    found: set[str] = set()
+    for path in SOURCE.rglob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        found |= set(re.findall(r'\bcode="([a-z_]+)"', text))
+        found |= set(re.findall(r'^\s+code = "([a-z_]+)"', text, re.MULTILINE))
+    return found
+
+
+def test_manual_teaches_the_loop_in_80_lines(cli, tmp_path: Path) -> None:
+    out = cli(tmp_path, "guide")  # works outside any repository
+    assert out.exit_code == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert len(lines) <= 80 and max(len(line) for line in lines) <= 110
+    loop = ("task next --claim", "task done ID", "open == 0", "renew", "lock run", "git pull --rebase")
+    for needed in loop:
+        assert needed in out.stdout, needed
+    for code in ("no_ready_task", "claimed", "lock_busy", "push_unknown"):
+        assert code in out.stdout
+
+
+def test_json_contract_covers_every_code_command_and_field(cli, tmp_path: Path) -> None:
+    data = cli(tmp_path, "--json", "guide").json()
+    assert set(data["exit_codes"]) == {str(int(c)) for c in ExitCode}
+    missing = _codes_in_source() - set(data["error_codes"])
+    assert not missing, f"error codes raised in michi/ but absent from the guide: {missing}"
+    assert data["error_codes"]["no_ready_task"]["exit_code"] == 3
+    assert data["error_codes"]["push_unknown"]["exit_code"] == 5
+    assert data["error_codes"]["command_failed"]["exit_code"] == 2
+    assert tuple(data["task"]["fields"]) == VIEW_KEYS and "urgency" in data["task"]["extra_fields"]
+    commands = {c["command"]: c for c in data["commands"]}
+    assert {"michi task next", "michi task log", "michi guide", "michi lock run"} <= set(commands)
+    opts = {p["flags"][0]: p for p in commands["michi task add"]["params"] if p["kind"] == "option"}
+    assert opts["--tag"]["repeatable"] and opts["--tag"]["metavar"] == "TAG"
+    assert not opts["--offline"]["takes_value"] and not opts["--offline"]["repeatable"]
+    assert "--fetch" not in {p["flags"][0] for p in commands["michi task next"]["params"] if "flags" in p}
+    assert {p["flags"][0] for p in data["global_options"]} == {"-C", "--json", "--agent"}
+
+
+def test_init_agents_writes_a_marked_section_and_nothing_else(cli, repo: Path) -> None:
+    result = cli(repo, "init", "--agents", "--json")
+    assert result.exit_code == 0 and result.json()["agents_md"]["section"] == "created"
+    text = (repo / "AGENTS.md").read_text()
+    assert "michi guide" in text and text.count("<!-- michi:start -->") == 1
+    mine = "# Our agents\n\nBe kind.\n"
+    (repo / "AGENTS.md").write_text(mine + "\n" + text.replace("michi guide", "an old text") + "\nTail.\n")
+    again = cli(repo, "init", "--agents", "--json").json()["agents_md"]
+    assert again["section"] == "replaced"
+    rewritten = (repo / "AGENTS.md").read_text()
+    assert rewritten == mine + "\n" + text + "\nTail.\n"
+    assert cli(repo, "init", "--agents", "--json").json()["agents_md"]["section"] == "unchanged"
+    (repo / "AGENTS.md").write_text("only\n")
+    assert cli(repo, "init", "--agents", "--json").json()["agents_md"]["section"] == "added"
+    assert (repo / "AGENTS.md").read_text() == "only\n\n" + text
+
+
+@pytest.mark.parametrize(
+    "broken", ["<!-- michi:start -->\nno end\n", "<!-- michi:end -->\n<!-- michi:start -->\n"]
+)
+def test_init_agents_refuses_a_broken_section(cli, repo: Path, broken: str) -> None:
+    (repo / "AGENTS.md").write_text(broken)
+    result = cli(repo, "init", "--agents", "--json")
+    assert result.exit_code == 2 and "AGENTS.md" in result.json()["error"]["message"]
+    assert (repo / "AGENTS.md").read_text() == broken
