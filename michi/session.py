@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -20,6 +21,9 @@ class Session:
     agent: str | None = None
     overrides: dict[str, Any] = field(default_factory=dict)
     argv: list[str] = field(default_factory=list)
+    # Called while a changing command waits for the repo lock (holder, seconds waited): a spinner for a
+    # person, progress notifications for an MCP client.
+    on_wait: Callable[[Any, float], None] | None = None
 
     @cached_property
     def repo(self) -> RepoPaths:

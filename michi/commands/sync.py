@@ -15,6 +15,7 @@ def run(session: Session, *, wait: float | None) -> Message:
         config=session.with_overrides(lock_wait=wait),
         command=session.command_line,
         agent=session.resolve_agent(),
+        on_wait=session.on_wait,
     )
     outcome = sync(req)
     info = task_common.txn_info(outcome)

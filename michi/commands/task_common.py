@@ -95,6 +95,7 @@ def transact(session: Session, mutation: Mutation, wait: float | None, offline: 
         config=session.with_overrides(lock_wait=wait),
         command=session.command_line,
         agent=session.resolve_agent(),
+        on_wait=session.on_wait,
         offline=offline,
     )
     return run_transaction(req, mutation)

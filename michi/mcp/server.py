@@ -1,0 +1,145 @@
+"""`michi mcp`: a stdio MCP server that keeps one agent's michi warm between calls (ADR 0011).
+
+What is kept between calls: the imports, the repository's location and the agent's name. What is not:
+everything that could make a call wrong. Each call reads the configuration and the task branch afresh
+(the read cache is keyed by the exact commit, so it is never stale), and every changing call is one
+full transaction under the repo lock, exactly as a CLI call is: CLI users, other agents and other
+servers stay safe alongside this one. Calls are served one at a time.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import sys
+import typing
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.from_thread
+import anyio.to_thread
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+
+from michi import __version__
+from michi.cli.progress import describe_wait
+from michi.errors import MichiError
+from michi.mcp import tools
+from michi.session import Session
+
+PROGRESS_EVERY = 1.0  # seconds between progress notifications while a call waits for the repo lock
+
+INSTRUCTIONS = (
+    "michi is the task tracker of this git repository, shared with other agents and people. Work loop: "
+    "task_next with claim=true, do the work, task_done; when task_next fails with no_ready_task and its "
+    "counts say open=0, all work is finished. Read the michi://guide resource once for the whole manual."
+)
+
+
+class Server:
+    """The tools bound to one repository and agent, and the one-at-a-time gate in front of them."""
+
+    def __init__(self, cwd: Path, agent: str | None) -> None:
+        self.cwd = cwd
+        self.agent = agent
+        self.gate = anyio.Lock()
+
+    def session(self, tool: str, on_wait: Callable[..., None] | None) -> Session:
+        s = Session(cwd=self.cwd, json=True, agent=self.agent, argv=["mcp", tool])
+        s.on_wait = on_wait
+        return s
+
+    async def call(self, name: str, fn: Callable[..., Any], ctx: Context, kwargs: dict[str, Any]) -> Any:
+        reported = [-PROGRESS_EVERY]
+
+        def on_wait(holder: Any, waited: float) -> None:
+            if waited - reported[0] < PROGRESS_EVERY:
+                return
+            reported[0] = waited
+            message = describe_wait(holder, waited)
+            anyio.from_thread.run(lambda: ctx.report_progress(waited, None, message))
+
+        async with self.gate:
+            try:
+                result = await anyio.to_thread.run_sync(lambda: fn(self.session(name, on_wait), **kwargs))
+            except MichiError as exc:
+                return _text(exc.to_json(), error=True)
+            except Exception as exc:  # the JSON contract holds for bugs too, as in the CLI
+                err = MichiError(
+                    f"unexpected error: {type(exc).__name__}: {exc}", hint="please report this as a bug"
+                )
+                return _text(err.to_json(), error=True)
+        for note in getattr(result, "notes", None) or []:
+            await ctx.info(note)  # what the CLI says on stderr: how old the data is, what was left alone
+        return _text(result.to_json(), error=bool(result.exit_code))
+
+
+def _text(document: Any, error: bool) -> CallToolResult:
+    body = json.dumps(document, ensure_ascii=False, separators=(",", ":"))
+    return CallToolResult(content=[TextContent(type="text", text=body)], is_error=error)
+
+
+def _bind(server: Server, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """An async tool with `fn`'s parameters (less the session) plus the MCP context, for the SDK to
+    build the tool's input schema from."""
+    from pydantic import Field
+
+    hints = typing.get_type_hints(fn)
+    params = [
+        p.replace(annotation=typing.Annotated[hints[p.name], Field(description=tools.PARAMS[p.name])])
+        for p in inspect.signature(fn).parameters.values()
+        if p.name != "s"
+    ]
+
+    async def tool(ctx: Context, **kwargs: Any) -> CallToolResult:
+        result: CallToolResult = await server.call(name, fn, ctx, kwargs)
+        return result
+
+    ctx_param = inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=Context)
+    kw_params = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in params]
+    tool.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [*kw_params, ctx_param], return_annotation=CallToolResult
+    )
+    tool.__annotations__ = {
+        **{p.name: p.annotation for p in kw_params},
+        "ctx": Context,
+        "return": CallToolResult,
+    }
+    tool.__name__ = name
+    return tool
+
+
+def build(cwd: Path, agent: str | None) -> MCPServer[Any]:
+    server = Server(cwd, agent)
+    app: MCPServer[Any] = MCPServer(
+        name="michi", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING"
+    )
+    for name, (fn, description, changes) in tools.TOOLS.items():
+        app.add_tool(
+            _bind(server, name, fn),
+            name=name,
+            description=description + tools.ERRORS,
+            annotations=ToolAnnotations(read_only_hint=not changes, destructive_hint=False),
+            structured_output=False,
+        )
+    _resources(app)
+    return app
+
+
+def _resources(app: MCPServer[Any]) -> None:
+    from michi.mcp import resources
+
+    for uri, (name, mime, description, read) in resources.RESOURCES.items():
+
+        def reader(read: Callable[[], str] = read) -> str:
+            return read()
+
+        app.resource(uri, name=name, mime_type=mime, description=description)(reader)
+
+
+def serve(cwd: Path, agent: str | None) -> None:
+    """Serve on stdin/stdout until the client closes the stream. Nothing else may write to stdout."""
+    sys.stdout.flush()
+    build(cwd, agent).run("stdio")

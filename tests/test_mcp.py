@@ -1,0 +1,231 @@
+"""`michi mcp` driven by the MCP SDK's own stdio client: a real server process on a real repository."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from conftest import Remote, git, run_michi
+
+pytest.importorskip("mcp")
+
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+TOOLS = {
+    "task_add",
+    "task_list",
+    "task_show",
+    "task_next",
+    "task_claim",
+    "task_renew",
+    "task_release",
+    "task_start",
+    "task_stop",
+    "task_review",
+    "task_done",
+    "task_annotate",
+    "task_modify",
+    "lock_status",
+    "sync",
+}
+
+
+@asynccontextmanager
+async def server(repo: Path, agent: str) -> AsyncIterator[ClientSession]:
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "michi", "--agent", agent, "-C", str(repo), "mcp"],
+        env=dict(os.environ),
+        cwd=str(repo),
+    )
+    with open(os.devnull, "w") as errlog:
+        async with (
+            stdio_client(params, errlog=errlog) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            yield session
+
+
+async def call(session: ClientSession, tool: str, **args: Any) -> tuple[bool, Any]:
+    """(is_error, the JSON document the tool returned)."""
+    result = await session.call_tool(tool, args)
+    text = result.content[0].text  # type: ignore[union-attr]
+    return bool(result.is_error), json.loads(text)
+
+
+def run(fn: Callable[[], Any]) -> Any:
+    return anyio.run(fn)
+
+
+def trailers(bare: Path) -> list[str]:
+    return git(bare, "log", "--format=%B", "main").splitlines()
+
+
+@pytest.fixture
+def work(remote: Remote) -> Path:
+    repo = remote.clone("work")
+    assert run_michi(repo, "init").exit_code == 0
+    return repo
+
+
+def test_tools_are_listed_with_agent_descriptions(work: Path) -> None:
+    async def main() -> Any:
+        async with server(work, "a1") as s:
+            return (await s.list_tools()).tools
+
+    tools = run(main)
+    assert {t.name for t in tools} == TOOLS
+    nxt = next(t for t in tools if t.name == "task_next")
+    assert "no_ready_task" in (nxt.description or "")
+    assert "claim" in nxt.input_schema["properties"]
+
+
+def test_add_claim_done_lands_on_the_remote_with_the_agents_trailer(remote: Remote, work: Path) -> None:
+    async def main() -> list[tuple[bool, Any]]:
+        async with server(work, "agent-7") as s:
+            return [
+                await call(s, "task_add", description="write the docs", priority="H"),
+                await call(s, "task_next", claim=True),
+                await call(s, "task_done", id="1"),
+            ]
+
+    (e1, added), (e2, claimed), (e3, done) = run(main)
+    assert not (e1 or e2 or e3)
+    assert added["id"] == 1 and added["transaction"]["pushed"] is True
+    assert claimed["assignee"] == "agent-7" and claimed["state"] == "in_progress"
+    assert done["state"] == "done"
+    log = trailers(remote.bare)
+    assert log.count("Michi-Agent: agent-7") == 3
+    # The same object as the CLI's --json gives for the task now.
+    shown = run_michi(work, "--json", "task", "show", "1", "--fetch").json()
+    assert {k: shown[k] for k in ("id", "state", "version")} == {
+        k: done[k] for k in ("id", "state", "version")
+    }
+
+
+def test_an_unknown_id_is_a_tool_error_with_the_clis_code(work: Path) -> None:
+    async def main() -> tuple[bool, Any]:
+        async with server(work, "a1") as s:
+            return await call(s, "task_show", id="99")
+
+    is_error, doc = run(main)
+    assert is_error
+    cli = run_michi(work, "--json", "task", "show", "99")
+    assert doc == cli.json() and doc["error"]["code"] == "task_not_found"
+
+
+def test_two_servers_racing_next_claim_never_both_win_a_task(remote: Remote, work: Path) -> None:
+    for n in range(6):
+        assert run_michi(work, "task", "add", f"job {n}").exit_code == 0
+    other = remote.clone("other")
+    won: dict[str, list[int]] = {"a": [], "b": []}
+
+    async def agent(name: str, repo: Path) -> None:
+        async with server(repo, name) as s:
+            while True:
+                is_error, doc = await call(s, "task_next", claim=True)
+                if is_error:
+                    assert doc["error"]["code"] == "no_ready_task", doc
+                    return
+                won[name].append(doc["id"])
+
+    async def main() -> None:
+        with anyio.fail_after(240):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(agent, "a", work)
+                tg.start_soon(agent, "b", other)
+
+    run(main)
+    assert not set(won["a"]) & set(won["b"])
+    assert sorted(won["a"] + won["b"]) == [1, 2, 3, 4, 5, 6]
+
+
+def test_cli_commands_and_server_calls_interleave_safely(remote: Remote, work: Path) -> None:
+    async def main() -> list[int]:
+        ids = []
+        async with server(work, "srv") as s:
+            for n in range(4):
+                cli = subprocess.Popen(
+                    [sys.executable, "-m", "michi", "--json", "task", "add", f"cli {n}"],
+                    cwd=work,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.DEVNULL,
+                    text=True,
+                )
+                is_error, doc = await call(s, "task_add", description=f"mcp {n}")
+                assert not is_error, doc
+                out, _ = cli.communicate(timeout=120)
+                assert cli.returncode == 0
+                ids += [doc["id"], json.loads(out)["id"]]
+        return ids
+
+    ids = run(main)
+    assert sorted(ids) == list(range(1, 9))
+    listed = run_michi(work, "--json", "task", "list", "--fetch").json()
+    assert sorted(t["id"] for t in listed) == list(range(1, 9))
+    assert git(work, "status", "--porcelain") == ""
+
+
+def test_a_lock_wait_reports_progress_to_the_client(work: Path) -> None:
+    started, go = work.parent / "holder-started", work.parent / "holder-go"
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "michi",
+            "lock",
+            "run",
+            "--",
+            "sh",
+            "-c",
+            f"touch {started}; while [ ! -e {go} ]; do sleep 0.05; done",
+        ],
+        cwd=work,
+    )
+    messages: list[str] = []
+
+    async def progress(done: float, total: float | None, message: str | None) -> None:
+        messages.append(message or "")
+        go.touch()  # the wait was reported: let the holder finish
+
+    async def main() -> tuple[bool, Any]:
+        with anyio.fail_after(120):
+            return await add_while_locked()
+
+    async def add_while_locked() -> tuple[bool, Any]:
+        async with server(work, "a1") as s:
+            while not started.exists():
+                await anyio.sleep(0.05)
+            result = await s.call_tool(
+                "task_add", {"description": "after the lock"}, progress_callback=progress
+            )
+            return bool(result.is_error), json.loads(result.content[0].text)  # type: ignore[union-attr]
+
+    try:
+        is_error, doc = run(main)
+    finally:
+        go.touch()
+        holder.wait(timeout=60)
+    assert not is_error, doc
+    assert messages and "waiting for the repo lock" in messages[0]
+
+
+def test_without_the_extra_michi_mcp_exits_2_with_the_install_command(work: Path) -> None:
+    code = (
+        "import sys; sys.modules['mcp'] = None; from michi.cli.main import main; "
+        "sys.exit(main(['--json', 'mcp']))"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=work, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    err = json.loads(proc.stdout)["error"]
+    assert err["code"] == "mcp_not_installed" and "pip install 'michi[mcp]'" in err["hint"]
