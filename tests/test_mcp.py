@@ -229,3 +229,17 @@ def test_without_the_extra_michi_mcp_exits_2_with_the_install_command(work: Path
     assert proc.returncode == 2
     err = json.loads(proc.stdout)["error"]
     assert err["code"] == "mcp_not_installed" and "pip install 'michi[mcp]'" in err["hint"]
+
+
+def test_the_guide_and_the_contract_are_resources(work: Path) -> None:
+    async def main() -> tuple[list[str], str, str]:
+        async with server(work, "a1") as s:
+            listed = [str(r.uri) for r in (await s.list_resources()).resources]
+            guide = (await s.read_resource("michi://guide")).contents[0]
+            contract = (await s.read_resource("michi://contract")).contents[0]
+            return listed, guide.text, contract.text  # type: ignore[union-attr]
+
+    listed, guide, contract = run(main)
+    assert set(listed) == {"michi://guide", "michi://contract"}
+    assert guide.rstrip("\n") == run_michi(work, "guide").stdout.rstrip("\n")
+    assert json.loads(contract) == run_michi(work, "--json", "guide").json()

@@ -45,13 +45,25 @@ def guide(ctx: typer.Context) -> Any:
     from michi.commands import guide as guide_cmd
     from michi.results import Message
 
-    root = ctx.find_root()
     if not session(ctx).json:
         return Message(guide_cmd.manual().rstrip("\n"))
-    top = [_param(p) for p in root.command.params if p.name not in ("help", "version")]
-    data = guide_cmd.contract(describe(root.command, ["michi"]))
-    data["global_options"] = top
-    return guide_cmd.Guide("", data)
+    return guide_cmd.Guide("", contract_of(ctx.find_root().command))
+
+
+def contract_of(root: Any) -> dict[str, Any]:
+    """The contract read off `root`, the click command of the whole CLI (also served over MCP)."""
+    from michi.commands import guide as guide_cmd
+
+    data = guide_cmd.contract(describe(root, ["michi"]))
+    data["global_options"] = [_param(p) for p in root.params if p.name not in ("help", "version")]
+    return data
+
+
+def contract() -> dict[str, Any]:
+    """The contract of a freshly built CLI, for callers outside a CLI run (`michi mcp`'s resources)."""
+    from michi.cli.app import build_app
+
+    return contract_of(typer.main.get_command(build_app()))
 
 
 def register(app: typer.Typer) -> None:

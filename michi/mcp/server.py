@@ -132,11 +132,16 @@ def _resources(app: MCPServer[Any]) -> None:
     from michi.mcp import resources
 
     for uri, (name, mime, description, read) in resources.RESOURCES.items():
+        app.resource(uri, name=name, mime_type=mime, description=description)(_reader(read))
 
-        def reader(read: Callable[[], str] = read) -> str:
-            return read()
 
-        app.resource(uri, name=name, mime_type=mime, description=description)(reader)
+def _reader(read: Callable[[], str]) -> Callable[[], str]:
+    """A resource function with no parameters (the SDK maps parameters to URI template variables)."""
+
+    def reader() -> str:
+        return read()
+
+    return reader
 
 
 def serve(cwd: Path, agent: str | None) -> None:
