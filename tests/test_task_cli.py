@@ -85,7 +85,7 @@ def test_claims_need_an_agent_and_are_owner_validated(cli, ready: Path, monkeypa
     monkeypatch.setenv("MICHI_AGENT", "a1")
     assert cli(ready, "task", "renew", "1", "--ttl", "0", "--json").json()["claim_expires"] is None
     assert cli(ready, "task", "release", "1", "--json").json()["state"] == "todo"
-    assert cli(ready, "task", "next", "--claim", "--ttl", "1", "--json").json()["id"] == 1
+    assert cli(ready, "task", "next", "--claim", "--ttl", "600", "--json").json()["id"] == 1
     nothing = cli(ready, "task", "next", "--claim", "--json")
     assert nothing.exit_code == 3 and nothing.json()["error"]["code"] == "no_ready_task"
 
