@@ -96,9 +96,10 @@ def resolve_imported(worktree: Path, value: object, record: str) -> str:
     """A `michi_domain` from an import file: the same checks as `--domain`, from the repository's root."""
     if value is None or value in ("", ROOT):
         return ROOT
+    hint = "fix its michi_domain in the import file (or drop it to import into the current domain)"
     if not isinstance(value, str):
-        raise BadDomain(f"{record}: michi_domain {value!r} is not a path", hint="fix the import file")
+        raise BadDomain(f"import file, task {record}: michi_domain {value!r} is not a path", hint=hint)
     try:
         return resolve(worktree, worktree, value)
     except BadDomain as exc:
-        raise BadDomain(f"{record}: {exc.message}", hint=exc.hint) from None
+        raise BadDomain(f"import file, task {record}: {exc.message}", hint=hint) from None

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from michi.agent import agent_problem
 from michi.tasks.errors import CorruptTask
 from michi.tasks.model import (
     MAX_DEPTH,
@@ -109,8 +110,6 @@ def too_deep(value: Any, depth: int) -> bool:
 
 
 def _agent(record: dict[str, Any], where: str) -> str | None:
-    from michi.agent import agent_problem
-
     name = _str(record, "michi_assignee", where)
     problem = None if name is None else agent_problem(name)
     if problem is not None:
