@@ -127,7 +127,11 @@ def from_record(record: Any, where: str) -> Task:
         if key in record and not is_tw_date(record[key]):
             raise CorruptTask(f"{where}: {key} is not a YYYYMMDDTHHMMSSZ date", hint="fix the file by hand")
     ident, version = record["michi_id"], record.get("michi_version", 1)
-    if any(type(n) is not int or not 1 <= n <= MAX_ID for n in (ident, version)):
+    if (
+        type(ident) is not int
+        or type(version) is not int
+        or not (0 < ident <= MAX_ID and 0 < version <= MAX_ID)
+    ):
         raise CorruptTask(
             f"{where}: michi_id and michi_version must be whole numbers from 1 to {MAX_ID}",
             hint="fix the file by hand",
@@ -176,10 +180,14 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a number JSON allows")
 
 
+# One decoder for every file: `json.loads` with hooks would build a new one (and its scanner) per call.
+_DECODER = json.JSONDecoder(parse_float=_finite, parse_constant=_no_constant)
+
+
 def strict_json(text: str) -> Any:
     """`json.loads` without NaN or Infinity (not JSON, and never equal to itself). Raises ValueError, or
     RecursionError for nesting deeper than the interpreter's stack."""
-    return json.loads(text, parse_float=_finite, parse_constant=_no_constant)
+    return _DECODER.decode(text)
 
 
 def loads(data: bytes, path: str) -> Task:
