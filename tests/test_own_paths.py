@@ -14,8 +14,10 @@ import pytest
 from conftest import Remote, git
 
 from michi import git as mgit
+from michi.errors import MichiError
 from michi.git.objects import NotMichisPath
 from michi.tasks.model import parse_tw_date
+from michi.workflow.txn import _safe_path
 
 MICHIS = re.compile(r"(?:.+/)?\.tasks/[0-9a-f-]{36}\.json|\.michi/[^/]+|\.michi\.toml|\.tasks/\.keep")
 
@@ -220,3 +222,34 @@ def test_strict_tree_edits_never_replace_what_is_not_a_plain_file(
         mgit.edit_tree(handle, tree, changes)
     # Replaying a user's own commit may do all of it.
     mgit.edit_tree(handle, tree, changes, strict=False)
+
+
+@pytest.mark.parametrize(
+    "path",
+    [".tasks/u.json", "libs/auth/.tasks/u.json", ".michi/last-id", ".michi.toml", ".tasks/.keep"],
+)
+def test_michis_own_paths_may_be_committed(path: str) -> None:
+    assert _safe_path(path) == path
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "README.md",
+        "docs/.tasks",
+        ".michi",
+        ".michi/sub/file",
+        ".tasks/notes.txt",
+        "docs/.keep",
+        "a/.tasks/b/c.json",
+        ".tasks/.tasks/u.json",
+        ".git/.tasks/u.json",
+        "x/.GIT/.tasks/u.json",
+        "../.tasks/u.json",
+        "/etc/.tasks/u.json",
+        "a//.tasks/u.json",
+    ],
+)
+def test_nothing_else_is_ever_committed(path: str) -> None:
+    with pytest.raises(MichiError, match="not a file of michi's"):
+        _safe_path(path)
