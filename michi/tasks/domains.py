@@ -94,7 +94,7 @@ def resolve(worktree: Path, cwd: Path, given: str | None) -> str:
 
 def resolve_imported(worktree: Path, value: object, record: str) -> str:
     """A `michi_domain` from an import file: the same checks as `--domain`, from the repository's root."""
-    if value is None or value in ("", ROOT):
+    if value is None or value == "":
         return ROOT
     hint = "fix its michi_domain in the import file (or drop it to import into the current domain)"
     if not isinstance(value, str):
