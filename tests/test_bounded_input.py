@@ -140,3 +140,9 @@ def test_every_trailer_value_is_one_line() -> None:
         "Michi-Agent",
         "Michi-Task",
     ]
+
+
+def test_a_config_nested_too_deep_is_a_config_error(cli, ready: Path) -> None:
+    (ready / ".michi.toml").write_text("[michi]\nx = " + "[" * 100_000 + "]" * 100_000 + "\n")
+    result = cli(ready, "task", "list", "--json")
+    assert result.exit_code == 2 and result.json()["error"]["code"] == "bad_config"
