@@ -165,10 +165,32 @@ def test_the_task_branch_disagreeing_with_the_work_tree_is_still_refused(
     (repo / "api" / ".tasks").mkdir(parents=True)
     before = remote.head()
     result = cli(repo, "task", "add", "x", "--domain", "api", "--json")
-    assert result.exit_code == 4, result.stdout
+    assert result.exit_code == 2, result.stdout
     error = result.json()["error"]
-    assert error["code"] == "not_michis_path" and error["path"] == "api/.tasks"
+    assert error["code"] == "bad_domain" and error["path"] == "api/.tasks"
     assert remote.head() == before
+
+
+def test_a_pending_offline_add_blocked_by_a_users_file_is_dropped_with_a_note(
+    cli, with_user_files: Path, remote: Remote
+) -> None:
+    repo = with_user_files
+    (repo / "api" / ".tasks").mkdir(parents=True)
+    assert cli(repo, "task", "add", "offline", "--domain", "api", "--offline").exit_code == 0
+    other = remote.clone("other")
+    (other / "api").mkdir()
+    (other / "api" / ".tasks").write_text("someone else's file\n")
+    git(other, "add", "api")
+    git(other, "commit", "-qm", "api notes")
+    git(other, "push", "-q", "origin", "main")
+    before = remote.head()
+    synced = cli(repo, "sync", "--json")
+    assert synced.exit_code == 0, synced.stdout
+    assert any("could not be completed" in n and "api/.tasks" in n for n in synced.json()["notes"])
+    assert remote.head() == before
+    assert git(remote.bare, "show", "main:api/.tasks") == "someone else's file"
+    assert cli(repo, "task", "add", "later", "--json").exit_code == 0  # nothing is stuck
+    assert git(repo, "show", "main:api/.tasks") == "someone else's file"  # the local branch too
 
 
 def _tree(repo: Path, files: dict[str, str], links: dict[str, str]) -> str:

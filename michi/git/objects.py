@@ -226,6 +226,17 @@ def read_path(repo: Repo, tree: str, path: str) -> bytes | None:
     return data if kind in (b"blob", "blob") else None  # GitPython has returned both over versions
 
 
+def path_kind(repo: Repo, tree: str, path: str) -> str | None:
+    """ "blob" (a file or symlink), "tree", or None when `path` is not in `tree`; through the persistent
+    `cat-file --batch-check`, without reading the object (a `.tasks` tree may hold 10,000 entries)."""
+    try:
+        header: Any = repo.git.get_object_header(f"{tree}:{path}")
+    except ValueError:  # cat-file answered "missing" (also for a submodule's commit, absent here)
+        return None
+    kind = header[1]  # bytes or str, depending on GitPython's version
+    return kind.decode() if isinstance(kind, bytes) else str(kind)
+
+
 def read_commit(repo: Repo, oid: str) -> CommitMeta:
     raw: bytes = repo.odb.stream(bytes.fromhex(oid)).read()
     header, _, message = raw.partition(b"\n\n")

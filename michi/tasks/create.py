@@ -8,7 +8,7 @@ from typing import Any
 
 from michi.tasks import ids, serialization, taskwarrior
 from michi.tasks.domains import task_path
-from michi.tasks.errors import CorruptTask
+from michi.tasks.errors import BadDomain, CorruptTask
 from michi.tasks.model import MAX_TASK_BYTES, Task, tw_date
 from michi.tasks.mutations import fresh_index, resolve_refs, written
 from michi.workflow.mutation import ApplyContext, Change, TaskTree
@@ -28,8 +28,25 @@ CONFIG_TEXT = """\
 """
 
 
+def room_for(tree: TaskTree, path: str) -> str:
+    """`path`, once every folder on its way is a folder (or nothing yet) on the fresh task branch. The
+    domain was checked in the work tree before the lock; the branch may hold a file or symlink of someone's
+    there, which michi must not replace (ADR 0006). Refusing here, in the apply function, also lets a
+    pending offline entry be dropped with a note rather than block every later transaction."""
+    parts = path.split("/")[:-1]
+    for end in range(1, len(parts) + 1):
+        where = "/".join(parts[:end])
+        if tree.kind(where) == "blob":
+            raise BadDomain(
+                f"{where} is a file or symlink on the task branch, not a folder of michi's",
+                hint="michi keeps tasks only in real .tasks/ folders: rename it, or use another --domain",
+                path=where,
+            )
+    return path
+
+
 def add(tree: TaskTree, params: Mapping[str, Any], ctx: ApplyContext) -> Change:
-    path = task_path(str(params["domain"]), str(params["uuid"]))  # a fresh uuid4: no existence check needed
+    path = room_for(tree, task_path(str(params["domain"]), str(params["uuid"])))  # a fresh uuid4
     allocator = ids.Allocator(tree, floor=int(params.get("floor", 0)))
     now = tw_date(ctx.now)
     task = Task(
@@ -100,7 +117,7 @@ def import_tasks(tree: TaskTree, params: Mapping[str, Any], ctx: ApplyContext) -
             report["modified"].append(old.id)
         else:
             task = replace(task, id=allocator.take())
-            pairs.append((task_path(domain, uuid), task))
+            pairs.append((room_for(tree, task_path(domain, uuid)), task))
             report["added"].append(task.id)
     if not pairs:
         return Change("import (nothing changed)", result={"report": report, "tasks": []})
