@@ -146,3 +146,25 @@ def test_a_config_nested_too_deep_is_a_config_error(cli, ready: Path) -> None:
     (ready / ".michi.toml").write_text("[michi]\nx = " + "[" * 100_000 + "]" * 100_000 + "\n")
     result = cli(ready, "task", "list", "--json")
     assert result.exit_code == 2 and result.json()["error"]["code"] == "bad_config"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '[{"uuid": "aaaaaaaa-1111-4111-8111-111111111111", "description": "x", "status": "pending", '
+        '"entry": "20250101T000000Z", "estimate": NaN}]',
+        '[{"uuid": "aaaaaaaa-1111-4111-8111-111111111111", "description": "x", "status": "pending", '
+        '"entry": "20250101T000000Z", "x": ' + "[" * 100_000 + "]" * 100_000 + "}]",
+        '[{"uuid": "aaaaaaaa-1111-4111-8111-111111111111", "description": "x", "status": "pending", '
+        '"entry": "20250101T000000Z", "x": ' + "[" * 50 + "]" * 50 + "}]",
+    ],
+    ids=["nan", "deep", "deeper_than_the_cap"],
+)
+def test_an_import_file_beyond_the_caps_is_refused(
+    cli, ready: Path, remote: Remote, tmp_path: Path, text: str
+) -> None:
+    before = remote.head()
+    (tmp_path / "tw.json").write_text(text)
+    result = cli(ready, "import", str(tmp_path / "tw.json"), "--json")
+    assert result.exit_code == 2 and result.json()["error"]["code"] == "usage", result.stdout
+    assert remote.head() == before
