@@ -108,6 +108,8 @@ def load(config_file: Path | None, environ: Mapping[str, str] | None = None, **f
             data = tomllib.loads(config_file.read_text(encoding="utf-8"))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise ConfigError(f"{config_file.name}: not valid TOML ({exc})", hint="fix the file") from None
+        except RecursionError:  # a committed file nested 100,000 deep must not stop every command
+            raise ConfigError(f"{config_file.name}: nested too deep", hint="fix the file") from None
         config = _apply(config, data.get("michi", data), lambda _n: str(config_file.name))
     env = os.environ if environ is None else environ
     from_env = {name: env[key.env] for name, key in KEYS.items() if env.get(key.env, "") != ""}

@@ -51,4 +51,10 @@ class Session:
         return " ".join(a for a in self.argv if a != "--json") or "michi"
 
     def resolve_agent(self) -> str | None:
-        return self.agent or os.environ.get("MICHI_AGENT") or None
+        """`--agent`, else `MICHI_AGENT`; validated, because it is written into commit trailers."""
+        from michi.agent import check_agent
+
+        if self.agent:
+            return check_agent(self.agent, "--agent")
+        env = os.environ.get("MICHI_AGENT")
+        return check_agent(env, "MICHI_AGENT") if env else None

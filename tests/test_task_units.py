@@ -57,6 +57,11 @@ class FakeTree:
     def read(self, path: str) -> bytes | None:
         return self.files.get(path)
 
+    def kind(self, path: str) -> str | None:
+        if path in self.files:
+            return "blob"
+        return "tree" if any(p.startswith(path + "/") for p in self.files) else None
+
     def read_blobs(self, oids: Iterable[str]) -> dict[str, bytes]:
         by_oid = {self._oid(d): d for d in self.files.values()}
         return {o: by_oid[o] for o in oids}

@@ -47,11 +47,20 @@ def import_(
     domain: Domain = None,
     wait: Wait = None,
     offline: Offline = False,
+    force: Annotated[
+        bool,
+        typer.Option("--force", help="Also overwrite tasks changed in michi since the data was exported."),
+    ] = False,
 ) -> Any:
-    """Import Taskwarrior tasks, matched by uuid: add new, modify changed, skip the same."""
+    """Import Taskwarrior tasks, matched by uuid: add new, modify changed, skip the same.
+
+    A task changed in michi after the data was exported (its michi_version is older) is a conflict: it is
+    left alone and listed, and the command exits 4 (`import_conflict`) once the rest is imported."""
     from michi.commands import interop
 
-    return _done(interop.import_file(session(ctx), source, domain=domain, wait=wait, offline=offline))
+    return _done(
+        interop.import_file(session(ctx), source, domain=domain, wait=wait, offline=offline, force=force)
+    )
 
 
 def sync(ctx: typer.Context, wait: Wait = None) -> Any:

@@ -1,5 +1,6 @@
 """`michi export` (a JSON array Taskwarrior's `task import` accepts) and `michi import FILE` (`task export`
-output, matched by uuid: new tasks added with new ids, changed ones modified, the rest skipped)."""
+output, matched by uuid: new tasks added with new ids, changed ones modified, the rest skipped; a task
+michi changed after the data was exported is a conflict, left alone unless `--force`)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from michi.commands import task_common
-from michi.errors import UsageError
+from michi.errors import Conflict, UsageError
 from michi.results import Result
 from michi.session import Session
 from michi.tasks import domains, taskwarrior
@@ -32,8 +33,18 @@ def export(session: Session, *, every_domain: bool, domain: str | None, fetch: b
     return Export([taskwarrior.export_record(t, domains.domain_of(p)) for p, t in found])
 
 
+class ImportConflict(Conflict):
+    code = "import_conflict"
+
+
 def import_file(
-    session: Session, source: str, *, domain: str | None, wait: float | None, offline: bool
+    session: Session,
+    source: str,
+    *,
+    domain: str | None,
+    wait: float | None,
+    offline: bool,
+    force: bool = False,
 ) -> task_common.Changed:
     from michi.workflow import Mutation
 
@@ -46,12 +57,27 @@ def import_file(
         ) from None
     records = []
     for item in taskwarrior.parse(text):
-        record, home = taskwarrior.normalize(item, where)
+        record, named = taskwarrior.normalize(item)
+        # The same checks as --domain (ADR 0006): a domain naming a file or a symlink is refused.
+        top = session.repo.worktree
+        home = where if named is None else domains.resolve_imported(top, named, record["uuid"])
         records.append({"record": record, "domain": home})
-    params = {"records": records}
+    params = {"records": records, "force": force}
     outcome = task_common.transact(
         session, Mutation("michi.tasks.create:import_tasks", params), wait, offline
     )
     snap = task_common.read(session)
     tasks = task_common.views(outcome.result["tasks"], snap.index)
-    return task_common.Changed(tasks, task_common.txn_info(outcome), outcome.result["report"])
+    result = task_common.Changed(tasks, task_common.txn_info(outcome), outcome.result["report"])
+    conflicts = result.report["conflicts"]
+    if conflicts:
+        report = result.to_json()
+        raise ImportConflict(
+            f"{len(conflicts)} task(s) changed in michi after the data was exported, left as they are "
+            f"(ids {', '.join(str(c['id']) for c in conflicts)}); "
+            f"added {len(report['added'])}, modified {len(report['modified'])}",
+            hint="export again (`michi export`, then `task import`), redo those changes in Taskwarrior and "
+            "import again; or pass --force to overwrite michi's newer changes",
+            **{k: v for k, v in report.items() if k != "tasks"},
+        )
+    return result

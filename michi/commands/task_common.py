@@ -13,15 +13,15 @@ from michi.commands.freshness import How, is_stale
 from michi.results import Result
 from michi.session import Session
 from michi.tasks import serialization
-from michi.tasks.index import Index, for_tree, load_checked, save_checked
+from michi.tasks.index import CACHE_NAME, Index, for_tree, load_checked, save_checked
 from michi.tasks.query import COLUMNS, VIEW_KEYS, Table, compact, table_of, view
 
 if TYPE_CHECKING:
     from michi.workflow import Mutation, TxnOutcome
 
-# The list cache (ADR 0008): its rows are only good for the code that made them.
+# The list cache (ADR 0008): its rows are only good for the code (and the parsing rules) that made them.
 LIST_CACHE = "task-list.v1"
-LIST_FORMAT = f"michi {__version__} list/1 {','.join(COLUMNS)} {','.join(VIEW_KEYS)}"
+LIST_FORMAT = f"michi {__version__} list/1 {CACHE_NAME} {','.join(COLUMNS)} {','.join(VIEW_KEYS)}"
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ from michi.git.objects import diff_task_files as diff_task_files
 from michi.git.objects import diff_trees as diff_trees
 from michi.git.objects import edit_tree as edit_tree
 from michi.git.objects import ls_task_files as ls_task_files
+from michi.git.objects import path_kind as path_kind
 from michi.git.objects import read_blob as read_blob
 from michi.git.objects import read_commit as read_commit
 from michi.git.objects import read_path as read_path

@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from michi.errors import Conflict
 from michi.git.core import _must
 
 if TYPE_CHECKING:
@@ -21,12 +22,20 @@ BLOB_MODE = 0o100644
 TREE_MODE = 0o040000
 
 
+class NotMichisPath(Conflict):
+    """A strict tree edit would replace, delete or write through something that is not a plain file of
+    michi's (a folder, a symlink, a submodule): michi's commits never touch the user's files (ADR 0004)."""
+
+    code = "not_michis_path"
+
+
 @dataclass(frozen=True)
 class CommitMeta:
     tree: str
     parents: tuple[str, ...]
     headers: tuple[bytes, ...]  # author, committer, encoding...: every header but tree, parent, gpgsig
     message: bytes
+    signed: bool = False  # had a gpgsig header: rewriting it would drop the signature
 
 
 def tree_of(repo: Repo, commit: str) -> str:
@@ -133,8 +142,38 @@ def _write_raw_tree(repo: Repo, entries: dict[bytes, bytes]) -> str:
     return _store(repo, b"tree", b"".join(e for _n, e in sorted(entries.items(), key=key)))
 
 
-def edit_tree(repo: Repo, tree: str | None, changes: Mapping[str, tuple[int, str] | None]) -> str:
-    """A new tree: `tree` with each path set to (mode, blob oid) or removed (None). Empty folders vanish."""
+_PLAIN = (BLOB_MODE, 0o100755)
+_KINDS = {
+    BLOB_MODE: "a file",
+    0o100755: "a file",
+    TREE_MODE: "a folder",
+    0o120000: "a symlink",
+    0o160000: "a submodule",
+}
+
+
+def _refuse(where: str, mode: int, doing: str) -> NotMichisPath:
+    return NotMichisPath(
+        f"refusing to {doing}: {where} is {_KINDS.get(mode, 'something else')} on the task branch, "
+        "and michi only writes its own task files",
+        hint="that path is not michi's: rename or move it, or use another --domain",
+        path=where,
+    )
+
+
+def edit_tree(
+    repo: Repo,
+    tree: str | None,
+    changes: Mapping[str, tuple[int, str] | None],
+    *,
+    strict: bool = True,
+    prefix: str = "",
+) -> str:
+    """A new tree: `tree` with each path set to (mode, blob oid) or removed (None). Empty folders vanish.
+
+    `strict` (michi's own commits): only plain files are written or removed; a folder, symlink or
+    submodule in the way raises `NotMichisPath` instead of being replaced, deleted or written through.
+    Replaying a user's commit passes `strict=False`: its changes are the user's own."""
     entries = _raw_entries(repo, tree)
     nested: dict[bytes, dict[str, tuple[int, str] | None]] = {}
     set_here: set[bytes] = set()
@@ -144,20 +183,32 @@ def edit_tree(repo: Repo, tree: str | None, changes: Mapping[str, tuple[int, str
         name = first.encode("utf-8", "surrogateescape")
         if sep:
             nested.setdefault(name, {})[rest] = change
-        elif change is None:
+            continue
+        current = entries.get(name)
+        if strict and current is not None and _entry_mode_oid(current)[0] not in _PLAIN:
+            doing = f"{'delete' if change is None else 'write'} {prefix}{first}"
+            raise _refuse(prefix + first, _entry_mode_oid(current)[0], doing)
+        if change is None:
             entries.pop(name, None)
         else:
             entries[name] = _entry(name, change[0], change[1])
             set_here.add(name)
     for name, sub_changes in nested.items():
         if name in set_here:
+            if strict:
+                where = prefix + name.decode("utf-8", "surrogateescape")
+                raise _refuse(where, BLOB_MODE, f"write {where} and {where}/{next(iter(sub_changes))}")
             continue  # a folder that became a file: the file replaces it, and its contents go with it
         current = entries.get(name)
         sub_tree = None
         if current is not None:
             mode, oid = _entry_mode_oid(current)
+            if strict and mode != TREE_MODE:
+                where = prefix + name.decode("utf-8", "surrogateescape")
+                raise _refuse(where, mode, f"change {where}/{next(iter(sub_changes))}")
             sub_tree = oid if mode == TREE_MODE else None
-        new_sub = edit_tree(repo, sub_tree, sub_changes)
+        sub_prefix = f"{prefix}{name.decode('utf-8', 'surrogateescape')}/"
+        new_sub = edit_tree(repo, sub_tree, sub_changes, strict=strict, prefix=sub_prefix)
         if new_sub == EMPTY_TREE:
             entries.pop(name, None)
         else:
@@ -175,6 +226,17 @@ def read_path(repo: Repo, tree: str, path: str) -> bytes | None:
     return data if kind in (b"blob", "blob") else None  # GitPython has returned both over versions
 
 
+def path_kind(repo: Repo, tree: str, path: str) -> str | None:
+    """ "blob" (a file or symlink), "tree", or None when `path` is not in `tree`; through the persistent
+    `cat-file --batch-check`, without reading the object (a `.tasks` tree may hold 10,000 entries)."""
+    try:
+        header: Any = repo.git.get_object_header(f"{tree}:{path}")
+    except ValueError:  # cat-file answered "missing" (also for a submodule's commit, absent here)
+        return None
+    kind = header[1]  # bytes or str, depending on GitPython's version
+    return kind.decode() if isinstance(kind, bytes) else str(kind)
+
+
 def read_commit(repo: Repo, oid: str) -> CommitMeta:
     raw: bytes = repo.odb.stream(bytes.fromhex(oid)).read()
     header, _, message = raw.partition(b"\n\n")
@@ -182,7 +244,7 @@ def read_commit(repo: Repo, oid: str) -> CommitMeta:
     parents: list[str] = []
     keep: list[bytes] = []
     lines = header.split(b"\n")
-    skipping = False
+    skipping = signed = False
     for line in lines:
         if line.startswith(b" "):  # continuation of a multi-line header (gpgsig, mergetag)
             if not skipping:
@@ -190,13 +252,14 @@ def read_commit(repo: Repo, oid: str) -> CommitMeta:
             continue
         key = line.split(b" ", 1)[0]
         skipping = key in {b"gpgsig", b"gpgsig-sha256", b"mergetag"}
+        signed = signed or key in {b"gpgsig", b"gpgsig-sha256"}
         if key == b"tree":
             tree = line[5:].decode()
         elif key == b"parent":
             parents.append(line[7:].decode())
         elif not skipping:
             keep.append(line)
-    return CommitMeta(tree=tree, parents=tuple(parents), headers=tuple(keep), message=message)
+    return CommitMeta(tree=tree, parents=tuple(parents), headers=tuple(keep), message=message, signed=signed)
 
 
 def signature(repo: Repo, role: str) -> bytes:

@@ -6,10 +6,10 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from michi.tasks import ids, serialization
+from michi.tasks import ids, serialization, taskwarrior
 from michi.tasks.domains import task_path
-from michi.tasks.errors import CorruptTask
-from michi.tasks.model import Task, tw_date
+from michi.tasks.errors import BadDomain, CorruptTask
+from michi.tasks.model import MAX_TASK_BYTES, Task, tw_date
 from michi.tasks.mutations import fresh_index, resolve_refs, written
 from michi.workflow.mutation import ApplyContext, Change, TaskTree
 
@@ -29,8 +29,25 @@ CONFIG_TEXT = """\
 """
 
 
+def room_for(tree: TaskTree, path: str) -> str:
+    """`path`, once every folder on its way is a folder (or nothing yet) on the fresh task branch. The
+    domain was checked in the work tree before the lock; the branch may hold a file or symlink of someone's
+    there, which michi must not replace (ADR 0006). Refusing here, in the apply function, also lets a
+    pending offline entry be dropped with a note rather than block every later transaction."""
+    parts = path.split("/")[:-1]
+    for end in range(1, len(parts) + 1):
+        where = "/".join(parts[:end])
+        if tree.kind(where) == "blob":
+            raise BadDomain(
+                f"{where} is a file or symlink on the task branch, not a folder of michi's",
+                hint="michi keeps tasks only in real .tasks/ folders: rename it, or use another --domain",
+                path=where,
+            )
+    return path
+
+
 def add(tree: TaskTree, params: Mapping[str, Any], ctx: ApplyContext) -> Change:
-    path = task_path(str(params["domain"]), str(params["uuid"]))  # a fresh uuid4: no existence check needed
+    path = room_for(tree, task_path(str(params["domain"]), str(params["uuid"])))  # a fresh uuid4
     allocator = ids.Allocator(tree, floor=int(params.get("floor", 0)))
     now = tw_date(ctx.now)
     task = Task(
@@ -61,12 +78,14 @@ def init(tree: TaskTree, params: Mapping[str, Any], ctx: ApplyContext) -> Change
 def import_tasks(tree: TaskTree, params: Mapping[str, Any], ctx: ApplyContext) -> Change:
     """Taskwarrior records matched by uuid: new ones added (new ids), changed ones modified, the rest skipped.
 
-    Known uuids keep michi's id; a corrupt file is reported and left alone, never overwritten.
+    Known uuids keep michi's id; a corrupt file is reported and left alone, never overwritten. A task
+    michi changed after the imported data was exported is a conflict and left alone too, unless `force`:
+    an old export must never revert newer work (an agent's claim, a `done`).
     """
     index = fresh_index(tree, ctx)
     allocator = ids.Allocator(tree, floor=index.max_id)
     pairs: list[tuple[str, Task]] = []
-    report: dict[str, list[Any]] = {"added": [], "modified": [], "skipped": [], "problems": []}
+    report: dict[str, list[Any]] = {k: [] for k in ("added", "modified", "skipped", "problems", "conflicts")}
     for item in params["records"]:
         record, domain = dict(item["record"]), str(item["domain"])
         uuid = str(record["uuid"])
@@ -75,10 +94,15 @@ def import_tasks(tree: TaskTree, params: Mapping[str, Any], ctx: ApplyContext) -
             report["problems"].append({"path": path, "problem": index.problems[path]})
             continue
         old = index.tasks.get(path) if path else None
+        imported_version = record.get("michi_version")
+        if old is not None:
+            taskwarrior.settle(record, old)
         record["michi_id"] = old.id if old else 1
         record["michi_version"] = old.version if old else 1
         try:
             task = serialization.from_record(record, f"import {uuid}")
+            if len(serialization.dumps(task)) > MAX_TASK_BYTES:
+                raise CorruptTask(f"import {uuid}: larger than {MAX_TASK_BYTES:,} bytes")
         except CorruptTask as exc:
             report["problems"].append({"uuid": uuid, "problem": exc.message})
             continue
@@ -86,13 +110,28 @@ def import_tasks(tree: TaskTree, params: Mapping[str, Any], ctx: ApplyContext) -
             if serialization.to_record(task) == serialization.to_record(old):
                 report["skipped"].append(old.id)
                 continue
+            record["michi_version"] = imported_version
+            if not params.get("force") and taskwarrior.stale(record, old):
+                report["conflicts"].append(_conflict(old, imported_version))
+                continue
             pairs.append((path, replace(task, version=old.version + 1)))
             report["modified"].append(old.id)
         else:
             task = replace(task, id=allocator.take())
-            pairs.append((task_path(domain, uuid), task))
+            pairs.append((room_for(tree, task_path(domain, uuid)), task))
             report["added"].append(task.id)
     if not pairs:
         return Change("import (nothing changed)", result={"report": report, "tasks": []})
     change = written(f"import {len(pairs)} tasks", pairs, allocator.write())
     return replace(change, result={"report": report, "tasks": change.result})
+
+
+def _conflict(old: Task, imported_version: Any) -> dict[str, Any]:
+    seen = f"version {imported_version}" if type(imported_version) is int else "an older copy"
+    return {
+        "id": old.id,
+        "uuid": old.uuid,
+        "version": old.version,
+        "imported_version": imported_version if type(imported_version) is int else None,
+        "problem": f"changed in michi (now version {old.version}, {old.state}) after {seen} was exported",
+    }

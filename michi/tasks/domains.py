@@ -2,6 +2,8 @@
 
 A domain never leaves the repository: `..` that climbs out, absolute paths elsewhere and symlinks are
 refused (exit 2), because the task branch stores plain paths and a symlinked domain would write elsewhere.
+Its `.tasks` must be a real folder (or not exist yet): a user's file or symlink named `.tasks` is not
+michi's, and writing a task there would replace it (ADR 0006).
 """
 
 from __future__ import annotations
@@ -47,6 +49,18 @@ def _no_symlinks(top: Path, rel: str, shown: str) -> None:
             )
 
 
+def _own_folder(top: Path, rel: str, shown: str) -> None:
+    """Refuse a domain whose `.tasks` is a symlink or a file: it belongs to the user, not to michi."""
+    tasks = top / rel / ".tasks"
+    if tasks.is_symlink() or (tasks.exists() and not tasks.is_dir()):
+        kind = "a symlink" if tasks.is_symlink() else "a file"
+        where = ".tasks" if rel == ROOT else f"{rel}/.tasks"
+        raise BadDomain(
+            f"domain {shown!r}: {where} is {kind}, not a folder of michi's",
+            hint="michi keeps tasks only in real .tasks/ folders: rename it, or pass another --domain",
+        )
+
+
 def resolve(worktree: Path, cwd: Path, given: str | None) -> str:
     """`--domain PATH` (relative to cwd), else the nearest folder at/above cwd with `.tasks/`, else root."""
     top = Path(os.path.realpath(worktree))
@@ -60,6 +74,7 @@ def resolve(worktree: Path, cwd: Path, given: str | None) -> str:
         _no_symlinks(top, rel, given)
         if not (top / rel).is_dir():
             raise BadDomain(f"domain {given!r} is not a folder", hint="create it first, or check the path")
+        _own_folder(top, rel, given)
         return rel
     here = Path(os.path.realpath(cwd))
     try:
@@ -67,8 +82,24 @@ def resolve(worktree: Path, cwd: Path, given: str | None) -> str:
     except ValueError:
         return ROOT
     for folder in (here, *here.parents):
-        if (folder / ".tasks").is_dir():
+        if (folder / ".tasks").is_symlink():
+            rel = _relative(top, folder, str(folder))
+            _own_folder(top, rel, rel)
+        if (folder / ".tasks").is_dir():  # a user's file named .tasks is no domain: look further up
             return _relative(top, folder, str(folder))
         if folder == top:
             break
     return ROOT
+
+
+def resolve_imported(worktree: Path, value: object, record: str) -> str:
+    """A `michi_domain` from an import file: the same checks as `--domain`, from the repository's root."""
+    if value is None or value == "":
+        return ROOT
+    hint = "fix its michi_domain in the import file (or drop it to import into the current domain)"
+    if not isinstance(value, str):
+        raise BadDomain(f"import file, task {record}: michi_domain {value!r} is not a path", hint=hint)
+    try:
+        return resolve(worktree, worktree, value)
+    except BadDomain as exc:
+        raise BadDomain(f"import file, task {record}: {exc.message}", hint=hint) from None

@@ -21,6 +21,12 @@ class BadDomain(UsageError):
     code = "bad_domain"
 
 
+class TaskTooLarge(UsageError):
+    """A change would make a task file larger than a task file may be (ADR 0006)."""
+
+    code = "task_too_large"
+
+
 class AgentRequired(UsageError):
     code = "agent_required"
 

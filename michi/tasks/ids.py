@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 from michi.tasks.errors import CorruptTask
+from michi.tasks.model import MAX_ID
 from michi.workflow.mutation import TaskTree
 
 # Outside `.tasks/`: reading a path costs a parse of every tree on its way, and `.tasks/` may hold 10,000
@@ -23,8 +24,11 @@ def last_id(tree: TaskTree) -> int:
     if raw is None:
         return 0
     text = raw.decode("utf-8", "replace").strip()
-    if not text.isdigit():
-        raise CorruptTask(f"{COUNTER_PATH}: {text[:40]!r} is not a whole number", hint="fix the file by hand")
+    if not (text.isascii() and text.isdigit()) or len(text) > len(str(MAX_ID)) or int(text) > MAX_ID:
+        raise CorruptTask(
+            f"{COUNTER_PATH}: {text[:40]!r} is not a whole number from 0 to {MAX_ID}",
+            hint="set it by hand to the highest id in use ('michi doctor' names it)",
+        )
     return int(text)
 
 
@@ -40,6 +44,8 @@ class Allocator:
         self.start = self.last
 
     def take(self) -> int:
+        if self.last >= MAX_ID:
+            raise CorruptTask(f"no task ids left: the counter is at {self.last}", hint="see 'michi doctor'")
         self.last += 1
         return self.last
 

@@ -22,7 +22,7 @@ from michi.tasks.model import Task
 if TYPE_CHECKING:  # not at run time: `list` answers from its cache without loading the workflow package
     from michi.workflow.mutation import TaskTree
 
-CACHE_NAME = "task-index.v1"
+CACHE_NAME = "task-index.v2"  # v2: the caps and checks of ADR 0006 (records v1 believed may be corrupt)
 # path -> (blob oid, the file's record when it parsed, the problem when it did not)
 Entry = tuple[str, dict[str, Any] | None, str | None]
 

@@ -18,6 +18,11 @@ OPEN_STATES = ("todo", "in_progress", "review")
 STATUSES = ("pending", "completed", "deleted", "waiting")
 PRIORITIES = ("H", "M", "L")
 DATE_FORMAT = "%Y%m%dT%H%M%SZ"
+# Caps on what a task file may hold (ADR 0006, README "Tasks"): a file beyond them is `corrupt_task`, so
+# one hand-made file can neither crash every command nor push the id counter out of range.
+MAX_ID = 999_999_999  # ids and versions: nine digits
+MAX_TASK_BYTES = 1024 * 1024  # one task file, as stored
+MAX_DEPTH = 16  # nesting of JSON arrays and objects; Taskwarrior's own records nest three deep
 
 
 def tw_date(epoch: float) -> str:

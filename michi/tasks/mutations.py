@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from michi.tasks import claims, serialization, transitions
-from michi.tasks.errors import VersionMismatch
+from michi.tasks.errors import TaskTooLarge, VersionMismatch
 from michi.tasks.index import Index, for_tree
-from michi.tasks.model import Annotation, Task, tw_date
+from michi.tasks.model import MAX_TASK_BYTES, Annotation, Task, tw_date
 from michi.workflow.mutation import ApplyContext, Change, TaskTree
 
 SIMPLE = ("start", "stop", "review", "done", "delete")
@@ -28,6 +28,14 @@ def fresh_index(tree: TaskTree, ctx: ApplyContext) -> Index:
 def written(subject: str, pairs: list[tuple[str, Task]], extra: Mapping[str, bytes] | None = None) -> Change:
     """A Change writing `pairs`; its result is JSON-able: [{path, record}] in the order given."""
     writes = {path: serialization.dumps(task) for path, task in pairs}
+    for path, task in pairs:
+        if len(writes[path]) > MAX_TASK_BYTES:  # never write a file every reader would call corrupt
+            raise TaskTooLarge(
+                f"task {task.id} would be {len(writes[path]):,} bytes, over the {MAX_TASK_BYTES:,} a task "
+                "file may hold",
+                hint="keep long text in a file and name it in the task",
+                id=task.id,
+            )
     writes.update(extra or {})
     trailers = {"Michi-Task": pairs[0][1].uuid} if len(pairs) == 1 else {}
     result = [{"path": p, "record": serialization.to_record(t)} for p, t in pairs]

@@ -10,7 +10,7 @@ from typing import Any
 from michi.tasks import serialization, urgency
 from michi.tasks.domains import domain_of
 from michi.tasks.index import Index
-from michi.tasks.model import OPEN_STATES, Task
+from michi.tasks.model import OPEN_STATES, Task, is_tw_date, parse_tw_date
 
 # The --json shape of a task is a contract with agents (README, tests/test_task_json_contract.py).
 VIEW_KEYS = (
@@ -154,9 +154,19 @@ class Filter:
         return self.assignee is None or assignee == self.assignee
 
 
+def deferred(task: Task, now: float) -> bool:
+    """Waiting (`wait`) or scheduled (`scheduled`) until later: Taskwarrior's READY excludes both."""
+    for key in ("wait", "scheduled"):
+        value = task.extra.get(key)
+        if isinstance(value, str) and is_tw_date(value) and parse_tw_date(value) > now:
+            return True
+    return False
+
+
 def is_ready(task: Task, index: Index, now: float) -> bool:
-    """Pending, unclaimed (or its claim expired) and every dependency done or deleted."""
-    if task.status != "pending":
+    """Pending, not waiting or scheduled for later, unclaimed (or its claim expired) and every dependency
+    done or deleted."""
+    if task.status != "pending" or (task.extra and deferred(task, now)):
         return False
     if task.state == "in_progress":
         if not task.assignee or task.claim_holder(now) is not None:

@@ -1,7 +1,8 @@
 """The on-disk form of a task: pretty JSON, one stable key order, trailing newline (small, readable diffs).
 
-Parsing is strict: a file with conflict markers, bad JSON or a missing field raises `CorruptTask` naming
-the file, so callers report it instead of skipping it or writing over it.
+Parsing is strict: a file with conflict markers, bad JSON, a missing or ill-typed field, NaN, an id out of
+range, or beyond the size and nesting caps raises `CorruptTask` naming the file, so callers report it
+instead of skipping it, writing over it or crashing on it (ADR 0006).
 """
 
 from __future__ import annotations
@@ -9,8 +10,20 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from michi.agent import agent_problem
 from michi.tasks.errors import CorruptTask
-from michi.tasks.model import PRIORITIES, STATES, STATUSES, Annotation, Task, is_tw_date, state_for
+from michi.tasks.model import (
+    MAX_DEPTH,
+    MAX_ID,
+    MAX_TASK_BYTES,
+    PRIORITIES,
+    STATES,
+    STATUSES,
+    Annotation,
+    Task,
+    is_tw_date,
+    state_for,
+)
 
 KEY_ORDER = (
     "uuid",
@@ -84,6 +97,26 @@ def _strings(record: dict[str, Any], key: str, where: str) -> tuple[str, ...]:
     return tuple(value)
 
 
+def too_deep(value: Any, depth: int) -> bool:
+    """Nested deeper than MAX_DEPTH (an iterative walk: the check itself must not recurse)."""
+    stack = [(value, depth)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict | list):
+            if level > MAX_DEPTH:
+                return True
+            stack.extend((v, level + 1) for v in (item.values() if isinstance(item, dict) else item))
+    return False
+
+
+def _agent(record: dict[str, Any], where: str) -> str | None:
+    name = _str(record, "michi_assignee", where)
+    problem = None if name is None else agent_problem(name)
+    if problem is not None:
+        raise CorruptTask(f"{where}: michi_assignee {name!r} {problem}", hint="fix the file by hand")
+    return name
+
+
 def from_record(record: Any, where: str) -> Task:
     if not isinstance(record, dict):
         raise CorruptTask(f"{where}: not a JSON object", hint="fix the file by hand")
@@ -94,8 +127,18 @@ def from_record(record: Any, where: str) -> Task:
         if key in record and not is_tw_date(record[key]):
             raise CorruptTask(f"{where}: {key} is not a YYYYMMDDTHHMMSSZ date", hint="fix the file by hand")
     ident, version = record["michi_id"], record.get("michi_version", 1)
-    if type(ident) is not int or ident < 1 or type(version) is not int:
-        raise CorruptTask(f"{where}: michi_id and michi_version must be whole numbers", hint="fix the file")
+    if (
+        type(ident) is not int
+        or type(version) is not int
+        or not (0 < ident <= MAX_ID and 0 < version <= MAX_ID)
+    ):
+        raise CorruptTask(
+            f"{where}: michi_id and michi_version must be whole numbers from 1 to {MAX_ID}",
+            hint="fix the file by hand",
+        )
+    extra = {k: v for k, v in record.items() if k not in KNOWN}
+    if any(isinstance(v, dict | list) for v in extra.values()) and too_deep(extra, 1):
+        raise CorruptTask(f"{where}: nested deeper than {MAX_DEPTH} levels", hint="fix the file by hand")
     notes = record.get("annotations") or []
     if not isinstance(notes, list) or not all(
         isinstance(n, dict) and isinstance(n.get("entry"), str) and isinstance(n.get("description"), str)
@@ -119,21 +162,49 @@ def from_record(record: Any, where: str) -> Task:
         start=start,
         end=_str(record, "end", where),
         annotations=tuple(Annotation(n["entry"], n["description"]) for n in notes),
-        assignee=_str(record, "michi_assignee", where),
+        assignee=_agent(record, where),
         claim_expires=_str(record, "michi_claim_expires", where),
         version=version,
-        extra={k: v for k, v in record.items() if k not in KNOWN},
+        extra=extra,
     )
 
 
+def _finite(text: str) -> float:
+    number = float(text)
+    if number != number or number in (float("inf"), float("-inf")):
+        raise ValueError(f"number {text} is out of range")
+    return number
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+# One decoder for every file: `json.loads` with hooks would build a new one (and its scanner) per call.
+_DECODER = json.JSONDecoder(parse_float=_finite, parse_constant=_no_constant)
+
+
+def strict_json(text: str) -> Any:
+    """`json.loads` without NaN or Infinity (not JSON, and never equal to itself). Raises ValueError, or
+    RecursionError for nesting deeper than the interpreter's stack."""
+    return _DECODER.decode(text)
+
+
 def loads(data: bytes, path: str) -> Task:
+    if len(data) > MAX_TASK_BYTES:
+        raise CorruptTask(
+            f"{path}: {len(data):,} bytes, more than the {MAX_TASK_BYTES:,} a task file may hold",
+            hint="shorten it by hand (long notes belong in files the task names)",
+        )
     if any(marker in data for marker in CONFLICT_MARKERS):
         raise CorruptTask(
             f"{path}: has git conflict markers", hint="resolve the conflict by hand, then commit"
         )
     try:
-        record = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        record = strict_json(data.decode("utf-8"))
+    except RecursionError:  # deeper than the interpreter's stack: never let it escape (ADR 0006)
+        raise CorruptTask(f"{path}: nested deeper than {MAX_DEPTH} levels", hint="fix the file") from None
+    except ValueError as exc:  # bad UTF-8 or JSON, NaN or Infinity, an integer of thousands of digits
         raise CorruptTask(f"{path}: not valid JSON ({exc})", hint="fix the file by hand") from None
     task = from_record(record, path)
     if not path.endswith(f"/{task.uuid}.json") and path != f"{task.uuid}.json":

@@ -1,20 +1,19 @@
 """Taskwarrior 2.6 interop (record 78): what `task import` accepts, and `task export` output read back.
 
 Checked against Taskwarrior 2.6.2: unknown keys survive as orphaned UDAs, but numbers come back as
-strings ("42.000000") or floats; exports add `id` and `urgency`; a task completed or deleted in
-Taskwarrior keeps the stale `michi_state` it had. `normalize` undoes each of these.
+strings ("42.000000") or floats; exports add `id` and `urgency`; a task completed, deleted, started or
+stopped in Taskwarrior keeps the stale `michi_state` it had; a tag "x,y" comes back as "x", "x,y" and
+"y"; annotations made in the same second come back one second apart each (`task import` keys them by
+time). `normalize` and `settle` undo each of these.
 """
 
 from __future__ import annotations
 
-import json
-from pathlib import PurePosixPath
 from typing import Any
 
 from michi.errors import UsageError
 from michi.tasks import serialization
-from michi.tasks.domains import ROOT
-from michi.tasks.model import Task, state_for
+from michi.tasks.model import MAX_DEPTH, Task, parse_tw_date, state_for
 
 DOMAIN_KEY = "michi_domain"  # only in exports: where the task lives, so a round trip keeps it there
 DROPPED = ("id", "urgency")
@@ -38,54 +37,109 @@ def parse(text: str) -> list[Any]:
     if not stripped:
         return []
     try:
-        data = json.loads(stripped)
-    except json.JSONDecodeError:
         try:
+            data = serialization.strict_json(stripped)
+        except ValueError:
             data = [
-                json.loads(line.rstrip(","))
+                serialization.strict_json(line.rstrip(","))
                 for line in stripped.splitlines()
                 if line.strip() not in ("", "[", "]")
             ]
-        except json.JSONDecodeError as exc:
-            raise UsageError(
-                f"not Taskwarrior JSON: {exc}", hint="pass the output of 'task export'"
-            ) from None
+    except (ValueError, RecursionError) as exc:
+        why = f"nested deeper than {MAX_DEPTH} levels" if isinstance(exc, RecursionError) else str(exc)
+        raise UsageError(f"not Taskwarrior JSON: {why}", hint="pass the output of 'task export'") from None
     return data if isinstance(data, list) else [data]
-
-
-def safe_domain(value: Any) -> str | None:
-    """A domain named in an import file, if it is a plain relative path inside the repository."""
-    if not isinstance(value, str) or value in ("", ROOT):
-        return ROOT if value in ("", ROOT) else None
-    path = PurePosixPath(value)
-    if path.is_absolute() or any(p in ("..", ".", ".git", ".tasks") for p in path.parts) or "\\" in value:
-        return None
-    return str(path)
 
 
 def _whole(value: Any) -> Any:
     try:
         number = float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return value
     return int(number) if number.is_integer() else value
 
 
-def normalize(item: Any, default_domain: str) -> tuple[dict[str, Any], str]:
-    """One `task export` object as a michi file record, and the domain it belongs in."""
+def split_tags(tags: Any) -> Any:
+    """Tags as Taskwarrior means them: "x,y" is the two tags x and y (its export also lists "x,y")."""
+    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+        return tags  # from_record names the problem
+    return list(dict.fromkeys(part.strip() for t in tags for part in t.split(",") if part.strip()))
+
+
+def _pending_state(record: dict[str, Any]) -> None:
+    """`task start` / `task stop` in Taskwarrior only set or drop `start`: the michi state follows it. A
+    task stopped there is nobody's any more, so a claim on it goes too (else no agent could take it)."""
+    state, started = record.get("michi_state"), bool(record.get("start"))
+    if state == "todo" and started:
+        record["michi_state"] = "in_progress"
+    elif state == "in_progress" and not started:
+        record["michi_state"] = "todo"
+        record.pop("michi_assignee", None)
+        record.pop("michi_claim_expires", None)
+
+
+def normalize(item: Any) -> tuple[dict[str, Any], Any]:
+    """One `task export` object as a michi file record, and the `michi_domain` it names (None if none).
+    Raises UsageError (or BadAgent) for input no task may hold, naming the task."""
+    from michi.agent import check_agent
+
     if not isinstance(item, dict) or not isinstance(item.get("uuid"), str):
         raise UsageError(
             "every task to import must be a JSON object with a uuid", hint="pass 'task export' output"
         )
+    where = f"task {item['uuid'][:36]!r} of the import file"
+    if serialization.too_deep(item, 1):
+        raise UsageError(f"{where} is nested deeper than {MAX_DEPTH} levels", hint="fix the import file")
     record = {k: v for k, v in item.items() if k not in DROPPED}
-    domain = safe_domain(record.pop(DOMAIN_KEY, None)) or default_domain
+    domain = record.pop(DOMAIN_KEY, None)
     for key in WHOLE_NUMBERS:
         if key in record:
             record[key] = _whole(record[key])
     if isinstance(record.get("depends"), str):  # Taskwarrior before 2.6 wrote a comma-separated string
         record["depends"] = [d for d in record["depends"].split(",") if d]
+    if "tags" in record:
+        record["tags"] = split_tags(record["tags"])
     status = record.get("status")
     if isinstance(status, str) and record.get("michi_state") not in FITS.get(status, ()):
         record["michi_state"] = state_for(status, record.get("start"))
+    if status == "pending":
+        _pending_state(record)
+    if isinstance(record.get("michi_assignee"), str):
+        check_agent(record["michi_assignee"], where)
     record["uuid"] = record["uuid"].lower()
     return record, domain
+
+
+def _bumped(new: Any, old: Task) -> bool:
+    """Are `new` annotations `old`'s, with the entry times Taskwarrior moved on (each by less than the
+    number of notes: it adds a second until the time is free)?"""
+    if not isinstance(new, list) or len(new) != len(old.annotations):
+        return False
+    try:
+        for got, had in zip(new, old.annotations, strict=True):
+            shift = parse_tw_date(got["entry"]) - parse_tw_date(had.entry)
+            if got["description"] != had.description or not 0 <= shift < len(new):
+                return False
+    except (TypeError, KeyError, ValueError):
+        return False
+    return True
+
+
+def settle(record: dict[str, Any], old: Task) -> None:
+    """Keep michi's own spelling of what a round trip through Taskwarrior only re-spelled: tags in
+    another order or split at commas, annotation times Taskwarrior moved by a second or two."""
+    tags = record.get("tags")
+    if isinstance(tags, list) and set(split_tags(list(old.tags))) == set(tags):
+        record["tags"] = list(old.tags)
+    if old.annotations and _bumped(record.get("annotations"), old):
+        record["annotations"] = [{"entry": a.entry, "description": a.description} for a in old.annotations]
+
+
+def stale(record: dict[str, Any], old: Task) -> bool:
+    """Did michi's copy change after the data being imported was exported? Its version says so; a record
+    without one (a task born in Taskwarrior) is stale when michi changed it later than Taskwarrior did."""
+    version = record.get("michi_version")
+    if type(version) is int:
+        return version < old.version
+    modified = record.get("modified")
+    return isinstance(modified, str) and modified < old.modified

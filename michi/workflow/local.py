@@ -3,9 +3,9 @@ with what michi pushed, without touching anything of the user's (ADR 0004).
 
 The user's unpushed commits are replayed on top of the new remote tip by tree surgery (each commit's own
 changed paths laid over the new base), because michi's commits only touch `.tasks/` files. Anything this
-cannot do without risk (merge commits, a user commit touching a file that changed upstream, local changes
-to a file michi changed) leaves the branch exactly as it was and says so: nothing is lost, the branch is
-just behind, as after a `git fetch`.
+cannot do without risk (merge commits, signed commits, a user commit touching a file that changed
+upstream, local changes to a file michi changed) leaves the branch exactly as it was and says so: nothing
+is lost, the branch is just behind, as after a `git fetch`.
 """
 
 from __future__ import annotations
@@ -47,14 +47,14 @@ def _replay(repo: Repo, base: str, new_tip: str, commits: list[str], drop: Colle
     parent, parent_tree = new_tip, git.tree_of(repo, new_tip)
     for oid in commits:
         meta = git.read_commit(repo, oid)
-        if len(meta.parents) != 1:
-            return None
+        if len(meta.parents) != 1 or meta.signed:
+            return None  # a merge cannot be laid over; a signed commit would lose its signature
         if michi_txn(meta.message) in drop:
             continue  # michi's own offline commit, now on the remote in its re-applied form
         changes = git.diff_trees(repo, meta.parents[0], oid)
         if upstream.intersection(changes):
             return None
-        parent_tree = git.edit_tree(repo, parent_tree, changes)
+        parent_tree = git.edit_tree(repo, parent_tree, changes, strict=False)  # the user's own paths
         parent = git.write_commit(repo, parent_tree, [parent], meta.headers, meta.message)
     return parent
 
@@ -102,6 +102,12 @@ def update_local(
         base = git.merge_base(repo, local, new_tip)
         own = git.rev_list(repo, new_tip, local)
         replayed = None if base is None else _replay(repo, base, new_tip, own, drop)
+        if replayed is None and any(git.read_commit(repo, c).signed for c in own):
+            return [
+                f"your local branch {target.branch} has signed commits; michi never rewrites them (the "
+                "signature would be lost), so it was left as it was (`git pull --rebase --gpg-sign` "
+                "rebases and signs them again when you are ready)"
+            ]
         if replayed is None:
             return [
                 f"your local branch {target.branch} has commits michi could not safely replay on the "

@@ -34,6 +34,9 @@ class TaskTree(Protocol):
     def read(self, path: str) -> bytes | None:
         """A file's content, or None when it does not exist in this tree."""
 
+    def kind(self, path: str) -> str | None:
+        """ "blob" (a file or symlink), "tree" (a folder), or None when nothing is at `path`."""
+
     def read_blobs(self, oids: Iterable[str]) -> dict[str, bytes]:
         """Contents by blob oid (one batched git call)."""
 

@@ -33,6 +33,9 @@ class GitTaskTree:
             return None
         return git.read_path(self._repo, self.tree_oid, path)
 
+    def kind(self, path: str) -> str | None:
+        return None if self.tree_oid is None else git.path_kind(self._repo, self.tree_oid, path)
+
     def read_blobs(self, oids: Iterable[str]) -> dict[str, bytes]:
         return {oid: git.read_blob(self._repo, oid) for oid in oids}
 

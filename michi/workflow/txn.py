@@ -9,6 +9,7 @@ mutation refuses on a state that may be stale), then applies the mutation again 
 from __future__ import annotations
 
 import random
+import re
 import socket
 import time
 import uuid
@@ -36,14 +37,29 @@ def _message(change: Change, entry: Entry, host: str) -> bytes:
     if entry.agent:
         trailers["Michi-Agent"] = entry.agent
     trailers.update(change.trailers)
-    body = "\n".join(f"{k}: {v}" for k, v in trailers.items())
+    body = "\n".join(f"{k}: {_one_line(v)}" for k, v in trailers.items())
     return f"michi: {change.subject}\n\n{body}\n".encode()
+
+
+def _one_line(value: str) -> str:
+    """A trailer value that cannot forge another trailer: control characters are shown escaped."""
+    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in str(value))
+
+
+# The only paths michi's commits may add, change or remove (ADR 0004): task files, its own `.michi/`
+# files, and at init `.michi.toml` and the root domain's `.tasks/.keep`.
+_MICHIS = re.compile(r"(?:.+/)?\.tasks/[^/]+\.json|\.michi/[^/]+|\.michi\.toml|\.tasks/\.keep")
 
 
 def _safe_path(path: str) -> str:
     parts = path.split("/")
-    if path.startswith("/") or any(p in {"", ".", "..", ".git"} for p in parts):
-        raise MichiError(f"refusing to write unsafe path {path!r}", hint="this is a bug in michi")
+    if (
+        path.startswith("/")
+        or any(p in {"", ".", ".."} or p.lower() == ".git" for p in parts)
+        or ".tasks" in parts[:-2]
+        or not _MICHIS.fullmatch(path)
+    ):
+        raise MichiError(f"refusing to write {path!r}: not a file of michi's", hint="this is a bug in michi")
     return path
 
 

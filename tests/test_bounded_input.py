@@ -1,0 +1,170 @@
+"""Bounded, honest input: a task file too deep, too large, ill-typed, with NaN or an id out of range is
+`corrupt_task` for that file alone (ADR 0006); agent names are one short printable line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import Remote, git
+
+from michi.agent import MAX_AGENT_LENGTH
+from michi.tasks.model import MAX_ID, MAX_TASK_BYTES
+from michi.workflow.journal import Entry
+from michi.workflow.mutation import Change, Mutation
+from michi.workflow.txn import _message
+
+BAD_UUID = "0e4ab0a8-3c59-4d7e-9d2c-3b0d0f7a1c11"
+HEAD = f'{{"uuid": "{BAD_UUID}", "description": "bad", "status": "pending", "entry": "20250101T000000Z"'
+
+BAD_FILES = {
+    "deep": HEAD + ', "michi_id": 9, "x": ' + "[" * 100_000 + "]" * 100_000 + "}",
+    "deep_but_parsable": HEAD + ', "michi_id": 9, "x": ' + "[" * 100 + "]" * 100 + "}",
+    "large": HEAD + ', "michi_id": 9, "x": "' + "a" * MAX_TASK_BYTES + '"}',
+    "nan": HEAD + ', "michi_id": 9, "x": NaN}',
+    "infinity": HEAD + ', "michi_id": 9, "x": 1e999}',
+    "huge_integer": HEAD + ', "michi_id": 9, "x": ' + "9" * 5000 + "}",
+    "id_out_of_range": HEAD + f', "michi_id": {10**30}}}',
+    "id_just_over": HEAD + f', "michi_id": {MAX_ID + 1}}}',
+    "id_as_text": HEAD + ', "michi_id": "9"}',
+    "id_as_float": HEAD + ', "michi_id": 9.0}',
+    "id_as_bool": HEAD + ', "michi_id": true}',
+    "version_zero": HEAD + ', "michi_id": 9, "michi_version": 0}',
+    "tags_not_strings": HEAD + ', "michi_id": 9, "tags": [1, 2]}',
+    "description_not_text": f'{{"uuid": "{BAD_UUID}", "michi_id": 9, "description": ["x"], '
+    '"status": "pending", "entry": "20250101T000000Z"}',
+    "assignee_two_lines": HEAD + ', "michi_id": 9, "michi_assignee": "mallory\\nMichi-Agent: alice"}',
+}
+
+
+@pytest.fixture
+def ready(cli, repo: Path) -> Path:
+    assert cli(repo, "init").exit_code == 0
+    assert cli(repo, "task", "add", "a good task").exit_code == 0
+    return repo
+
+
+def commit_by_hand(repo: Path, path: str, data: str) -> None:
+    (repo / path).write_text(data)
+    git(repo, "add", "-f", path)
+    git(repo, "commit", "-qm", "a hand-made file")
+    git(repo, "push", "-q", "origin", "main")
+
+
+@pytest.mark.parametrize("kind", sorted(BAD_FILES))
+def test_a_bad_task_file_is_corrupt_for_itself_alone(cli, ready: Path, remote: Remote, kind: str) -> None:
+    bad_path = f".tasks/{BAD_UUID}.json"
+    commit_by_hand(ready, bad_path, BAD_FILES[kind])
+    listed = cli(ready, "task", "list", "--json")
+    assert listed.exit_code == 0 and [t["id"] for t in listed.json()] == [1]
+    doctor = cli(ready, "doctor", "--json")
+    assert doctor.exit_code == 0, doctor.stdout
+    assert [p["path"] for p in doctor.json()["problems"]] == [bad_path]
+    assert cli(ready, "export", "--json").exit_code == 0
+    shown = cli(ready, "task", "show", BAD_UUID, "--json")
+    assert shown.exit_code == 4 and shown.json()["error"]["code"] == "corrupt_task"
+    assert cli(ready, "task", "done", "1", "--json").json()["state"] == "done"
+    added = cli(ready, "task", "add", "another", "--json")
+    assert added.exit_code == 0 and added.json()["id"] == 2  # the counter never jumps past a bad id
+    assert git(remote.bare, "show", "main:.michi/last-id") == "2"
+    assert git(remote.bare, "show", f"main:{bad_path}") == BAD_FILES[kind]  # never rewritten
+
+
+def test_a_counter_out_of_range_is_named_and_never_used(cli, ready: Path, remote: Remote) -> None:
+    commit_by_hand(ready, ".michi/last-id", f"{10**30}\n")
+    problems = cli(ready, "doctor", "--json").json()["problems"]
+    assert [p["path"] for p in problems] == [".michi/last-id"]
+    refused = cli(ready, "task", "add", "x", "--json")
+    assert refused.exit_code == 4 and refused.json()["error"]["code"] == "corrupt_task"
+    assert git(remote.bare, "show", "main:.michi/last-id") == str(10**30)
+    assert cli(ready, "task", "done", "1", "--json").exit_code == 0  # other tasks keep working
+
+
+def test_a_note_too_large_for_a_task_file_is_refused(cli, ready: Path, remote: Remote) -> None:
+    before = remote.head()
+    big = cli(ready, "task", "annotate", "1", "x" * MAX_TASK_BYTES, "--json")
+    assert big.exit_code == 2 and big.json()["error"]["code"] == "task_too_large"
+    assert remote.head() == before
+
+
+FORGED = "mallory\nMichi-Agent: alice\nMichi-Task: 00000000-0000-4000-8000-000000000000"
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        FORGED,
+        "bot\r",
+        "tab\tbot",
+        "zero\u200bwidth",
+        "line\u2028sep",
+        " padded",
+        "x" * (MAX_AGENT_LENGTH + 1),
+    ],
+)
+def test_bad_agent_names_are_refused_wherever_they_enter(
+    cli, ready: Path, remote: Remote, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, name: str
+) -> None:
+    before = remote.head()
+    flag = cli(ready, "--agent", name, "task", "claim", "1", "--json")
+    assert flag.exit_code == 2 and flag.json()["error"]["code"] == "bad_agent"
+    with monkeypatch.context() as env:
+        env.setenv("MICHI_AGENT", name)
+        from_env = cli(ready, "task", "start", "1", "--json")
+        assert from_env.exit_code == 2 and "MICHI_AGENT" in from_env.json()["error"]["message"]
+    record = cli(ready, "export").json()[0]
+    record.update(michi_state="in_progress", start=record["entry"], michi_assignee=name)
+    (tmp_path / "tw.json").write_text(json.dumps([record]))
+    imported = cli(ready, "import", str(tmp_path / "tw.json"), "--json")
+    assert imported.exit_code == 2 and imported.json()["error"]["code"] == "bad_agent"
+    assert remote.head() == before
+
+
+def test_good_agent_names_reach_the_trailer_and_the_assignee(cli, ready: Path, remote: Remote) -> None:
+    name = "agent-ü 7/x:y"
+    assert cli(ready, "--agent", name, "task", "claim", "1", "--json").json()["assignee"] == name
+    trailers = git(remote.bare, "log", "-1", "--format=%(trailers:key=Michi-Agent,valueonly)", "main")
+    assert trailers == name
+
+
+def test_every_trailer_value_is_one_line() -> None:
+    """Even an agent name that got past validation (a journal written by an older michi) cannot forge."""
+    entry = Entry(txn="0" * 32, mutation=Mutation("m:f"), command="task claim 1", agent=FORGED)
+    change = Change("task claim 1", trailers={"Michi-Task": "u\nMichi-Txn: forged"})
+    message = _message(change, entry, "host").decode()
+    body = message.split("\n\n", 1)[1].splitlines()
+    assert [line.split(":", 1)[0] for line in body] == [
+        "Michi-Txn",
+        "Michi-Host",
+        "Michi-Agent",
+        "Michi-Task",
+    ]
+
+
+def test_a_config_nested_too_deep_is_a_config_error(cli, ready: Path) -> None:
+    (ready / ".michi.toml").write_text("[michi]\nx = " + "[" * 100_000 + "]" * 100_000 + "\n")
+    result = cli(ready, "task", "list", "--json")
+    assert result.exit_code == 2 and result.json()["error"]["code"] == "bad_config"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '[{"uuid": "aaaaaaaa-1111-4111-8111-111111111111", "description": "x", "status": "pending", '
+        '"entry": "20250101T000000Z", "estimate": NaN}]',
+        '[{"uuid": "aaaaaaaa-1111-4111-8111-111111111111", "description": "x", "status": "pending", '
+        '"entry": "20250101T000000Z", "x": ' + "[" * 100_000 + "]" * 100_000 + "}]",
+        '[{"uuid": "aaaaaaaa-1111-4111-8111-111111111111", "description": "x", "status": "pending", '
+        '"entry": "20250101T000000Z", "x": ' + "[" * 50 + "]" * 50 + "}]",
+    ],
+    ids=["nan", "deep", "deeper_than_the_cap"],
+)
+def test_an_import_file_beyond_the_caps_is_refused(
+    cli, ready: Path, remote: Remote, tmp_path: Path, text: str
+) -> None:
+    before = remote.head()
+    (tmp_path / "tw.json").write_text(text)
+    result = cli(ready, "import", str(tmp_path / "tw.json"), "--json")
+    assert result.exit_code == 2 and result.json()["error"]["code"] == "usage", result.stdout
+    assert remote.head() == before

@@ -1,0 +1,277 @@
+"""michi's commits touch only michi's files: task files, `.michi/*` and (at init) `.michi.toml` and
+`.tasks/.keep`. A user's file or symlink named `.tasks`, or an imported domain naming a file, is refused,
+never replaced by a folder (ADR 0004, ADR 0006)."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from conftest import Remote, git
+
+from michi import git as mgit
+from michi.errors import MichiError
+from michi.git.objects import NotMichisPath
+from michi.tasks.model import parse_tw_date
+from michi.workflow.txn import _safe_path
+
+MICHIS = re.compile(r"(?:.+/)?\.tasks/[0-9a-f-]{36}\.json|\.michi/[^/]+|\.michi\.toml|\.tasks/\.keep")
+
+
+def michi_commits(bare: Path) -> list[str]:
+    return git(bare, "log", "--format=%H", "--grep=^michi: ", "main").splitlines()
+
+
+def touched(bare: Path, commit: str) -> list[str]:
+    out = git(bare, "diff-tree", "-r", "--no-commit-id", "--name-only", "--root", commit)
+    return out.splitlines()
+
+
+def test_every_changing_command_touches_only_michis_paths(
+    cli, remote: Remote, repo: Path, tmp_path: Path
+) -> None:
+    (repo / "libs" / "auth" / ".tasks").mkdir(parents=True)
+    (repo / "libs" / "auth" / "code.py").write_text("print()\n")
+    git(repo, "add", "libs")
+    git(repo, "commit", "-qm", "user code")
+    git(repo, "push", "-q", "origin", "main")
+    steps = [
+        ("init",),
+        ("task", "add", "one", "-t", "a"),
+        ("task", "add", "two", "--domain", "libs/auth", "--depends", "1"),
+        ("task", "modify", "1", "--description", "uno", "-p", "H"),
+        ("task", "annotate", "1", "a note"),
+        ("task", "start", "1"),
+        ("task", "stop", "1"),
+        ("task", "review", "1"),
+        ("task", "done", "1"),
+        ("--agent", "bot", "task", "claim", "2", "--ttl", "1"),
+        ("--agent", "bot", "task", "renew", "2"),
+        ("--agent", "bot", "task", "release", "2"),
+        ("--agent", "bot", "task", "next", "--claim", "--all", "--ttl", "1"),
+        ("task", "add", "three", "--offline"),
+        ("sync",),
+        ("task", "delete", "3"),
+    ]
+    for step in steps:
+        result = cli(repo, *step, "--json")
+        assert result.exit_code == 0, (step, result.stdout, result.stderr)
+    expires = parse_tw_date(cli(repo, "task", "show", "2", "--json").json()["claim_expires"])
+    time.sleep(max(0.0, expires + 1 - time.time()))  # the clock must pass the claim's expiry: reap needs it
+    reaped = cli(repo, "task", "reap", "--json")
+    assert reaped.exit_code == 0 and [t["id"] for t in reaped.json()["tasks"]] == [2]
+    export = tmp_path / "tw.json"
+    records = cli(repo, "export", "--all").json()
+    records[0]["description"] = "changed in an import"
+    records.append(
+        {
+            "uuid": "aaaaaaaa-1111-4111-8111-111111111111",
+            "description": "new",
+            "status": "pending",
+            "entry": "20250101T000000Z",
+            "michi_domain": "libs/auth",
+        }
+    )
+    export.write_text(json.dumps(records))
+    assert cli(repo, "import", str(export), "--json").exit_code == 0
+    commits = michi_commits(remote.bare)
+    assert len(commits) >= len(steps)
+    for commit in commits:
+        paths = touched(remote.bare, commit)
+        assert paths and all(MICHIS.fullmatch(p) for p in paths), (commit, paths)
+    assert git(remote.bare, "show", "main:libs/auth/code.py") == "print()"
+
+
+@pytest.fixture
+def with_user_files(cli, remote: Remote, repo: Path, tmp_path: Path) -> Path:
+    """A clone whose user committed a symlink `svc/.tasks`, a file `docs/.tasks`, a symlinked folder."""
+    assert cli(repo, "init").exit_code == 0
+    (tmp_path / "outside").mkdir()
+    (repo / "svc").mkdir()
+    (repo / "svc" / ".tasks").symlink_to(tmp_path / "outside")
+    (repo / "docs").mkdir()
+    (repo / "docs" / ".tasks").write_text("USER NOTES, not michi's\n")
+    (repo / "linked").symlink_to("docs")
+    git(repo, "add", "svc", "docs", "linked")
+    git(repo, "commit", "-qm", "user files")
+    git(repo, "push", "-q", "origin", "main")
+    return repo
+
+
+def _unchanged(remote: Remote, before: str, repo: Path) -> None:
+    assert remote.head() == before
+    assert git(remote.bare, "cat-file", "-t", "main:docs/.tasks") == "blob"
+    assert git(remote.bare, "cat-file", "-p", "main:svc/.tasks").endswith("outside")
+    assert (repo / "docs" / ".tasks").read_text() == "USER NOTES, not michi's\n"
+    assert (repo / "svc" / ".tasks").is_symlink()
+
+
+def test_a_tasks_file_or_symlink_is_no_domain(cli, with_user_files: Path, remote: Remote) -> None:
+    repo, before = with_user_files, remote.head()
+    for cwd, args in (
+        (repo / "svc", ()),
+        (repo, ("--domain", "svc")),
+        (repo, ("--domain", "docs")),
+        (repo, ("--domain", "linked")),
+    ):
+        result = cli(cwd, "task", "add", "x", *args, "--json")
+        assert result.exit_code == 2, (cwd, args, result.stdout)
+        assert result.json()["error"]["code"] == "bad_domain"
+    # A file named .tasks is not a domain: from docs/ the task goes to the nearest real one (the root).
+    added = cli(repo / "docs", "task", "add", "from docs", "--json")
+    assert added.exit_code == 0 and added.json()["domain"] == "."
+    assert touched(remote.bare, remote.head()) == [".michi/last-id", f".tasks/{added.json()['uuid']}.json"]
+    assert git(remote.bare, "rev-parse", "main~1") == before
+    _unchanged(remote, remote.head(), repo)
+
+
+def test_imported_domains_get_the_domain_checks(
+    cli, with_user_files: Path, remote: Remote, tmp_path: Path
+) -> None:
+    repo, before = with_user_files, remote.head()
+    for domain in ("README.md", "docs", "svc", "linked", "../elsewhere", "/etc", ".git", "libs/none"):
+        source = tmp_path / "tw.json"
+        record = {
+            "uuid": "aaaaaaaa-1111-4111-8111-111111111111",
+            "description": "x",
+            "status": "pending",
+            "entry": "20250101T000000Z",
+            "michi_domain": domain,
+        }
+        source.write_text(json.dumps([record]))
+        result = cli(repo, "import", str(source), "--json")
+        assert result.exit_code == 2, (domain, result.stdout)
+        error = result.json()["error"]
+        assert error["code"] == "bad_domain" and "aaaaaaaa-1111" in error["message"], domain
+    _unchanged(remote, before, repo)
+    assert git(remote.bare, "show", "main:README.md") == "hello"
+
+
+def test_the_task_branch_disagreeing_with_the_work_tree_is_still_refused(
+    cli, with_user_files: Path, remote: Remote
+) -> None:
+    """The work tree has a folder `api/.tasks`; the task branch (another clone pushed) has a file there."""
+    repo = with_user_files
+    other = remote.clone("other")
+    (other / "api").mkdir()
+    (other / "api" / ".tasks").write_text("someone else's file\n")
+    git(other, "add", "api")
+    git(other, "commit", "-qm", "api notes")
+    git(other, "push", "-q", "origin", "main")
+    (repo / "api" / ".tasks").mkdir(parents=True)
+    before = remote.head()
+    result = cli(repo, "task", "add", "x", "--domain", "api", "--json")
+    assert result.exit_code == 2, result.stdout
+    error = result.json()["error"]
+    assert error["code"] == "bad_domain" and error["path"] == "api/.tasks"
+    assert remote.head() == before
+
+
+def test_a_pending_offline_add_blocked_by_a_users_file_is_dropped_with_a_note(
+    cli, with_user_files: Path, remote: Remote
+) -> None:
+    repo = with_user_files
+    (repo / "api" / ".tasks").mkdir(parents=True)
+    assert cli(repo, "task", "add", "offline", "--domain", "api", "--offline").exit_code == 0
+    other = remote.clone("other")
+    (other / "api").mkdir()
+    (other / "api" / ".tasks").write_text("someone else's file\n")
+    git(other, "add", "api")
+    git(other, "commit", "-qm", "api notes")
+    git(other, "push", "-q", "origin", "main")
+    before = remote.head()
+    synced = cli(repo, "sync", "--json")
+    assert synced.exit_code == 0, synced.stdout
+    assert any("could not be completed" in n and "api/.tasks" in n for n in synced.json()["notes"])
+    assert remote.head() == before
+    assert git(remote.bare, "show", "main:api/.tasks") == "someone else's file"
+    assert cli(repo, "task", "add", "later", "--json").exit_code == 0  # nothing is stuck
+    assert git(repo, "show", "main:api/.tasks") == "someone else's file"  # the local branch too
+
+
+def _tree(repo: Path, files: dict[str, str], links: dict[str, str]) -> str:
+    """A tree object with these files and symlinks (built by git itself, not by the code under test)."""
+    index = repo / ".git" / "test-index"
+    env = {"GIT_INDEX_FILE": str(index)}
+    for path, text in files.items():
+        git(repo, "update-index", "--add", "--cacheinfo", f"100644,{_blob(repo, text)},{path}", env=env)
+    for path, target in links.items():
+        git(repo, "update-index", "--add", "--cacheinfo", f"120000,{_blob(repo, target)},{path}", env=env)
+    tree = git(repo, "write-tree", env=env)
+    index.unlink()
+    return tree
+
+
+def _blob(repo: Path, text: str) -> str:
+    return subprocess.run(
+        ["git", "hash-object", "-w", "--stdin"],
+        cwd=repo,
+        input=text,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"docs/.tasks/a.json": "blob"},  # write through a file
+        {"svc/.tasks/a.json": "blob"},  # write through a symlink
+        {"docs/.tasks": "blob"},  # a plain file may be rewritten (a task file is one)
+        {"svc/.tasks": None},  # delete a symlink
+        {"lib": None},  # delete a folder
+        {"lib": "blob"},  # replace a folder by a file
+        {"lib": "blob", "lib/x.json": "blob"},  # a file and a folder at once
+    ],
+)
+def test_strict_tree_edits_never_replace_what_is_not_a_plain_file(
+    repo: Path, change: dict[str, str | None]
+) -> None:
+    tree = _tree(repo, {"docs/.tasks": "notes\n", "lib/code.py": "x\n"}, {"svc/.tasks": "../outside"})
+    handle = mgit.open_repo(repo)
+    blob = mgit.write_blob(handle, b"{}\n")
+    changes = {p: (None if v is None else (mgit.BLOB_MODE, blob)) for p, v in change.items()}
+    if change == {"docs/.tasks": "blob"}:
+        new = mgit.edit_tree(handle, tree, changes)  # a plain file may be rewritten (a task file is one)
+        assert git(repo, "cat-file", "-p", f"{new}:docs/.tasks") == "{}"
+        return
+    with pytest.raises(NotMichisPath):
+        mgit.edit_tree(handle, tree, changes)
+    # Replaying a user's own commit may do all of it.
+    mgit.edit_tree(handle, tree, changes, strict=False)
+
+
+@pytest.mark.parametrize(
+    "path",
+    [".tasks/u.json", "libs/auth/.tasks/u.json", ".michi/last-id", ".michi.toml", ".tasks/.keep"],
+)
+def test_michis_own_paths_may_be_committed(path: str) -> None:
+    assert _safe_path(path) == path
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "README.md",
+        "docs/.tasks",
+        ".michi",
+        ".michi/sub/file",
+        ".tasks/notes.txt",
+        "docs/.keep",
+        "a/.tasks/b/c.json",
+        ".tasks/.tasks/u.json",
+        ".git/.tasks/u.json",
+        "x/.GIT/.tasks/u.json",
+        "../.tasks/u.json",
+        "/etc/.tasks/u.json",
+        "a//.tasks/u.json",
+    ],
+)
+def test_nothing_else_is_ever_committed(path: str) -> None:
+    with pytest.raises(MichiError, match="not a file of michi's"):
+        _safe_path(path)
