@@ -122,3 +122,33 @@ def read_tree_update(repo: Repo, old: str, new: str, env: Mapping[str, str] | No
 def update_ref(repo: Repo, ref: str, new: str, old: str | None, message: str) -> None:
     """Compare-and-swap a ref (old None = must not exist yet)."""
     _must(repo, "update-ref", "-m", message, ref, new, old if old is not None else "0" * 40)
+
+
+def messages_matching(repo: Repo, include: str, exclude: str | None, pattern: str) -> list[tuple[str, bytes]]:
+    """(oid, raw message) of the commits reachable from `include` but not `exclude` whose message has a
+    line matching the extended regex `pattern`; newest first. git filters in C: scanning a long history
+    costs one process and returns only the matches."""
+    args = ["log", "-z", "--format=%H%n%B", "--extended-regexp", f"--grep={pattern}", include]
+    if exclude:
+        args.append(f"^{exclude}")
+    return _log(repo, args)
+
+
+def commit_messages(repo: Repo, include: str, exclude: str | None) -> list[tuple[str, bytes]]:
+    """(oid, raw message) of the commits reachable from `include` but not `exclude`, oldest first."""
+    args = ["log", "-z", "--reverse", "--topo-order", "--format=%H%n%B", include]
+    if exclude:
+        args.append(f"^{exclude}")
+    return _log(repo, args)
+
+
+def _log(repo: Repo, args: list[str]) -> list[tuple[str, bytes]]:
+    status, out, err = _exec(repo, *args, raw=True)
+    if status != 0:
+        raise GitFailed(f"git log failed: {err.strip() or status}")
+    found = []
+    for record in bytes(out).split(b"\0"):
+        oid, _, message = record.strip(b"\n").partition(b"\n")
+        if oid:
+            found.append((oid.decode(), message))
+    return found
