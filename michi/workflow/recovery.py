@@ -28,19 +28,26 @@ def landed(repo: Repo, tip: str | None, entries: list[Entry]) -> dict[str, str]:
     """txn -> the commit on `tip`'s history that carries it, for each of `entries` that landed.
 
     One `git log --grep` per distinct entry base (usually one): git filters the history in C."""
-    if tip is None or not entries:
-        return {}
     by_base: dict[str | None, list[str]] = defaultdict(list)
     for e in entries:
-        if _TXN_ID.fullmatch(e.txn):
-            by_base[e.base].append(e.txn)
+        by_base[e.base].append(e.txn)
     found: dict[str, str] = {}
     for base, txns in by_base.items():
-        pattern = f"^Michi-Txn: *({'|'.join(txns)}) *$"
-        for oid, message in git.messages_matching(repo, tip, base, pattern):
-            txn = michi_txn(message)
-            if txn in txns:
-                found.setdefault(txn, oid)  # newest first; two would be the very bug this prevents
+        found.update(find_txns(repo, tip, base, txns))
+    return found
+
+
+def find_txns(repo: Repo, tip: str | None, exclude: str | None, txns: list[str]) -> dict[str, str]:
+    """txn -> the michi commit in `exclude..tip` carrying it, for those of `txns` that are there."""
+    wanted = [t for t in txns if _TXN_ID.fullmatch(t)]
+    if tip is None or not wanted:
+        return {}
+    found: dict[str, str] = {}
+    pattern = f"^Michi-Txn: *({'|'.join(wanted)}) *$"
+    for oid, message in git.messages_matching(repo, tip, exclude, pattern):
+        txn = michi_txn(message)
+        if txn in wanted:
+            found.setdefault(txn, oid)  # newest first; two would be the very bug this prevents
     return found
 
 

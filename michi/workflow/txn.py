@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from michi import git
 from michi.errors import GitFailed, MichiError, RemoteUnreachable, RepoBusy
-from michi.workflow import faults, orphans, recovery
+from michi.workflow import faults, orphans, recovery, stranded
 from michi.workflow.journal import OFFLINE, PUSHING, Entry, Journal
 from michi.workflow.local import checked_out_elsewhere, move_checkout, update_local
 from michi.workflow.mutation import ApplyContext, Change, Mutation
@@ -73,6 +73,8 @@ class Transaction:
         self.leftover: list[Entry] = []  # a dead holder's or offline entries, read under the lock
         self.report = recovery.Report()  # what became of them, in the application that counted
         self.already: set[str] = set()  # txns of leftover entries found on the remote already
+        self.stranded: list[stranded.Stranded] = []  # sync only: michi commits no journal entry names
+        self.rescued: set[str] = set()  # txns of those that this run completes (or found landed)
         self.pushed = False  # this run's push landed: its journal entry must survive a late failure
         self.keep_entry = False  # the push's outcome is unknown: the next run must check the remote
         head = git.head(self.git)
@@ -142,7 +144,7 @@ class Transaction:
         return [e for e in leftover if e.txn not in found]
 
     # -- the transaction ------------------------------------------------------------------------------
-    def run(self, mutations: list[Mutation], fetch: bool = False) -> TxnOutcome:
+    def run(self, mutations: list[Mutation], fetch: bool = False, rescue: bool = False) -> TxnOutcome:
         from michi.lock import RepoLock
 
         for m in mutations:
@@ -178,7 +180,7 @@ class Transaction:
             faults.point("locked")
             try:
                 if self.target.online:
-                    outcome = self._online(lock, journal, leftover, mine, fetch)
+                    outcome = self._online(lock, journal, leftover, mine, fetch, rescue)
                 else:
                     outcome = self._local_only(journal, leftover, mine)
             except BaseException:
@@ -197,24 +199,34 @@ class Transaction:
         return outcome
 
     def _online(
-        self, lock: RepoLock, journal: Journal, leftover: list[Entry], mine: list[Entry], fetch: bool
+        self,
+        lock: RepoLock,
+        journal: Journal,
+        leftover: list[Entry],
+        mine: list[Entry],
+        fetch: bool,
+        rescue: bool,
     ) -> TxnOutcome:
         assert self.target.remote and self.target.remote_ref
         old_remote = git.ref_oid(self.git, self.target.remote_ref)
         base, fetched = old_remote, False
         if fetch or leftover or base is None:
             base, fetched = self._fetch(), True
+        if rescue:
+            local = git.ref_oid(self.git, self.target.local_ref)
+            self.stranded = stranded.find(self.git, local, base, {e.txn for e in leftover})
         retries = self.req.config.push_retries
         for attempt in range(1, retries + 1):
             pending = self._not_landed(leftover, base) if leftover else []
+            start = self._rescue(base) if self.stranded else base
             try:
-                tip, built, result = self._apply_all(base, pending, mine)
+                tip, built, result = self._apply_all(start, pending, mine)
             except MichiError:
                 if fetched:
                     raise
                 base, fetched = self._fetch(), True  # refuse only on fresh state
                 continue
-            landed = {e.txn for e in leftover}
+            landed = {e.txn for e in leftover} | self.rescued
             if tip == base:
                 journal.save([])
                 notes = self._update_local(old_remote, base, landed)
@@ -248,8 +260,18 @@ class Transaction:
         )
 
     def _completed(self) -> int:
-        """Leftover operations now on the remote: found there, or applied and pushed by this run."""
-        return len(self.leftover) - len(self.report.refused)
+        """Pending operations now on the remote: found there, or applied and pushed by this run."""
+        return len(self.leftover) - len(self.report.refused) + len(self.rescued)
+
+    def _rescue(self, base: str | None) -> str | None:
+        """`base` plus the stranded michi commits not on the remote yet, replayed as they are."""
+        assert base is not None and self.target.remote  # stranded commits exist only ahead of a remote tip
+        exclude = git.merge_base(self.git, self.stranded[-1].oid, base)
+        found = recovery.find_txns(self.git, base, exclude, [c.txn for c in self.stranded])
+        todo = [c for c in self.stranded if c.txn not in found]
+        self.rescued = {c.txn for c in self.stranded}
+        self.already |= set(found)
+        return stranded.replay(self.git, todo, base, self.target.remote, self.target.branch) if todo else base
 
     def _push(self, tip: str, lock: RepoLock, started: Callable[[int], None]) -> bool:
         """True when `tip` is on the remote; False when the remote moved on (fetch and retry). `started`
@@ -365,6 +387,11 @@ class Transaction:
 
     def _outcome(self, result: Any, commit: str | None, **kw: Any) -> TxnOutcome:
         notes = self.notes + self.report.notes() + kw.pop("notes", [])
+        if self.rescued:
+            notes.append(
+                f"{len(self.rescued)} michi commit(s) that no journal entry named were only on your local "
+                f"branch; they are on {self.target.remote} now"
+            )
         return TxnOutcome(
             result=result,
             commit=commit,
@@ -384,4 +411,4 @@ def run_transaction(req: TxnRequest, mutation: Mutation) -> TxnOutcome:
 
 def sync(req: TxnRequest) -> TxnOutcome:
     """Fetch, push pending offline (or interrupted) work, and bring the local task branch up to date."""
-    return Transaction(req).run([], fetch=True)
+    return Transaction(req).run([], fetch=True, rescue=True)
