@@ -174,3 +174,39 @@ def test_lost_journal_after_the_push_landed_drops_the_local_copy(
     assert "already landed" in synced.json()["message"]
     assert git(ready, "rev-parse", "HEAD") == remote.head()
     assert_exactly_once(remote.bare)
+
+
+# --- a lock file in git's way is named as such ---------------------------------------------------------
+
+
+def test_stale_remote_tracking_ref_lock_is_named_not_called_unreachable(
+    cli: Cli, remote: Remote, ready: Path
+) -> None:
+    assert cli(remote.clone("other"), "task", "add", "moves the remote").exit_code == 0
+    lock = ready / ".git/refs/remotes/origin/main.lock"
+    lock.touch()
+    synced = cli(ready, "sync", "--json")
+    assert synced.exit_code == 5
+    error = synced.json()["error"]
+    assert error["code"] == "git_lock_held" and "cannot reach" not in error["message"]
+    assert "refs/remotes/origin/main" in error["message"] and str(lock) in error["hint"]
+    lock.unlink()  # the fix the hint names
+    assert cli(ready, "sync").exit_code == 0
+
+
+def test_held_index_lock_is_named_not_called_local_changes(cli: Cli, remote: Remote, ready: Path) -> None:
+    lock = ready / ".git/index.lock"
+    lock.touch()
+    offline = cli(ready, "task", "add", "x", "--offline", "--json")
+    assert offline.exit_code == 5
+    error = offline.json()["error"]
+    assert error["code"] == "git_lock_held" and "changes" not in error["message"]
+    assert "the index" in error["message"] and str(lock) in error["hint"]
+    online = cli(ready, "task", "add", "y", "--json")  # lands; only the local update must wait
+    assert online.exit_code == 0
+    notes = " ".join(online.json()["transaction"]["notes"])
+    assert "index.lock exists" in notes and "work tree has changes" not in notes
+    lock.unlink()
+    assert cli(ready, "sync").exit_code == 0
+    assert git(ready, "rev-parse", "HEAD") == remote.head()
+    assert git(ready, "status", "--porcelain") == ""

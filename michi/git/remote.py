@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from michi.errors import GitFailed
-from michi.git.core import NO_PROMPT, _exec, ref_oid
+from michi.git.core import NO_PROMPT, _exec, lock_held, ref_oid
 
 if TYPE_CHECKING:
     from git import Repo
@@ -56,7 +56,7 @@ def fetch_branch(repo: Repo, remote: str, branch: str) -> str | None:
     if status != 0:
         if "couldn't find remote ref" in err:
             return None
-        raise _remote_failure(err, remote)
+        raise lock_held(err) or _remote_failure(err, remote)
     return ref_oid(repo, tracking)
 
 
