@@ -24,7 +24,7 @@ from conftest import Remote, git
 from txnkit import assert_exactly_once, detached_server
 
 MAX_OPS = 36
-MAX_SECONDS = 40.0  # the loop stops starting operations after this; the final syncs follow
+MAX_SECONDS = 30.0  # the loop stops starting operations after this; the final syncs follow
 FAULTS = ("locked", "fetched", "committed", "pushing", "pushed", "local")
 
 
@@ -92,7 +92,6 @@ def test_kills_and_refusals_never_land_an_operation_twice(remote: Remote) -> Non
     _hook(remote.bare, signals)
 
     outcome: dict[str, str] = {}  # label -> "ok" | "killed" | "refused"
-    seen_landed = 0  # commands that found an interrupted operation already on the remote
     started = time.monotonic()
     count = 0
     while count < MAX_OPS and time.monotonic() - started < MAX_SECONDS:
@@ -117,7 +116,6 @@ def test_kills_and_refusals_never_land_an_operation_twice(remote: Remote) -> Non
             _kill_in_hook(proc, signals, seen)
         out, err = proc.communicate(timeout=120)
         code = proc.returncode
-        seen_landed += "already landed" in out
         if code == -signal.SIGKILL:
             outcome[label] = "killed"
         elif code == 5 and "random refusal" in out + err:
@@ -147,6 +145,4 @@ def test_kills_and_refusals_never_land_an_operation_twice(remote: Remote) -> Non
         assert landed[label] == expected, (seed, label, how, landed[label])
     ids = [t["michi_id"] for t in tasks]
     assert len(ids) == len(set(ids)), f"duplicate ids: {sorted(ids)}"
-    print(
-        f"{count} ops in {time.monotonic() - started:.1f}s: {Counter(outcome.values())}, {seen_landed} found"
-    )
+    print(f"{count} operations in {time.monotonic() - started:.1f}s: {Counter(outcome.values())}")
