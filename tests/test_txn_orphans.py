@@ -202,3 +202,42 @@ def test_settle_never_touches_a_process_that_reused_the_pid() -> None:
     finally:
         bystander.kill()
         bystander.wait()
+
+
+def test_the_common_path_never_scans_or_waits(
+    cli: Callable[..., object], ready: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Recognising landed work costs a git process: only leftover work may pay it (the lock's critical
+    section stays lean)."""
+    import michi.git
+
+    def forbidden(*_a: object, **_k: object) -> None:
+        raise AssertionError("scanned or waited on the common path")
+
+    monkeypatch.setattr(michi.git, "messages_matching", forbidden)
+    monkeypatch.setattr(orphans, "settle", forbidden)
+    for args in (["task", "add", "x"], ["task", "annotate", "1", "n"], ["sync"]):
+        result = cli(ready, *args, "--json")
+        assert result.exit_code == 0, result.stdout  # type: ignore[attr-defined]
+
+
+def test_a_journal_from_before_bases_and_ids_still_recovers(remote: Remote, ready: Path) -> None:
+    """Entries written by an older michi have no `base`, `ids` or push record: the scan then covers the
+    whole history, and the operation still lands once."""
+    killed = subprocess.run(
+        [sys.executable, "-m", "michi", "task", "add", "old"],
+        cwd=ready,
+        env={**os.environ, "MICHI_FAULT": "pushed"},
+        capture_output=True,
+    )
+    assert killed.returncode == -signal.SIGKILL
+    journal = ready / ".git/michi/journal.json"
+    body = json.loads(journal.read_text())
+    body.pop("push", None)
+    for entry in body["entries"]:
+        entry.pop("base"), entry.pop("ids")
+    journal.write_text(json.dumps(body))
+    code, out = finish(michi(ready, "--json", "sync"))
+    assert code == 0 and "already landed" in json.loads(out.splitlines()[0])["message"], out
+    assert list(tasks_on(remote.bare)) == ["old"]
+    assert_exactly_once(remote.bare)
