@@ -210,3 +210,18 @@ def test_held_index_lock_is_named_not_called_local_changes(cli: Cli, remote: Rem
     assert cli(ready, "sync").exit_code == 0
     assert git(ready, "rev-parse", "HEAD") == remote.head()
     assert git(ready, "status", "--porcelain") == ""
+
+
+def test_engine_reports_a_refused_pending_operation_once(remote: Remote) -> None:
+    from test_txn import drive, names_on
+
+    mine, other = remote.clone("mine"), remote.clone("other")
+    assert drive(mine, "x", "--offline", "--refuse").returncode == 0
+    assert drive(mine, "y", "--offline").returncode == 0
+    assert drive(other, "x").returncode == 0
+    proc = drive(mine, "-", "--sync")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["recovered"] == 1 and [r["code"] for r in out["refused"]] == ["conflict"]
+    assert sum("was not applied" in n for n in out["notes"]) == 1
+    assert names_on(remote.bare) == ["x", "y"]
