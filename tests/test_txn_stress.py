@@ -1,10 +1,10 @@
 """The exactly-once invariant under random SIGKILLs and random refusals (ADR 0004).
 
-Two clones take turns running real michi processes (adds and notes) against a remote whose pre-receive
-hook is slow and refuses at random; some processes are SIGKILLed while their push waits in the hook,
-some at a named fault point. One clone's remote half runs in its own session, as a server's does, so its
-orphaned pushes may land after the next command took over. Bounded in count and time; the seed is
-printed so a failure can be replayed (`MICHI_STRESS_SEED`).
+Two clones run real michi processes (adds and notes) side by side, so their pushes race, against a
+remote whose pre-receive hook is slow and refuses at random; some processes are SIGKILLed while their
+push waits in the hook, some at a named fault point. One clone's remote half runs in its own session, as
+a server's does, so its orphaned pushes may land after the next command took over. Bounded in count and
+time. The seed (printed; `MICHI_STRESS_SEED` replays it) fixes the choices, not the timing.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import random
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -29,15 +30,15 @@ FAULTS = ("locked", "fetched", "committed", "pushing", "pushed", "local")
 
 
 def _hook(bare: Path, signals: Path) -> None:
-    """Slow and refusing as `mode` says ("<refuse 0|1> <seconds>"); every push leaves `entered.<pid>`."""
+    """Slow and refusing as the pushing michi's environment says (the remote's half inherits it):
+    STRESS_DELAY seconds, STRESS_REFUSE=1; each push leaves `entered.<STRESS_LABEL>.<pid>`."""
     hook = bare / "hooks" / "pre-receive"
     hook.write_text(
         f"""#!/bin/sh
-d='{signals}'
-: > "$d/entered.$$"
-read refuse delay < "$d/mode" || exit 0
-sleep "$delay"
-if [ "$refuse" = 1 ]; then echo "random refusal" >&2; exit 1; fi
+: > '{signals}'/"entered.${{STRESS_LABEL:-none}}.$$"
+[ -e '{signals}/calm' ] && exit 0
+sleep "${{STRESS_DELAY:-0}}"
+if [ "${{STRESS_REFUSE:-0}}" = 1 ]; then echo "random refusal" >&2; exit 1; fi
 """
     )
     hook.chmod(0o755)
@@ -54,13 +55,10 @@ def _michi(cwd: Path, args: list[str], env: dict[str, str]) -> subprocess.Popen[
     )
 
 
-def _entered(signals: Path) -> int:
-    return sum(1 for p in signals.iterdir() if p.name.startswith("entered."))
-
-
-def _kill_in_hook(proc: subprocess.Popen[str], signals: Path, seen: int) -> None:
+def _kill_in_hook(proc: subprocess.Popen[str], signals: Path, label: str) -> None:
+    """SIGKILL `proc` once one of its pushes waits in the hook (or let it be, if it ended first)."""
     deadline = time.monotonic() + 60
-    while _entered(signals) <= seen and proc.poll() is None:
+    while not any(signals.glob(f"entered.{label}.*")) and proc.poll() is None:
         assert time.monotonic() < deadline, "the push never reached the hook"
         time.sleep(0.005)
     if proc.poll() is None:
@@ -88,43 +86,61 @@ def test_kills_and_refusals_never_land_an_operation_twice(remote: Remote) -> Non
         assert proc.wait(timeout=60) == 0, proc.communicate()
     signals = remote.root / "signals"
     signals.mkdir()
-    (signals / "mode").write_text("0 0\n")
     _hook(remote.bare, signals)
 
     outcome: dict[str, str] = {}  # label -> "ok" | "killed" | "refused"
+    failures: list[object] = []
     started = time.monotonic()
-    count = 0
-    while count < MAX_OPS and time.monotonic() - started < MAX_SECONDS:
-        count += 1
-        clone = rnd.choice([a, b])
-        kind = rnd.choice(["add", "add", "note", "note", "sync"])
-        label = f"{kind}-{count}"
-        args = {
-            "add": ["task", "add", label],
-            "note": ["task", "annotate", str(rnd.choice([1, 2])), label],
-            "sync": ["sync"],
-        }[kind]
-        refuse = rnd.random() < 0.35
-        kill = rnd.choice(["none", "none", "hook", "fault"])
-        (signals / "mode").write_text(f"{int(refuse)} {0.3 if kill == 'hook' else rnd.choice([0, 0.05])}\n")
-        env = {"MICHI_ORPHAN_WAIT": rnd.choice(["0", "30"])}
-        if kill == "fault":
-            env["MICHI_FAULT"] = rnd.choice(FAULTS)
-        seen = _entered(signals)
-        proc = _michi(clone, args, env)
-        if kill == "hook":
-            _kill_in_hook(proc, signals, seen)
-        out, err = proc.communicate(timeout=120)
-        code = proc.returncode
-        if code == -signal.SIGKILL:
-            outcome[label] = "killed"
-        elif code == 5 and "random refusal" in out + err:
-            outcome[label] = "refused"
-        else:
-            assert code in (0, 4) if kind == "sync" else code == 0, (label, code, out, err)
-            outcome[label] = "ok"
+    numbers = iter(range(1, MAX_OPS + 1))
+    guard = threading.Lock()
 
-    (signals / "mode").write_text("0 0\n")
+    def stream(clone: Path, rnd: random.Random) -> None:
+        """One clone's operations, one after another; the other clone's stream races it."""
+        while time.monotonic() - started < MAX_SECONDS:
+            with guard:
+                count = next(numbers, None)
+            if count is None:
+                return
+            kind = rnd.choice(["add", "add", "note", "note", "sync"])
+            label = f"{kind}-{count}"
+            args = {
+                "add": ["task", "add", label],
+                "note": ["task", "annotate", str(rnd.choice([1, 2])), label],
+                "sync": ["sync"],
+            }[kind]
+            kill = rnd.choice(["none", "none", "hook", "fault"])
+            env = {
+                "STRESS_LABEL": label,
+                "STRESS_REFUSE": str(int(rnd.random() < 0.35)),
+                "STRESS_DELAY": "0.3" if kill == "hook" else rnd.choice(["0", "0.05"]),
+                "MICHI_ORPHAN_WAIT": rnd.choice(["0", "30"]),
+            }
+            if kill == "fault":
+                env["MICHI_FAULT"] = rnd.choice(FAULTS)
+            proc = _michi(clone, args, env)
+            if kill == "hook":
+                _kill_in_hook(proc, signals, label)
+            out, err = proc.communicate(timeout=120)
+            code = proc.returncode
+            if code == -signal.SIGKILL:
+                outcome[label] = "killed"
+            elif code == 5 and "random refusal" in out + err:
+                outcome[label] = "refused"
+            elif code == 0 or (kind == "sync" and code == 4):
+                outcome[label] = "ok"
+            else:
+                failures.append((label, code, out, err))
+                return
+
+    streams = [threading.Thread(target=stream, args=(clone, random.Random(rnd.random()))) for clone in (a, b)]
+    for t in streams:
+        t.start()
+    for t in streams:
+        t.join(timeout=300)
+    assert not failures, (seed, failures)
+    count = len(outcome)
+
+    (signals / "calm").touch()
     for clone in (a, b, a):  # settle every orphan, finish every journal
         proc = _michi(clone, ["sync"], {})
         out, err = proc.communicate(timeout=120)

@@ -82,7 +82,8 @@ def assert_exactly_once(bare: Path, branch: str = "main") -> None:
 
 def gated_hook(bare: Path, signals: Path) -> None:
     """A pre-receive hook that numbers the pushes it sees (`reached.N`), refuses push N when the test
-    made `refuse.N`, and otherwise holds push N until the test makes `gate.N` (or `open`)."""
+    made `refuse.N`, and otherwise holds push N until the test makes `gate.N` (or `open`), for at most
+    about two minutes."""
     signals.mkdir(exist_ok=True)
     hook = bare / "hooks" / "pre-receive"
     hook.write_text(
@@ -92,7 +93,11 @@ n=$(ls "$d" | grep -c '^reached\\.')
 n=$((n + 1))
 : > "$d/reached.$n"
 if [ -e "$d/refuse.$n" ]; then echo "flaky remote says no" >&2; exit 1; fi
-while [ ! -e "$d/gate.$n" ] && [ ! -e "$d/open" ]; do sleep 0.01; done
+i=0
+while [ ! -e "$d/gate.$n" ] && [ ! -e "$d/open" ]; do
+  sleep 0.01; i=$((i + 1))
+  [ $i -lt 12000 ] || exit 1  # a failed test never opens the gate: give up, leave no process behind
+done
 """
     )
     hook.chmod(0o755)
