@@ -86,10 +86,11 @@ def build_app() -> typer.Typer:
         context_settings={"help_option_names": ["-h", "--help"]},
     )
     app.callback()(_root)
-    from michi.cli import hook_cli, lock_cli, repo_cli, task_cli
+    from michi.cli import hook_cli, lock_cli, repo_cli, status_cli, task_cli
 
     repo_cli.register(app)
     task_cli.register(app)
     lock_cli.register(app)
     hook_cli.register(app)
+    status_cli.register(app)
     return app

@@ -6,7 +6,7 @@ import json
 import time
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from michi import __version__
 from michi.durations import duration
@@ -52,7 +52,23 @@ def read(session: Session, fetch: bool = False) -> Snap:
     return Snap(index, _notes(snap.synced_at, snap.branch, len(index.problems)))
 
 
+class TableRead(NamedTuple):
+    """`read_table` with what chose the commit (`stamp`; None when only git could vouch for it) and the
+    number of unreadable task files: `michi status` reads the same cache and needs both."""
+
+    table: Table
+    notes: list[str]
+    stamp: Any  # workflow.snapshot.Stamp | None (not imported here: the read path stays lean)
+    problems: int
+
+
 def read_table(session: Session, fetch: bool = False) -> tuple[Table, list[str]]:
+    """Every task in the list table (ADR 0008)."""
+    got = read_table_stamped(session, fetch)
+    return got.table, got.notes
+
+
+def read_table_stamped(session: Session, fetch: bool = False) -> TableRead:
     """Every task in the list table (ADR 0008). While the ref read last time holds the same commit, the
     table comes from the list cache after a few file reads (no git process, no GitPython); otherwise from
     the index brought up to that commit, and the cache is rewritten for next time."""
@@ -65,7 +81,8 @@ def read_table(session: Session, fetch: bool = False) -> tuple[Table, list[str]]
         stamp = snapshot.Stamp(*stamp_t)
         if form == LIST_FORMAT and len(table) == len(COLUMNS) and len({len(c) for c in table}) == 1:
             if not fetch and snapshot.is_current(paths, session.config, stamp):
-                return table, _notes(snapshot.synced_at(paths, stamp.remote), stamp.branch, problems)
+                notes = _notes(snapshot.synced_at(paths, stamp.remote), stamp.branch, problems)
+                return TableRead(table, notes, stamp, problems)
             old = table
     except (TypeError, ValueError):  # no cache (None), or not one this code wrote
         pass
@@ -75,7 +92,7 @@ def read_table(session: Session, fetch: bool = False) -> tuple[Table, list[str]]
     problems = len(index.problems)
     if snap.stamp is not None:
         save_checked(paths.state_dir, LIST_CACHE, (LIST_FORMAT, tuple(snap.stamp), problems, table))
-    return table, _notes(snap.synced_at, snap.branch, problems)
+    return TableRead(table, _notes(snap.synced_at, snap.branch, problems), snap.stamp, problems)
 
 
 def transact(session: Session, mutation: Mutation, wait: float | None, offline: bool) -> TxnOutcome:

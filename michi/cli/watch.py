@@ -1,0 +1,89 @@
+"""`michi watch`: the status view kept live in the terminal (rich.live), with recent activity from git.
+
+Ctrl-C is how a person leaves a watch, not an interruption of work: it exits 0 (ADR 0009). A refresh
+that fails (the remote unreachable under --fetch) shows the error above the last good view and the
+watch goes on; the next refresh may succeed.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from michi.durations import duration
+from michi.errors import ExitCode, MichiError, UsageError
+from michi.session import Session
+
+
+def recent_activity(session: Session, sync: dict[str, Any], count: int, now: float) -> Any:
+    """The last `count` michi commits of the task branch: when, who, what (from the Michi-* trailers)."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from michi.git.history import log_entries
+
+    table = Table(title="recent activity", title_justify="left", show_edge=False)
+    for name in ("when", "agent", "what"):
+        table.add_column(name)
+    ref = sync["remote_tip"] if sync["remote_tip"] and not sync["ahead"] else sync["local"]
+    if not count or ref is None:
+        return table
+    newest_first = log_entries(
+        session.repo.worktree,
+        ref,
+        task_files_only=False,
+        max_count=count,
+        oldest_first=False,
+        michi_only=True,
+    )
+    for entry in newest_first:
+        agent = entry.trailers.get("Michi-Agent", "-")
+        what = entry.subject.removeprefix("michi: ")
+        table.add_row(f"{duration(now - entry.time)} ago", Text(agent), Text(what))
+    return table
+
+
+def frame(session: Session, *, interval: float, fetch: bool, activity: int) -> Any:
+    from rich.console import Group
+    from rich.text import Text
+
+    from michi.cli.status_views import status_view
+    from michi.commands import status
+
+    now = time.time()
+    report = status.collect(session, fetch=fetch, now=now)
+    recent = recent_activity(session, report.data["sync"], activity, now)
+    clock = time.strftime("%H:%M:%S", time.localtime(now))
+    head = Text(f"michi watch: every {interval:g}s, updated {clock}; Ctrl-C leaves", style="bold")
+    return Group(head, status_view(report.data, extra=recent))
+
+
+def run(session: Session, *, interval: float, fetch: bool, activity: int) -> int:
+    if session.json:
+        raise UsageError(
+            "watch is a view for people; it has no --json output",
+            hint="agents poll 'michi status --json' instead",
+        )
+    from rich.console import Console
+    from rich.live import Live
+
+    console = Console(highlight=False)
+    last = frame(session, interval=interval, fetch=fetch, activity=activity)
+    try:
+        with Live(last, console=console, auto_refresh=False, redirect_stderr=False) as live:
+            while True:
+                time.sleep(interval)
+                try:
+                    last = view = frame(session, interval=interval, fetch=fetch, activity=activity)
+                except MichiError as exc:
+                    view = with_error(last, exc)
+                live.update(view, refresh=True)
+    except KeyboardInterrupt:  # the way out of a watch (ADR 0009)
+        return ExitCode.OK
+
+
+def with_error(last: Any, exc: MichiError) -> Any:
+    from rich.console import Group
+    from rich.text import Text
+
+    return Group(Text(f"last refresh failed: {exc.one_line()}", style="red"), last)
