@@ -41,7 +41,6 @@ def _oid(session: Session, ref: str) -> str | None:
 
 
 def sync_state(session: Session, stamp: Any, now: float) -> dict[str, Any]:
-    from michi.git.history import ahead_behind
     from michi.workflow.snapshot import synced_at
 
     branch, remote = _target(session, stamp)
@@ -49,7 +48,11 @@ def sync_state(session: Session, stamp: Any, now: float) -> dict[str, Any]:
     tracking = _oid(session, f"refs/remotes/{remote}/{branch}") if remote else None
     ahead = behind = None
     if local is not None and tracking is not None:
-        ahead, behind = (0, 0) if local == tracking else ahead_behind(session.repo.worktree, local, tracking)
+        ahead = behind = 0
+        if local != tracking:  # one git process, only when they differ
+            from michi.git.history import ahead_behind
+
+            ahead, behind = ahead_behind(session.repo.worktree, local, tracking)
     last = synced_at(session.repo, remote)
     return {
         "branch": branch,
@@ -79,12 +82,14 @@ def journal_entries(session: Session) -> tuple[list[dict[str, Any]], float | Non
 def pending(session: Session, now: float, lock_live: bool) -> dict[str, Any]:
     """Journaled operations not on the remote. While a live holder works, its own `started`/`pushing`
     entry is in flight, not pending; `offline` entries wait for `michi sync` whoever holds the lock."""
-    from michi.git.history import commit_times
-
     entries, written = journal_entries(session)
     waiting = [e for e in entries if e.get("state") == "offline" or not lock_live]
     commits = [str(e["commit"]) for e in waiting if e.get("commit")]
-    times = commit_times(session.repo.worktree, commits) if commits else {}
+    times: dict[str, float] = {}
+    if commits:
+        from michi.git.history import commit_times
+
+        times = commit_times(session.repo.worktree, commits)
     stamps = [times[c] for c in commits if c in times]
     if waiting and len(stamps) < len(waiting) and written is not None:
         stamps.append(written)  # an entry without a commit yet: as old as the journal's last write
