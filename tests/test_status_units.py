@@ -144,3 +144,54 @@ def test_the_free_lock_shortcut_answers_as_the_lock_package_does(local_repo: Pat
     (session.repo.state_dir / status.QUEUE).mkdir(parents=True)
     (session.repo.state_dir / status.QUEUE / "0001.123.abc.ticket").write_text("")
     assert status._free_lock(session) is None  # someone queued: the lock package decides
+
+
+VOLATILE = {"checked", "age", "lease_left", "since_sync", "oldest_age"}
+
+
+def stable(value: object) -> object:
+    """A status document without the fields that move with the clock."""
+    if isinstance(value, dict):
+        return {k: stable(v) for k, v in value.items() if k not in VOLATILE}
+    if isinstance(value, list):
+        return [stable(v) for v in value]
+    return value
+
+
+def test_fast_path_and_typer_agree(cli, repo: Path, monkeypatch) -> None:
+    assert cli(repo, "init").exit_code == 0
+    assert cli(repo, "task", "add", "a").exit_code == 0
+    assert cli(repo, "--agent", "bot", "task", "claim", "1").exit_code == 0
+    for args in (
+        ["status"],
+        ["status", "--fetch"],
+        ["status", "--check"],
+        ["status", "--check", "--max-lock-age=0", "--max-unsynced", "5", "--max-claim-overdue", "1"],
+    ):
+        assert status_fast.parse(args) is not None, args
+        fast = cli(repo, "--json", *args)
+        with monkeypatch.context() as m:
+            m.setattr(status_fast, "parse", lambda _args: None)
+            slow = cli(repo, "--json", *args)
+        assert (fast.exit_code, stable(fast.json())) == (slow.exit_code, stable(slow.json())), args
+    human = cli(repo, "status")
+    with monkeypatch.context() as m:
+        m.setattr(status_fast, "parse", lambda _args: None)
+        assert cli(repo, "status").stdout.splitlines()[0] == human.stdout.splitlines()[0]
+
+
+def test_warm_status_needs_no_typer_and_no_gitpython(cli, repo: Path) -> None:
+    import subprocess
+    import sys
+
+    assert cli(repo, "init").exit_code == 0
+    assert cli(repo, "task", "add", "a").exit_code == 0
+    assert cli(repo, "--json", "status").exit_code == 0  # warms the list cache
+    probe = (
+        "import json, sys\nfrom michi.cli.main import main\ncode = main(sys.argv[1:])\n"
+        "print(json.dumps([code, 'typer' in sys.modules, 'git' in sys.modules]), file=sys.stderr)"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe, "--json", "status"], cwd=repo, capture_output=True, text=True
+    )
+    assert json.loads(proc.stderr.strip().splitlines()[-1]) == [0, False, False]
