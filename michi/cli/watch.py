@@ -69,6 +69,8 @@ def run(session: Session, *, interval: float, fetch: bool, activity: int) -> int
 
     console = Console(highlight=False)
     last = frame(session, interval=interval, fetch=fetch, activity=activity)
+    if not console.is_terminal:  # piped or logged: one view after another, as `watch -t | tee` would
+        return _print_loop(console, session, last, interval=interval, fetch=fetch, activity=activity)
     try:
         with Live(last, console=console, auto_refresh=False, redirect_stderr=False) as live:
             while True:
@@ -87,3 +89,19 @@ def with_error(last: Any, exc: MichiError) -> Any:
     from rich.text import Text
 
     return Group(Text(f"last refresh failed: {exc.one_line()}", style="red"), last)
+
+
+def _print_loop(
+    console: Any, session: Session, view: Any, *, interval: float, fetch: bool, activity: int
+) -> int:
+    try:
+        while True:
+            console.print(view)
+            console.file.flush()
+            time.sleep(interval)
+            try:
+                view = frame(session, interval=interval, fetch=fetch, activity=activity)
+            except MichiError as exc:
+                view = with_error(view, exc)
+    except KeyboardInterrupt:
+        return ExitCode.OK
