@@ -92,3 +92,26 @@ def test_watch_refreshes_and_leaves_cleanly_on_ctrl_c(cli, repo: Path) -> None:
 def test_watch_refuses_json(cli, repo: Path) -> None:
     refused = cli(repo, "--json", "watch")
     assert refused.exit_code == 2 and "status --json" in refused.json()["error"]["hint"]
+
+
+def test_refreshes_leave_no_git_processes_behind(cli, repo: Path) -> None:
+    """Each refresh after a change reads through a new GitPython repository; its `git cat-file` helpers
+    must not pile up over a long watch. The automatic collector is off here, as it in effect is in a
+    watch idling between refreshes (too few allocations to trigger it)."""
+    import gc
+
+    import psutil
+
+    from michi.cli import watch
+    from michi.session import Session
+
+    assert cli(repo, "init").exit_code == 0
+    session = Session(cwd=repo)
+    gc.disable()
+    try:
+        for n in range(5):
+            assert run_michi(repo, "task", "add", f"t{n}").exit_code == 0
+            watch.frame(session, interval=1, fetch=False, activity=5)
+        assert len(psutil.Process().children(recursive=True)) <= 1
+    finally:
+        gc.enable()

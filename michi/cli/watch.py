@@ -7,6 +7,7 @@ watch goes on; the next refresh may succeed.
 
 from __future__ import annotations
 
+import gc
 import time
 from typing import Any
 
@@ -50,6 +51,10 @@ def frame(session: Session, *, interval: float, fetch: bool, activity: int) -> A
     from michi.cli.status_views import status_view
     from michi.commands import status
 
+    # A refresh after the branch moved reads through a new GitPython repository, whose `git cat-file`
+    # helpers live until the garbage collector breaks its reference cycles: collect the previous
+    # refresh's now, or a watch over a busy swarm gathers one idle git process per change.
+    gc.collect()
     now = time.time()
     report = status.collect(session, fetch=fetch, now=now)
     recent = recent_activity(session, report.data["sync"], activity, now)
