@@ -5,6 +5,7 @@ One package, the only place that runs git or imports GitPython (ADR 0002), in mo
 files, ADR 0008), `core` (the repository through GitPython: refs, the user's index), `remote` (fetch and
 push) and `objects` (blobs, trees, commits). GitPython itself is imported lazily inside the functions:
 `import git` costs ~85 ms, which the pre-commit hook and the lock commands must not pay.
+`history` reads michi's commits and their trailers back, and how far two refs diverge (ADR 0009).
 """
 
 from michi.git.core import NO_PROMPT as NO_PROMPT
@@ -24,6 +25,10 @@ from michi.git.files import operation_in_progress as operation_in_progress
 from michi.git.files import read_ref as read_ref
 from michi.git.files import read_ref_file as read_ref_file
 from michi.git.files import refs_are_files as refs_are_files
+from michi.git.history import LogEntry as LogEntry
+from michi.git.history import ahead_behind as ahead_behind
+from michi.git.history import commit_times as commit_times
+from michi.git.history import log_entries as log_entries
 from michi.git.objects import BLOB_MODE as BLOB_MODE
 from michi.git.objects import EMPTY_TREE as EMPTY_TREE
 from michi.git.objects import TREE_MODE as TREE_MODE
