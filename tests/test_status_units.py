@@ -146,7 +146,7 @@ def test_the_free_lock_shortcut_answers_as_the_lock_package_does(local_repo: Pat
     assert status._free_lock(session) is None  # someone queued: the lock package decides
 
 
-VOLATILE = {"checked", "age", "lease_left", "since_sync", "oldest_age"}
+VOLATILE = {"checked", "age", "lease_left", "last_sync", "since_sync", "oldest_age"}
 
 
 def stable(value: object) -> object:
