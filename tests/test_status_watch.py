@@ -43,15 +43,27 @@ class Screen:
                 self.seen += chunk
         return self.seen.index(needle, start) + len(needle)
 
-    def drain(self) -> None:
-        while select.select([self.master], [], [], 0)[0]:
+    def until_exit(self, proc: subprocess.Popen[bytes], timeout: float = 60.0) -> int:
+        """Keep reading, as a terminal does, until `proc` exits: a program blocked writing to a full
+        terminal could never finish."""
+        deadline = time.monotonic() + timeout
+        while proc.poll() is None:
+            left = deadline - time.monotonic()
+            assert left > 0, f"still running after {timeout}s: {self.seen[-2000:]!r}"
+            if select.select([self.master], [], [], min(left, 0.5))[0]:
+                try:
+                    self.seen += os.read(self.master, 65536)
+                except OSError:  # EIO: closed; poll() tells whether it exited
+                    proc.wait(timeout=left)
+        while select.select([self.master], [], [], 0)[0]:  # what it wrote last
             try:
                 chunk = os.read(self.master, 65536)
             except OSError:
-                return
+                break
             if not chunk:
-                return
+                break
             self.seen += chunk
+        return proc.returncode
 
 
 def test_watch_refreshes_and_leaves_cleanly_on_ctrl_c(cli, repo: Path) -> None:
@@ -78,8 +90,7 @@ def test_watch_refreshes_and_leaves_cleanly_on_ctrl_c(cli, repo: Path) -> None:
         later = screen.wait_for(b"2 todo", first)  # a refresh picked up the change
         screen.wait_for(b"task add 2", max(0, later - 2000))
         os.kill(proc.pid, signal.SIGINT)
-        assert proc.wait(timeout=60) == 0
-        screen.drain()
+        assert screen.until_exit(proc) == 0
         tail = screen.seen[later:]
         assert SHOW_CURSOR in tail and b"Traceback" not in screen.seen
     finally:

@@ -73,10 +73,10 @@ def run(session: Session, *, interval: float, fetch: bool, activity: int) -> int
     from rich.live import Live
 
     console = Console(highlight=False)
-    last = frame(session, interval=interval, fetch=fetch, activity=activity)
-    if not console.is_terminal:  # piped or logged: one view after another, as `watch -t | tee` would
-        return _print_loop(console, session, last, interval=interval, fetch=fetch, activity=activity)
     try:
+        last = frame(session, interval=interval, fetch=fetch, activity=activity)
+        if not console.is_terminal:  # piped or logged: one view after another, as `watch -t | tee` would
+            return _print_loop(console, session, last, interval=interval, fetch=fetch, activity=activity)
         with Live(last, console=console, auto_refresh=False, redirect_stderr=False) as live:
             while True:
                 time.sleep(interval)
@@ -99,14 +99,11 @@ def with_error(last: Any, exc: MichiError) -> Any:
 def _print_loop(
     console: Any, session: Session, view: Any, *, interval: float, fetch: bool, activity: int
 ) -> int:
-    try:
-        while True:
-            console.print(view)
-            console.file.flush()
-            time.sleep(interval)
-            try:
-                view = frame(session, interval=interval, fetch=fetch, activity=activity)
-            except MichiError as exc:
-                view = with_error(view, exc)
-    except KeyboardInterrupt:
-        return ExitCode.OK
+    while True:  # ends by Ctrl-C, which the caller turns into exit 0
+        console.print(view)
+        console.file.flush()
+        time.sleep(interval)
+        try:
+            view = frame(session, interval=interval, fetch=fetch, activity=activity)
+        except MichiError as exc:
+            view = with_error(view, exc)
