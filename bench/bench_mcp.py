@@ -12,7 +12,6 @@ import os
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 from _util import isolated_git_env, row, sh, tempdir
 from bench_txn import RAW, _remote

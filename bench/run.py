@@ -8,7 +8,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-SUITES = ["bench_lock", "bench_txn", "bench_tasks", "bench_hook", "bench_remote_lock", "bench_mcp"]
+SUITES = [
+    "bench_lock",
+    "bench_txn",
+    "bench_tasks",
+    "bench_hook",
+    "bench_remote_lock",
+    "bench_mcp",
+    "bench_status",
+]
 
 
 def main(argv: list[str]) -> int:

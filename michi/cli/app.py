@@ -86,7 +86,7 @@ def build_app() -> typer.Typer:
         context_settings={"help_option_names": ["-h", "--help"]},
     )
     app.callback()(_root)
-    from michi.cli import guide_cli, hook_cli, lock_cli, mcp_cli, repo_cli, task_cli
+    from michi.cli import guide_cli, hook_cli, lock_cli, mcp_cli, repo_cli, status_cli, task_cli
 
     repo_cli.register(app)
     task_cli.register(app)
@@ -94,4 +94,5 @@ def build_app() -> typer.Typer:
     hook_cli.register(app)
     guide_cli.register(app)
     mcp_cli.register(app)
+    status_cli.register(app)
     return app

@@ -118,6 +118,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         plain = _plain_read(args)
         if plain is not None:
             return render.emit(_run_plain_read(plain, json_mode), json_mode)
+        if "status" in args:  # a plain `michi status` skips typer too (status_fast)
+            from michi.cli import status_fast
+
+            if (fast := status_fast.parse(args)) is not None:
+                return render.emit(status_fast.run(fast, json_mode, sys.argv[1:]), json_mode)
         from michi.cli.app import build_app, click_exceptions
 
         click = click_exceptions()

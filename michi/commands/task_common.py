@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from michi import __version__
 from michi.commands import freshness
@@ -49,7 +49,23 @@ def read(session: Session, mode: How | bool = How.CACHED) -> Snap:
     return Snap(index, _notes(age, len(index.problems)), snap.ref)
 
 
+class TableRead(NamedTuple):
+    """`read_table` with what chose the commit (`stamp`; None when only git could vouch for it) and the
+    number of unreadable task files: `michi status` reads the same cache and needs both."""
+
+    table: Table
+    notes: list[str]
+    stamp: Any  # workflow.snapshot.Stamp | None (not imported here: the read path stays lean)
+    problems: int
+
+
 def read_table(session: Session, mode: How = How.AUTO) -> tuple[Table, list[str]]:
+    """Every task in the list table (ADR 0008)."""
+    got = read_table_stamped(session, mode)
+    return got.table, got.notes
+
+
+def read_table_stamped(session: Session, mode: How = How.AUTO) -> TableRead:
     """Every task in the list table (ADR 0008). While the ref read last time holds the same commit and no
     fetch is due, the table comes from the list cache after a few file reads (no git process, no
     GitPython); otherwise from the index brought up to that commit, and the cache is rewritten."""
@@ -67,7 +83,7 @@ def read_table(session: Session, mode: How = How.AUTO) -> tuple[Table, list[str]
             )
             if not due and snapshot.is_current(paths, config, stamp):
                 age = freshness.note(synced, stamp.branch, stamp.remote, mode, False, None)
-                return table, _notes(age, problems)
+                return TableRead(table, _notes(age, problems), stamp, problems)
             old = table
     except (TypeError, ValueError):  # no cache (None), or not one this code wrote
         pass
@@ -79,7 +95,7 @@ def read_table(session: Session, mode: How = How.AUTO) -> tuple[Table, list[str]
     if snap.stamp is not None:
         save_checked(paths.state_dir, LIST_CACHE, (LIST_FORMAT, tuple(snap.stamp), problems, table))
     age = freshness.note(snap.synced_at, snap.branch, snap.remote, mode, got.fetched, got.failure)
-    return table, _notes(age, problems)
+    return TableRead(table, _notes(age, problems), snap.stamp, problems)
 
 
 def split_tags(values: list[str]) -> list[str]:

@@ -5,6 +5,7 @@ One package, the only place that runs git or imports GitPython (ADR 0002), in mo
 files, ADR 0008), `core` (the repository through GitPython: refs, the user's index), `remote` (fetch and
 push) and `objects` (blobs, trees, commits). GitPython itself is imported lazily inside the functions:
 `import git` costs ~85 ms, which the pre-commit hook and the lock commands must not pay.
+`trail` reads michi's commits and their trailers back, and how far two refs diverge (ADR 0009).
 """
 
 from michi.git.core import NO_PROMPT as NO_PROMPT
@@ -55,3 +56,7 @@ from michi.git.plain import staged_task_paths as staged_task_paths
 from michi.git.remote import PushResult as PushResult
 from michi.git.remote import fetch_branch as fetch_branch
 from michi.git.remote import push as push
+from michi.git.trail import LogEntry as LogEntry
+from michi.git.trail import ahead_behind as ahead_behind
+from michi.git.trail import commit_times as commit_times
+from michi.git.trail import log_entries as log_entries

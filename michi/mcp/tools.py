@@ -90,7 +90,7 @@ def task_next(
         return task_change.next_claim(
             s, every_domain=all_domains, domain=domain, ttl=ttl, wait=wait, offline=False
         )
-    return task_read.next_task(s, every_domain=all_domains, domain=domain, fetch=True)
+    return task_read.next_task(s, every_domain=all_domains, domain=domain, offline=False)
 
 
 def _claim(action: str) -> Any:

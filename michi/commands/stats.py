@@ -1,0 +1,77 @@
+"""`michi stats`: what the swarm did, from the git history of the task branch (one `git log` call), plus
+this clone's lock figures (`michi lock stats`). No lock, no network unless `--fetch` (ADR 0009)."""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from michi.errors import UsageError
+from michi.results import Result
+from michi.session import Session
+from michi.tasks.model import tw_date
+
+_RELATIVE = re.compile(r"^(\d+)\s*([smhdw])$")
+_UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+@dataclass(frozen=True)
+class StatsReport(Result):
+    data: dict[str, Any]
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> Any:
+        return self.data
+
+
+def parse_since(text: str, now: float) -> float:
+    """A date (2025-01-31, UTC), a date and time (ISO 8601; UTC unless it says otherwise), a Taskwarrior
+    date (20250131T120000Z), or an age: 30m, 12h, 7d, 2w."""
+    value = text.strip()
+    match = _RELATIVE.match(value.lower())
+    if match:
+        return now - int(match.group(1)) * _UNIT[match.group(2)]
+    for parse in (
+        lambda v: datetime.strptime(v, "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC),
+        datetime.fromisoformat,
+    ):
+        try:
+            when = parse(value.replace("Z", "+00:00") if parse is datetime.fromisoformat else value)
+        except ValueError:
+            continue
+        return (when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp()
+    raise UsageError(
+        f"cannot read --since {text!r} as a date",
+        code="bad_date",
+        hint="use a date (2025-01-31), an ISO date and time, or an age such as 12h, 7d, 2w",
+    )
+
+
+def run(session: Session, *, since: str | None, agent: str | None, fetch: bool = False) -> StatsReport:
+    from michi.commands import freshness, lock_info
+    from michi.git.trail import log_entries
+    from michi.tasks import activity
+
+    now = time.time()
+    start = None if since is None else parse_since(since, now)
+    mode = freshness.How.FETCH if fetch else freshness.How.AUTO
+    got = freshness.read_snapshot(session, mode)
+    snap = got.snapshot
+    entries = log_entries(session.repo.worktree, snap.ref) if snap.commit else []
+    state = activity.replay(activity.events(entries), since=start, agent=agent)
+    days = state.series(now)
+    data = {
+        "ref": snap.ref,
+        "since": None if start is None else tw_date(start),
+        "agent": agent,
+        "commits": len(entries),
+        "agents": {name: figures.to_json() for name, figures in sorted(state.agents.items())},
+        "days": days,
+        "totals": {"opened": sum(d["opened"] for d in days), "closed": sum(d["closed"] for d in days)},
+        "lock": lock_info.stats(session).to_json(),
+    }
+    note = freshness.note(snap.synced_at, snap.branch, snap.remote, mode, got.fetched, got.failure)
+    return StatsReport(data, [note])

@@ -1,0 +1,130 @@
+"""`michi status --check`: is anything wrong? For cron, CI and monitoring systems (ADR 0009).
+
+Each kind of problem has a bit of the exit status, so a monitor can tell them apart without parsing, and
+no combination can be mistaken for one of michi's other exit codes (1-5, 75, 130): 0 means healthy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from michi.commands import status as status_cmd
+from michi.durations import duration
+from michi.errors import MichiError
+from michi.results import Result
+from michi.session import Session
+
+PROBLEM_BITS = {
+    "lock_held_too_long": 8,
+    "claim_expired": 16,
+    "offline_unpushed": 32,
+    "corrupt_task_file": 64,
+    "reap_failed": 128,
+}
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_lock_age: float
+    max_claim_overdue: float = 0.0
+    max_unsynced: float = 0.0
+
+
+@dataclass(frozen=True)
+class CheckReport(Result):
+    problems: list[dict[str, Any]]
+    reaped: list[dict[str, Any]] | None = None  # with --reap: the claims released
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:  # type: ignore[override]
+        code = 0
+        for problem in self.problems:
+            code |= PROBLEM_BITS[problem["code"]]
+        return code
+
+    def to_json(self) -> Any:
+        return self.problems
+
+
+def _problem(code: str, message: str, **details: Any) -> dict[str, Any]:
+    return {"code": code, "message": message, **details}
+
+
+def _lock_problems(lock: dict[str, Any], limits: Limits) -> list[dict[str, Any]]:
+    age = lock.get("age")
+    if not lock["held"] or age is None or age <= limits.max_lock_age:
+        return []
+    holder = lock.get("holder")
+    who = "a holder with no readable record"
+    if holder:
+        who = f"PID {holder['pid']} on {holder['host']}" + (
+            f" (agent {holder['agent']})" if holder["agent"] else ""
+        )
+        who += f" running {holder['command']!r}"
+    state = f"stale: {lock['reason']}" if lock["stale"] else "live"
+    message = (
+        f"the repo lock has been held by {who} for {duration(age)} "
+        f"(limit {duration(limits.max_lock_age)}; {state})"
+    )
+    return [_problem("lock_held_too_long", message, age=age, holder=holder, stale=lock["stale"])]
+
+
+def _claim_problems(claims: list[dict[str, Any]], limits: Limits) -> list[dict[str, Any]]:
+    out = []
+    for claim in claims:
+        left = claim["lease_left"]
+        if not claim["expired"] or left is None or -left <= limits.max_claim_overdue:
+            continue
+        message = (
+            f"task {claim['id']}: the claim of {claim['agent']} expired {duration(-left)} ago and nobody "
+            "reaped it (michi task reap, or status --check --reap)"
+        )
+        out.append(_problem("claim_expired", message, id=claim["id"], agent=claim["agent"], overdue=-left))
+    return out
+
+
+def _pending_problems(pending: dict[str, Any], limits: Limits) -> list[dict[str, Any]]:
+    age = pending["oldest_age"]
+    if not pending["count"] or (age is not None and age <= limits.max_unsynced):
+        return []
+    since = "" if age is None else f", the oldest for {duration(age)}"
+    message = f"{pending['count']} operation(s) committed locally but not pushed{since} (run michi sync)"
+    return [_problem("offline_unpushed", message, count=pending["count"], age=age)]
+
+
+def _corrupt(session: Session, count: int) -> list[dict[str, Any]]:
+    if not count:
+        return []
+    from michi.commands import task_common
+
+    index = task_common.read(session).index  # only now: the cached index names the files
+    return [
+        _problem("corrupt_task_file", f"{path}: {problem} (michi doctor lists every problem)", path=path)
+        for path, problem in sorted(index.problems.items())
+    ] or [_problem("corrupt_task_file", f"{count} task file(s) could not be read (see michi doctor)")]
+
+
+def check(session: Session, limits: Limits, *, fetch: bool = False, reap: bool = False) -> CheckReport:
+    reaped = None
+    failed: list[dict[str, Any]] = []
+    if reap:
+        from michi.commands import task_change
+
+        try:
+            reaped = task_change.reap(session, domain=None, wait=None, offline=False).tasks
+        except MichiError as exc:  # the check still reports what it sees; the failure is one more line
+            failed.append(
+                _problem("reap_failed", f"reaping expired claims failed: {exc.one_line()}", error=exc.code)
+            )
+    report = status_cmd.collect(session, fetch=fetch)
+    data = report.data
+    problems = [
+        *_lock_problems(data["lock"], limits),
+        *_claim_problems(data["claims"], limits),
+        *failed,
+        *_pending_problems(data["pending"], limits),
+        *_corrupt(session, data["tasks"]["unreadable"]),
+    ]
+    return CheckReport(problems, reaped, report.notes)

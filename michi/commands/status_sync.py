@@ -1,0 +1,111 @@
+"""The sync part of `michi status`: the last contact with the remote, how far the local task branch is from
+the remote one, and the work the journal still holds (offline commits not yet pushed, ADR 0004)."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from michi.session import Session
+from michi.tasks.model import tw_date
+
+JOURNAL = "journal.json"
+
+
+def _target(session: Session, stamp: Any) -> tuple[str, str | None]:
+    """(branch, remote): from the read's stamp when it has one, else resolved through git (rare: config
+    includes or the reftable backend, where the read path cannot vouch by file reads)."""
+    if stamp is not None:
+        return str(stamp.branch), stamp.remote
+    from michi import git
+    from michi.workflow.target import resolve
+
+    target = resolve(git.open_repo(session.repo.worktree), session.config)
+    return target.branch, target.remote
+
+
+def _oid(session: Session, ref: str) -> str | None:
+    from michi.git.files import read_ref
+
+    try:
+        return read_ref(session.repo.common_dir, ref)
+    except (OSError, ValueError):  # not a loose or packed ref git would read: ask git
+        from michi.errors import GitFailed
+        from michi.git.plain import quick
+
+        try:
+            return quick(session.repo.worktree, "rev-parse", "--verify", "--quiet", ref).strip() or None
+        except GitFailed:
+            return None
+
+
+def sync_state(session: Session, stamp: Any, now: float) -> dict[str, Any]:
+    from michi.workflow.snapshot import synced_at
+
+    branch, remote = _target(session, stamp)
+    local = _oid(session, f"refs/heads/{branch}")
+    tracking = _oid(session, f"refs/remotes/{remote}/{branch}") if remote else None
+    ahead = behind = None
+    if local is not None and tracking is not None:
+        ahead = behind = 0
+        if local != tracking:  # one git process, only when they differ
+            from michi.git.trail import ahead_behind
+
+            ahead, behind = ahead_behind(session.repo.worktree, local, tracking)
+    last = synced_at(session.repo, remote)
+    return {
+        "branch": branch,
+        "remote": remote,
+        "last_sync": None if last is None else tw_date(last),
+        "since_sync": None if last is None else round(now - last, 3),
+        "local": local,
+        "remote_tip": tracking,
+        "ahead": ahead,
+        "behind": behind,
+    }
+
+
+def journal_entries(session: Session) -> tuple[list[dict[str, Any]], float | None]:
+    """The journal's entries as written, and when it was last written. Read only: unlike the transaction
+    engine's reader, a status never moves an unreadable journal aside."""
+    path = session.repo.state_dir / JOURNAL
+    try:
+        mtime = os.stat(path).st_mtime
+        data = json.loads(path.read_bytes())
+        entries = data.get("entries", []) if isinstance(data, dict) else []
+    except (OSError, ValueError):
+        return [], None
+    return [e for e in entries if isinstance(e, dict)], mtime
+
+
+def pending(session: Session, now: float, lock_live: bool) -> dict[str, Any]:
+    """Journaled operations not on the remote. While a live holder works, its own `started`/`pushing`
+    entry is in flight, not pending; `offline` entries wait for `michi sync` whoever holds the lock."""
+    entries, written = journal_entries(session)
+    waiting = [e for e in entries if e.get("state") == "offline" or not lock_live]
+    commits = [str(e["commit"]) for e in waiting if e.get("commit")]
+    times: dict[str, float] = {}
+    if commits:
+        from michi.git.trail import commit_times
+
+        times = commit_times(session.repo.worktree, commits)
+    stamps = [times[c] for c in commits if c in times]
+    if waiting and len(stamps) < len(waiting) and written is not None:
+        stamps.append(written)  # an entry without a commit yet: as old as the journal's last write
+    oldest = min(stamps, default=None)
+    return {
+        "count": len(waiting),
+        "in_flight": len(entries) - len(waiting),
+        "oldest_age": None if oldest is None else round(max(0.0, now - oldest), 3),
+        "operations": [
+            {
+                "txn": e.get("txn"),
+                "state": e.get("state"),
+                "command": e.get("command"),
+                "agent": e.get("agent"),
+                "commit": e.get("commit"),
+            }
+            for e in waiting
+        ],
+    }
