@@ -49,31 +49,33 @@ def main() -> None:
         )
         started = time.perf_counter()
         with open(os.devnull, "w") as errlog:
-            async with stdio_client(params, errlog=errlog) as (read, write):
-                async with ClientSession(read, write) as session:
-                    await session.initialize()
-                    ready = time.perf_counter() - started
-                    for i in range(N + 1):  # the first round is a warm-up
-                        for side in ("raw", "cli", "mcp"):
-                            name = f"{side[0]}{next(counter)}"
-                            start = time.perf_counter()
-                            if side == "raw":
-                                sh(["bash", "-c", RAW, "raw", name], clones["raw"], env)
-                            elif side == "cli":
-                                subprocess.run(
-                                    [sys.executable, "-m", "michi", "task", "add", name],
-                                    cwd=clones["cli"],
-                                    env=env,
-                                    check=True,
-                                    capture_output=True,
-                                )
-                            else:
-                                result = await session.call_tool("task_add", {"description": name})
-                                assert not result.is_error, result.content
-                            if i:
-                                samples[side].append(time.perf_counter() - start)
-                    last = await session.call_tool("task_list", {})
-                    assert len(json.loads(last.content[0].text)) == N + 1  # type: ignore[union-attr]
+            async with (
+                stdio_client(params, errlog=errlog) as (read, write),
+                ClientSession(read, write) as session,
+            ):
+                await session.initialize()
+                ready = time.perf_counter() - started
+                for i in range(N + 1):  # the first round is a warm-up
+                    for side in ("raw", "cli", "mcp"):
+                        name = f"{side[0]}{next(counter)}"
+                        start = time.perf_counter()
+                        if side == "raw":
+                            sh(["bash", "-c", RAW, "raw", name], clones["raw"], env)
+                        elif side == "cli":
+                            subprocess.run(
+                                [sys.executable, "-m", "michi", "task", "add", name],
+                                cwd=clones["cli"],
+                                env=env,
+                                check=True,
+                                capture_output=True,
+                            )
+                        else:
+                            result = await session.call_tool("task_add", {"description": name})
+                            assert not result.is_error, result.content
+                        if i:
+                            samples[side].append(time.perf_counter() - start)
+                last = await session.call_tool("task_list", {})
+                assert len(json.loads(last.content[0].text)) == N + 1  # type: ignore[union-attr]
         return ready
 
     ready = anyio.run(run)
