@@ -70,7 +70,7 @@ def test_status_reports_exactly_what_the_swarm_did(cli, remote: Remote, held) ->
     assert lock["held"] and not lock["stale"] and lock["holder"]["pid"] == holder.pid
     assert "sleep 120" in lock["holder"]["command"] and lock["waiters"] == []
     assert 0 <= lock["age"] < 300 and 0 < lock["time_left"] <= 300 and "fence" in lock
-    assert data["remote_lock"] is None
+    assert data["remote_lock"]["held"] is False  # --fetch asks the remote for its lock too
     assert {k: data["tasks"][k] for k in ("todo", "in_progress", "done", "total", "unreadable")} == {
         "todo": 1, "in_progress": 2, "done": 2, "total": 5, "unreadable": 0,
     }  # fmt: skip
@@ -200,3 +200,16 @@ def test_status_outside_a_repository_and_reap_without_check(tmp_path: Path, repo
     misuse = run_michi(repo, "--json", "status", "--reap")
     assert misuse.exit_code == 2 and "--check" in misuse.json()["error"]["message"]
     assert os.path.isdir(repo)
+
+
+def test_status_shows_the_remote_lock_once_this_clone_uses_it(remote: Remote) -> None:
+    work = remote.clone("remote-locked")
+    ok(work, "init")
+    assert ok(work, "status")["remote_lock"] is None  # never used here: no round trip to the remote
+    token = ok(work, "lock", "acquire", "--remote", "--ttl", "600")["token"]
+    data = ok(work, "status")["remote_lock"]
+    assert data["held"] and data["fence"] == 1 and data["holder"]["pid"] > 0 and not data["stale"]
+    human = run_michi(work, "status")
+    assert "remote lock" in human.stdout and "fence 1" in human.stdout
+    ok(work, "lock", "release", "--remote", "--token", token)
+    assert ok(work, "status")["remote_lock"]["held"] is False

@@ -48,6 +48,21 @@ def lock_line(lock: dict[str, Any]) -> str:
     return text
 
 
+def remote_lock_line(lock: dict[str, Any]) -> str:
+    if "error" in lock:
+        return f"could not ask the remote: {lock['error']['message']}"
+    if not lock["held"]:
+        return f"free on {lock['remote']}" + (f" (last fence {lock['fence']})" if lock["fence"] else "")
+    holder = lock["holder"]
+    who = f"PID {holder['pid']} on {holder['host']}" + (
+        f", agent {holder['agent']}" if holder["agent"] else ""
+    )
+    text = f"{who} running {holder['command']!r} for {duration(holder['age'])}, fence {lock['fence']}"
+    if lock["stale"]:
+        return text + " [EXPIRED: the next taker takes it over]"
+    return text + f", lease {duration(lock['time_left'] or 0)} left"
+
+
 def _sync_line(sync: dict[str, Any]) -> str:
     if sync["remote"] is None:
         return f"branch {sync['branch']}, no remote (local only)"
@@ -66,8 +81,8 @@ def status_view(data: dict[str, Any], extra: Any = None) -> Any:
 
     grid = _Grid(Table.grid(padding=(0, 2)), Text)
     grid.add_row("lock", lock_line(data["lock"]))
-    if data.get("remote_lock") is not None:  # REMOTE LOCK: shown once michi has remote locks
-        grid.add_row("remote lock", str(data["remote_lock"]))
+    if data.get("remote_lock") is not None:
+        grid.add_row("remote lock", remote_lock_line(data["remote_lock"]))
     t = data["tasks"]
     counts = ", ".join(
         f"{t[s]} {s.replace('_', ' ')}" for s in ("todo", "in_progress", "review", "done", "deleted")

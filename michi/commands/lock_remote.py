@@ -12,10 +12,11 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from michi.durations import stamp
 from michi.errors import UsageError
 from michi.git import lockref
 from michi.lock import remote_errors as errors
-from michi.lock.record import iso, process_start
+from michi.lock.record import process_start
 from michi.lock.remote import OnWait, RemoteLock, View
 from michi.lock.remote_record import REF, REMOTE_TOKEN_ENV
 from michi.results import Result
@@ -87,7 +88,7 @@ class RemoteStatus(Result):
             "unchanged_for": round(view.unchanged_for, 3) if view.held else None,
             "fence": record.fence if record else None,
             "holder_running": self.holder_running,
-            "checked_at": iso(self.checked),
+            "checked_at": stamp(self.checked),
         }
 
 
@@ -132,7 +133,7 @@ def acquire(
         session, ttl=ttl, command=f"lock acquire --remote (script PID {holder})", on_wait=on_wait, pid=holder
     )
     record = lock.acquire(session.with_overrides(lock_wait=wait).lock_wait)
-    return RemoteAcquired(lock.detach(), record.fence, record.expires, lock.remote, REF)
+    return RemoteAcquired(lock.detach(), record.fence, stamp(record.expires_ts), lock.remote, REF)
 
 
 def _token(token: str | None) -> str | None:
@@ -158,7 +159,7 @@ def renew(session: Session, *, token: str | None, ttl: float | None) -> RemoteRe
     lock.attach(view)
     lock.renew()
     assert lock.record is not None
-    return RemoteRenewed(lock.record.fence, lock.record.expires, lock.remote)
+    return RemoteRenewed(lock.record.fence, stamp(lock.record.expires_ts), lock.remote)
 
 
 def release(session: Session, *, token: str | None, force: bool, yes: bool) -> RemoteReleased:

@@ -155,10 +155,21 @@ def _fence(session: Session, owner: Any) -> Any:
     return record.get("fence") if isinstance(record, dict) else None
 
 
-def remote_lock(session: Session) -> dict[str, Any] | None:
-    """REMOTE LOCK: the place for the remote lock (`--remote` locks) once michi has one. Until then there
-    is nothing to show and status reports `"remote_lock": null`."""
-    return None
+def remote_lock(session: Session, fetch: bool) -> dict[str, Any] | None:
+    """The remote lock (ADR 0009), as `lock status --remote --json` gives it. Asking costs a round trip
+    to the remote, so status asks with --fetch, or when this clone has used the remote lock (its record
+    of sightings exists); otherwise `null`. A remote that cannot be asked is reported, not fatal."""
+    from michi.errors import MichiError
+    from michi.lock.remote_seen import SEEN_FILE
+
+    if not fetch and not (session.repo.state_dir / SEEN_FILE).exists():
+        return None
+    from michi.commands import lock_remote
+
+    try:
+        return dict(lock_remote.status(session).to_json())
+    except MichiError as exc:
+        return dict(exc.to_json())
 
 
 def collect(session: Session, fetch: bool = False, now: float | None = None) -> StatusReport:
@@ -170,7 +181,7 @@ def collect(session: Session, fetch: bool = False, now: float | None = None) -> 
     data: dict[str, Any] = {
         "checked": tw_date(now),
         "lock": lock,
-        "remote_lock": remote_lock(session),
+        "remote_lock": remote_lock(session, fetch),
         **_tasks(got.table, got.problems, now),
         "sync": status_sync.sync_state(session, got.stamp, now),
         "pending": status_sync.pending(session, now, lock_live=lock["held"] and not lock["stale"]),

@@ -123,6 +123,8 @@ class RemoteLock:
             return False
         self.record, self.oid, self.last_ok = record, new, started
         self._records[new] = record
+        if record.held:  # our own record, seen from now on (and `michi status` knows the clone uses it)
+            self.sightings.unchanged_for(new)
         return True
 
     def acquire(self, wait: float) -> RemoteRecord:

@@ -6,10 +6,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from michi.durations import duration
+from michi.durations import duration, stamp
 from michi.errors import Conflict
 from michi.lock.errors import LockLive, LockLost, LockNotOwned, LockTimeout
-from michi.lock.record import iso
+from michi.lock.record import parse_iso
 from michi.lock.remote_record import REF, RemoteRecord
 
 BUSY_HINT = (
@@ -35,9 +35,9 @@ def holder_details(record: RemoteRecord | None, unchanged_for: float | None = No
             "host": record.host,
             "agent": record.agent,
             "command": record.command,
-            "created": record.created,
-            "renewed": record.renewed,
-            "expires": record.expires,
+            "created": stamp(record.created_ts),
+            "renewed": stamp(parse_iso(record.renewed)),
+            "expires": stamp(record.expires_ts),
             "ttl": record.ttl,
             "fence": record.fence,
             "age": round(max(0.0, time.time() - record.created_ts), 3),
@@ -52,7 +52,7 @@ def busy(remote: str, record: RemoteRecord | None, waited: float, unchanged_for:
         hint=BUSY_HINT,
         waited=round(waited, 3),
         lock=f"{remote} {REF}",
-        checked_at=iso(time.time()),
+        checked_at=stamp(time.time()),
         **holder_details(record, unchanged_for),
     )
 

@@ -75,6 +75,10 @@ class RemoteRecord:
     def created_ts(self) -> float:
         return parse_iso(self.created) or 0.0
 
+    @property
+    def expires_ts(self) -> float | None:
+        return parse_iso(self.expires)
+
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
