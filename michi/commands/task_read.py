@@ -7,10 +7,13 @@ import time
 from michi.commands import task_common
 from michi.errors import UsageError
 from michi.session import Session
-from michi.tasks import domains
+from michi.tasks import domains, urgency
+from michi.tasks import order as task_order
 from michi.tasks.errors import NoReadyTask
+from michi.tasks.links import Links, neighbours
 from michi.tasks.model import OPEN_STATES, STATES
-from michi.tasks.query import Filter, ready_order, select, view, view_record
+from michi.tasks.query import Filter, ready_order, select, view
+from michi.tasks.table import COL, table_for
 
 
 def states(wanted: list[str]) -> tuple[str, ...]:
@@ -41,22 +44,45 @@ def list_tasks(
     assignee: str | None,
     ready: bool,
     fetch: bool,
+    sort: str | None = None,
 ) -> task_common.TaskList:
+    """The matching tasks, most urgent first unless `sort` (`--sort`) says otherwise (ADR 0009)."""
+    order = task_order.parse(sort)  # a bad --sort fails before any reading
     where = None if every_domain else domains.resolve(session.repo.worktree, session.cwd, domain)
     flt = Filter(where, states(state), tuple(tags), project, assignee, ready)
     title = "tasks in every domain" if where is None else f"tasks in domain {where}"
+    now = time.time()
     if not ready:  # readiness looks at other tasks' records: only the index has them
         table, notes = task_common.read_table(session, fetch)
-        return task_common.TaskList(flt.pick(table), notes, title)
-    snap = task_common.read(session, fetch)
-    found = select(snap.index, flt, time.time())
-    return task_common.TaskList.of([view_record(r, p, snap.index) for p, r in found], snap.notes, title)
+        rows = flt.pick(table)
+    else:
+        snap = task_common.read(session, fetch)
+        table, notes = table_for(snap.index, select(snap.index, flt, now)), snap.notes
+        rows = list(range(len(table[0])))
+    rows, urgencies = task_order.arrange(table, rows, order, now)
+    text, flags = table[COL["json"]], table[COL["flags"]]
+    return task_common.TaskList(
+        [text[i] for i in rows], notes, title, urgencies, [bool(flags[i][0]) for i in rows]
+    )
 
 
-def show(session: Session, ref: str, fetch: bool) -> task_common.TaskResult:
+def show(session: Session, ref: str, fetch: bool) -> task_common.TaskDetail:
+    """One task, with what it depends on and what depends on it."""
     snap = task_common.read(session, fetch)
-    path, task = snap.index.get(ref)
-    return task_common.TaskResult(view(task, path, snap.index), notes=snap.notes)
+    index = snap.index
+    path, task = index.get(ref)
+    depends_on, blocks = neighbours(index, task)
+    rec = index.entries[path][1] or {}
+    blocked, blocking = Links(index).of(rec)
+    urg = urgency.at(urgency.terms(rec, blocked=blocked, blocking=blocking), time.time())
+    return task_common.TaskDetail(
+        view(task, path, index),
+        notes=snap.notes,
+        depends_on=depends_on,
+        blocks=blocks,
+        urgency=urg,
+        blocked=blocked,
+    )
 
 
 def next_task(
