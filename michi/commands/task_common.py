@@ -127,6 +127,7 @@ class TaskDetail(TaskResult):
     blocks: list[dict[str, Any]] = field(default_factory=list)
     urgency: float = 0.0
     blocked: bool = False
+    viewer: str | None = None
 
 
 @dataclass(frozen=True)
@@ -141,6 +142,7 @@ class TaskList(Result):
     title: str = "tasks"
     urgency: list[float] = field(default_factory=list)
     blocked: list[bool] = field(default_factory=list)
+    viewer: str | None = None  # the agent that asked: people see its own claims stand out
 
     @classmethod
     def of(cls, tasks: list[dict[str, Any]], notes: list[str], title: str = "tasks") -> TaskList:

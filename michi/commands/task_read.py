@@ -61,9 +61,9 @@ def list_tasks(
         rows = list(range(len(table[0])))
     rows, urgencies = task_order.arrange(table, rows, order, now)
     text, flags = table[COL["json"]], table[COL["flags"]]
-    return task_common.TaskList(
-        [text[i] for i in rows], notes, title, urgencies, [bool(flags[i][0]) for i in rows]
-    )
+    blocked = [bool(flags[i][0]) for i in rows]
+    viewer = session.resolve_agent()
+    return task_common.TaskList([text[i] for i in rows], notes, title, urgencies, blocked, viewer)
 
 
 def show(session: Session, ref: str, fetch: bool) -> task_common.TaskDetail:
@@ -82,6 +82,7 @@ def show(session: Session, ref: str, fetch: bool) -> task_common.TaskDetail:
         blocks=blocks,
         urgency=urg,
         blocked=blocked,
+        viewer=session.resolve_agent(),
     )
 
 

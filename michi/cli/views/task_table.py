@@ -1,0 +1,158 @@
+"""`task list` for people: Taskwarrior's habits (ADR 0009). Only columns some row has a value in, the
+description cut to what the width leaves (annotations counted as `[2]`), colour that means something, and
+a counts line. Laid out when rich renders it, at the console's width, so tests can pin any width."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from rich.cells import cell_len
+from rich.console import Console, ConsoleOptions, RenderResult
+from rich.table import Table
+from rich.text import Text
+
+from michi.cli.views import style
+from michi.cli.views.look import span
+from michi.tasks.model import parse_tw_date
+
+MIN_DESCRIPTION = 12  # below this a description says too little: other columns give way first
+CAP = 20  # widest a project, tags, assignee or domain cell gets outside --wide
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    cells: list[Text]
+    right: bool = False
+    capped: bool = False
+
+
+@dataclass(frozen=True)
+class TaskTable:
+    tasks: list[dict[str, Any]]
+    now: float
+    urgency: list[float] = field(default_factory=list)
+    blocked: list[bool] = field(default_factory=list)
+    viewer: str | None = None  # the agent running the command: its claims stand out
+    wide: bool = False
+    plain: bool = False  # no colour (also when the console has none): dashes under the header
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield self.table(options.max_width, plain=self.plain or console.color_system is None)
+
+    def columns(self) -> list[Column]:
+        tasks, now = self.tasks, self.now
+        blank = [Text("") for _ in tasks]
+        cols = [
+            Column("id", [Text(str(t["id"])) for t in tasks], right=True),
+            Column("age", [Text(_age(t["entry"], now)) for t in tasks], right=True),
+            Column("state", [style.state(t["state"]) for t in tasks]),
+            Column("pri", [style.priority(t["priority"]) for t in tasks]),
+            Column("project", [Text(t["project"] or "") for t in tasks], capped=True),
+            Column("tags", [Text(" ".join(t["tags"])) for t in tasks], capped=True),
+            Column("deps", [Text(",".join(str(d) for d in t["depends"])) for t in tasks]),
+            Column("assignee", [style.claim(t, now, self.viewer) for t in tasks], capped=True),
+        ]
+        if len({t["domain"] for t in tasks}) > 1:
+            cols.append(Column("domain", [Text(t["domain"]) for t in tasks], capped=True))
+        cols.append(Column("description", [_description(t) for t in tasks]))
+        urg = [Text(f"{u:.1f}") for u in self.urgency] if len(self.urgency) == len(tasks) else blank
+        cols.append(Column("urg", urg, right=True))
+        return [c for c in cols if c.name == "description" or any(cell.plain for cell in c.cells)]
+
+    def table(self, width: int, plain: bool = False) -> Table:
+        cols = self.columns()
+        widths = _widths(cols, width, self.wide)
+        d = next(i for i, c in enumerate(cols) if c.name == "description")
+        if not self.wide:
+            cols[d] = Column("description", [_description(t, widths[d]) for t in self.tasks])
+        table = Table(
+            box=None,
+            padding=(0, 1, 0, 0),
+            pad_edge=False,
+            show_edge=False,
+            header_style="" if plain else "underline",
+        )
+        for col, w in zip(cols, widths, strict=True):
+            wraps = self.wide and col.name == "description"
+            table.add_column(
+                col.name,
+                justify="right" if col.right else "left",
+                width=w,
+                no_wrap=not wraps,
+                overflow="fold" if wraps else "ellipsis",
+            )
+        if plain:  # Taskwarrior's colourless header: a line of dashes under each column name
+            table.add_row(*("-" * w for w in widths))
+        for n, _task in enumerate(self.tasks):
+            blocked = n < len(self.blocked) and self.blocked[n]
+            table.add_row(*(c.cells[n] for c in cols), style=style.row(self.tasks[n], blocked, self.viewer))
+        return table
+
+
+def _age(entry: str, now: float) -> str:
+    try:
+        return span(now - parse_tw_date(entry))
+    except ValueError:
+        return ""
+
+
+def _description(task: dict[str, Any], width: int | None = None) -> Text:
+    """The description and its annotation count, `[2]`; cut to `width` cells with an ellipsis, the count
+    kept (it says there is more to read in `task show`)."""
+    count = len(task["annotations"])
+    tail = Text(f" [{count}]", style="dim") if count else Text("")
+    text = Text(task["description"])
+    if width is not None and text.cell_len + tail.cell_len > width:
+        if tail.cell_len + 2 > width:
+            tail = Text("")
+        text.truncate(max(1, width - tail.cell_len), overflow="ellipsis")
+    return text + tail
+
+
+def _natural(col: Column) -> int:
+    return max([cell_len(col.name), *(c.cell_len for c in col.cells)])
+
+
+def _widths(cols: list[Column], width: int, wide: bool) -> list[int]:
+    """Every column its widest cell (capped ones at most CAP); the description what is left, at least
+    MIN_DESCRIPTION (then capped columns shrink) unless the terminal is too narrow even for that."""
+    natural = [_natural(c) for c in cols]
+    widths = [min(n, CAP) if c.capped and not wide else n for c, n in zip(cols, natural, strict=True)]
+    d = next(i for i, c in enumerate(cols) if c.name == "description")
+    gaps = len(cols) - 1
+    room = width - gaps - (sum(widths) - widths[d])
+    for i in _capped_widest_first(cols, widths):
+        if room >= min(natural[d], MIN_DESCRIPTION):
+            break
+        give = min(widths[i] - 4, min(natural[d], MIN_DESCRIPTION) - room)
+        if give > 0:
+            widths[i] -= give
+            room += give
+    widths[d] = max(1, min(natural[d], room))
+    return widths
+
+
+def _capped_widest_first(cols: list[Column], widths: list[int]) -> Iterator[int]:
+    return iter(sorted((i for i, c in enumerate(cols) if c.capped), key=lambda i: -widths[i]))
+
+
+def _count(n: int, one: str, many: str | None = None) -> str:
+    return f"{n} {one if n == 1 else many or one}"
+
+
+def counts(tasks: list[dict[str, Any]], blocked: list[bool]) -> str:
+    """`16 tasks, 3 in progress, 1 in review, 2 blocked`: the states that are there, then blocked."""
+    parts = [_count(len(tasks), "task", "tasks")]
+    for name, words in (("in_progress", "in progress"), ("review", "in review"), ("done", "done")):
+        n = sum(1 for t in tasks if t["state"] == name)
+        if n:
+            parts.append(_count(n, words))
+    deleted = sum(1 for t in tasks if t["state"] == "deleted")
+    if deleted:
+        parts.append(_count(deleted, "deleted"))
+    if any(blocked):
+        parts.append(_count(sum(blocked), "blocked"))
+    return ", ".join(parts)
