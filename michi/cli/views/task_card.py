@@ -44,7 +44,10 @@ class TaskCard:
 
     def parts(self) -> list[Any]:
         t, now = self.task, self.now
-        title = Text(f"task {t['id']}  ", style="bold") + Text(t["description"], style="bold")
+        title = Table.grid(padding=(0, 2))  # a long description wraps under itself, not under the id
+        title.add_column(no_wrap=True)
+        title.add_column()
+        title.add_row(Text(f"task {t['id']}", style="bold"), Text(t["description"], style="bold"))
         out: list[Any] = [title]
         what = [("priority", style.priority(t["priority"])), ("project", t["project"])]
         what += [("tags", " ".join(t["tags"])), ("domain", t["domain"]), ("uuid", t["uuid"])]

@@ -19,6 +19,7 @@ from michi.tasks.model import parse_tw_date
 
 MIN_DESCRIPTION = 12  # below this a description says too little: other columns give way first
 CAP = 20  # widest a project, tags, assignee or domain cell gets outside --wide
+DROPPABLE = ("age", "deps", "urg")  # what a narrow terminal loses first (dimmed rows still show blocked)
 
 
 @dataclass(frozen=True)
@@ -63,8 +64,7 @@ class TaskTable:
         return [c for c in cols if c.name == "description" or any(cell.plain for cell in c.cells)]
 
     def table(self, width: int, plain: bool = False) -> Table:
-        cols = self.columns()
-        widths = _widths(cols, width, self.wide)
+        cols, widths = _fit(self.columns(), width, self.wide)
         d = next(i for i, c in enumerate(cols) if c.name == "description")
         if not self.wide:
             cols[d] = Column("description", [_description(t, widths[d]) for t in self.tasks])
@@ -116,23 +116,31 @@ def _natural(col: Column) -> int:
     return max([cell_len(col.name), *(c.cell_len for c in col.cells)])
 
 
-def _widths(cols: list[Column], width: int, wide: bool) -> list[int]:
-    """Every column its widest cell (capped ones at most CAP); the description what is left, at least
-    MIN_DESCRIPTION (then capped columns shrink) unless the terminal is too narrow even for that."""
+def _fit(cols: list[Column], width: int, wide: bool) -> tuple[list[Column], list[int]]:
+    """The columns that fit and their widths: every column its widest cell (capped ones at most CAP), the
+    description what is left. When that is under MIN_DESCRIPTION, capped columns shrink (never below
+    their name), then the columns that matter least go (DROPPABLE, in order)."""
+    while True:
+        widths, short = _widths(cols, width, wide)
+        gone = next((n for n in DROPPABLE if short and any(c.name == n for c in cols)), None)
+        if gone is None:
+            return cols, widths
+        cols = [c for c in cols if c.name != gone]
+
+
+def _widths(cols: list[Column], width: int, wide: bool) -> tuple[list[int], bool]:
     natural = [_natural(c) for c in cols]
     widths = [min(n, CAP) if c.capped and not wide else n for c, n in zip(cols, natural, strict=True)]
     d = next(i for i, c in enumerate(cols) if c.name == "description")
-    gaps = len(cols) - 1
-    room = width - gaps - (sum(widths) - widths[d])
+    want = min(natural[d], MIN_DESCRIPTION)
+    room = width - (len(cols) - 1) - (sum(widths) - widths[d])
     for i in _capped_widest_first(cols, widths):
-        if room >= min(natural[d], MIN_DESCRIPTION):
-            break
-        give = min(widths[i] - 4, min(natural[d], MIN_DESCRIPTION) - room)
+        give = min(widths[i] - cell_len(cols[i].name), want - room)
         if give > 0:
             widths[i] -= give
             room += give
     widths[d] = max(1, min(natural[d], room))
-    return widths
+    return widths, room < want
 
 
 def _capped_widest_first(cols: list[Column], widths: list[int]) -> Iterator[int]:
