@@ -71,12 +71,13 @@ def text_at(renderable: Any, width: int, colour: bool = False) -> str:
 
 
 def styles_of(renderable: Any, width: int) -> dict[str, str]:
-    """Each non-blank piece of text and the style it is drawn in (the last one, if it occurs twice)."""
+    """The style each piece of text is drawn in: every word and phrase of each segment of one style."""
     console = Console(width=width, color_system="truecolor", force_terminal=True)
     found: dict[str, str] = {}
     for segment in Segment.filter_control(console.render(renderable)):
-        if segment.text.strip():
-            found[segment.text.strip()] = str(segment.style or "")
+        for piece in re.split(r"\s{2,}", segment.text.strip()):
+            if piece:
+                found[piece] = str(segment.style or "")
     return found
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, RenderResult
-from rich.table import Table
+from rich.segment import Segment
 from rich.text import Text
 
 from michi.cli.views import style
@@ -41,7 +41,7 @@ class TaskTable:
     plain: bool = False  # no colour (also when the console has none): dashes under the header
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        yield self.table(options.max_width, plain=self.plain or console.color_system is None)
+        yield from self.lines(console, options.max_width, plain=self.plain or console.color_system is None)
 
     def columns(self) -> list[Column]:
         tasks, now = self.tasks, self.now
@@ -63,33 +63,56 @@ class TaskTable:
         cols.append(Column("urg", urg, right=True))
         return [c for c in cols if c.name == "description" or any(cell.plain for cell in c.cells)]
 
-    def table(self, width: int, plain: bool = False) -> Table:
+    def lines(self, console: Console, width: int, plain: bool = False) -> Iterator[Segment]:
+        """Each row as one line of segments, laid out here: rich's Table would measure every cell again
+        and costs about a second per thousand rows; `list` may show ten thousand."""
         cols, widths = _fit(self.columns(), width, self.wide)
         d = next(i for i, c in enumerate(cols) if c.name == "description")
-        if not self.wide:
-            cols[d] = Column("description", [_description(t, widths[d]) for t in self.tasks])
-        table = Table(
-            box=None,
-            padding=(0, 1, 0, 0),
-            pad_edge=False,
-            show_edge=False,
-            header_style="" if plain else "underline",
-        )
-        for col, w in zip(cols, widths, strict=True):
-            wraps = self.wide and col.name == "description"
-            table.add_column(
-                col.name,
-                justify="right" if col.right else "left",
-                width=w,
-                no_wrap=not wraps,
-                overflow="fold" if wraps else "ellipsis",
-            )
+        right = [c.right for c in cols]
+        header = [Text(c.name, style="" if plain else "underline") for c in cols]
+        yield from _line(console, header, widths, right, "")
         if plain:  # Taskwarrior's colourless header: a line of dashes under each column name
-            table.add_row(*("-" * w for w in widths))
-        for n, _task in enumerate(self.tasks):
-            blocked = n < len(self.blocked) and self.blocked[n]
-            table.add_row(*(c.cells[n] for c in cols), style=style.row(self.tasks[n], blocked, self.viewer))
-        return table
+            yield from _line(console, [Text("-" * w) for w in widths], widths, right, "")
+        blank = [Text("") for _ in cols]
+        for n, task in enumerate(self.tasks):
+            cells = [c.cells[n] for c in cols]
+            row = style.row(task, n < len(self.blocked) and self.blocked[n], self.viewer)
+            if not self.wide:
+                cells[d] = _description(task, widths[d])
+                yield from _line(console, cells, widths, right, row)
+                continue
+            for k, part in enumerate(cells[d].wrap(console, widths[d], overflow="fold")):
+                line = cells if k == 0 else list(blank)
+                line[d] = part
+                yield from _line(console, line, widths, right, row)
+
+
+def _line(
+    console: Console, cells: list[Text], widths: list[int], right: list[bool], row: str
+) -> Iterator[Segment]:
+    """One line: cells padded (or cut, with an ellipsis) to their widths, one space apart, in `row`'s
+    style; no trailing spaces."""
+    line = Text(end="")
+    last = len(cells) - 1
+    for i, (cell, w) in enumerate(zip(cells, widths, strict=True)):
+        if cell.cell_len > w:
+            cell = cell.copy()
+            cell.truncate(w, overflow="ellipsis")
+        pad = " " * (w - cell.cell_len)
+        if right[i]:
+            line.append(pad)
+            line.append_text(cell)
+        else:
+            line.append_text(cell)
+            if i < last:
+                line.append(pad)
+        if i < last:
+            line.append(" ")
+    line.rstrip()
+    if row:
+        line.stylize_before(row)  # under the cells' own styles: a blocked H stays red, only dimmed
+    yield from line.render(console)
+    yield Segment.line()
 
 
 def _age(entry: str, now: float) -> str:
