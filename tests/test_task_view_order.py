@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -145,3 +146,28 @@ def test_urgency_order_is_taskwarriors(cli, ready: Path, tmp_path: Path) -> None
     by_urgency = sorted(ours, key=lambda t: -theirs[t["uuid"]])
     assert [t["id"] for t in ours] == [t["id"] for t in by_urgency]
     assert len(set(theirs.values())) == len(ours)  # every urgency differs: the order is Taskwarrior's
+
+
+PROBE = """
+import sys
+from michi.cli.main import main
+main(sys.argv[1:])
+print("rich" in sys.modules, file=sys.stderr)
+"""
+
+
+@pytest.mark.parametrize(
+    ("args", "rich"),
+    [
+        (["--json", "task", "list"], False),
+        (["--json", "task", "list", "--sort", "-entry", "--wide", "--no-color"], False),
+        (["--json", "task", "show", "1", "--no-color"], False),
+        (["task", "list"], True),
+    ],
+)
+def test_rich_is_imported_only_for_people(ready: Path, cli, args: list[str], rich: bool) -> None:
+    cli(ready, "task", "add", "one")
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE, *args], cwd=ready, capture_output=True, text=True, timeout=120
+    )
+    assert proc.stderr.strip().splitlines()[-1] == str(rich), proc.stderr

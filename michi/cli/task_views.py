@@ -25,14 +25,16 @@ def done(result: Any, json_mode: bool = False, *, wide: bool = False, no_color: 
 
 @cache
 def register() -> None:
-    from michi.cli.views.task_card import TaskCard
-    from michi.cli.views.task_table import TaskTable, counts
+    """The views, registered on first use; rich is imported only when one of them is called, so the
+    typer route (which registers them whatever the output) keeps `--json` free of rich."""
     from michi.commands.doctor import Report
     from michi.commands.interop import Export
     from michi.commands.task_common import Changed, TaskDetail, TaskList, TaskResult
 
     @render.human.register(TaskList)
     def _list(result: TaskList) -> Any:
+        from michi.cli.views.task_table import TaskTable, counts
+
         if not result.tasks:
             return f"no {result.title}"
         r, wide = result, look.current().wide
@@ -41,10 +43,14 @@ def register() -> None:
 
     @render.human.register(TaskResult)
     def _one(result: TaskResult) -> Any:
+        from michi.cli.views.task_card import TaskCard
+
         return TaskCard(result.task, time.time(), result.txn)
 
     @render.human.register(TaskDetail)
     def _detail(result: TaskDetail) -> Any:
+        from michi.cli.views.task_card import TaskCard
+
         t = result
         return TaskCard(t.task, time.time(), None, t.depends_on, t.blocks, t.urgency, t.blocked, t.viewer)
 
@@ -55,6 +61,8 @@ def register() -> None:
         for p in result.report.get("problems", []):
             lines.append(f"problem: {p.get('path') or p.get('uuid')}: {p['problem']}")
         head = "\n".join(lines) or f"{len(result.tasks)} task(s) changed"
+        from michi.cli.views.task_table import TaskTable
+
         return head if not result.tasks else _group(head, TaskTable(result.tasks, time.time()))
 
     @render.human.register(Export)
