@@ -13,6 +13,14 @@ from michi.tasks.model import parse_tw_date
 PRIORITY = {"H": "bold red", "M": "yellow", "L": "blue"}
 STATE = {"in_progress": "bold green", "review": "magenta", "done": "dim", "deleted": "dim strike"}
 SOON = 600.0  # seconds: a claim this close to its expiry is about to be lost
+# Task text is written by anyone (agents included): control characters must not reach the terminal, where
+# an escape sequence could recolour, move the cursor or retitle the window; line breaks would break rows.
+_CONTROLS = {c: "\ufffd" for c in (*range(32), *range(127, 160))} | {9: " ", 10: " ", 13: " "}
+
+
+def safe(text: str | None) -> str:
+    """`text` with line breaks and tabs as spaces and other control characters as U+FFFD."""
+    return (text or "").translate(_CONTROLS)
 
 
 def priority(value: str | None) -> Text:
@@ -37,7 +45,7 @@ def claim(task: dict[str, Any], now: float, viewer: str | None) -> Text:
     """The assignee, with the claim's time left when it runs out: `bot-1 (52min)`, `bot-1 (expired)`."""
     from michi.cli.views.look import span
 
-    who = task["assignee"] or ""
+    who = safe(task["assignee"])
     left = claim_left(task, now)
     if left is None:
         return Text(who, style="bold" if who and who == viewer else "")

@@ -13,6 +13,7 @@ from rich.text import Text
 
 from michi.cli.views import style
 from michi.cli.views.look import relative
+from michi.cli.views.style import safe
 from michi.tasks.model import parse_tw_date, status_for
 
 
@@ -23,7 +24,7 @@ def when(value: str | None, now: float) -> Text | None:
     try:
         epoch = parse_tw_date(value)
     except ValueError:
-        return Text(value)
+        return Text(safe(value))
     exact = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(epoch))
     return Text(exact) + Text(f" ({relative(now - epoch)})", style="dim")
 
@@ -47,10 +48,14 @@ class TaskCard:
         title = Table.grid(padding=(0, 2))  # a long description wraps under itself, not under the id
         title.add_column(no_wrap=True)
         title.add_column()
-        title.add_row(Text(f"task {t['id']}", style="bold"), Text(t["description"], style="bold"))
+        title.add_row(Text(f"task {t['id']}", style="bold"), Text(safe(t["description"]), style="bold"))
         out: list[Any] = [title]
-        what = [("priority", style.priority(t["priority"])), ("project", t["project"])]
-        what += [("tags", " ".join(t["tags"])), ("domain", t["domain"]), ("uuid", t["uuid"])]
+        what = [("priority", style.priority(t["priority"])), ("project", safe(t["project"]))]
+        what += [
+            ("tags", safe(" ".join(t["tags"]))),
+            ("domain", safe(t["domain"])),
+            ("uuid", safe(t["uuid"])),
+        ]
         out += _group(None, what)
         state = style.state(t["state"])
         if t["status"] != status_for(t["state"]):  # e.g. waiting: Taskwarrior hides it until its date
@@ -68,7 +73,8 @@ class TaskCard:
         dates = [(k, when(t[k], now)) for k in ("entry", "modified", "start", "end")]
         out += _group("dates", dates)
         out += _group("dependencies", self._links())
-        out += _group("annotations", [(when(a["entry"], now), a["description"]) for a in t["annotations"]], 0)
+        notes = [(when(a["entry"], now), safe(a["description"])) for a in t["annotations"]]
+        out += _group("annotations", notes, 0)
         out += _group("history", [("version", _history(t, now))])
         if self.txn is not None:
             where = "pushed" if self.txn["pushed"] else "committed locally (not pushed)"

@@ -15,6 +15,7 @@ from rich.text import Text
 
 from michi.cli.views import style
 from michi.cli.views.look import span
+from michi.cli.views.style import safe
 from michi.tasks.model import parse_tw_date
 
 MIN_DESCRIPTION = 12  # below this a description says too little: other columns give way first
@@ -51,13 +52,13 @@ class TaskTable:
             Column("age", [Text(_age(t["entry"], now)) for t in tasks], right=True),
             Column("state", [style.state(t["state"]) for t in tasks]),
             Column("pri", [style.priority(t["priority"]) for t in tasks]),
-            Column("project", [Text(t["project"] or "") for t in tasks], capped=True),
-            Column("tags", [Text(" ".join(t["tags"])) for t in tasks], capped=True),
+            Column("project", [Text(safe(t["project"])) for t in tasks], capped=True),
+            Column("tags", [Text(safe(" ".join(t["tags"]))) for t in tasks], capped=True),
             Column("deps", [Text(",".join(str(d) for d in t["depends"])) for t in tasks]),
             Column("assignee", [style.claim(t, now, self.viewer) for t in tasks], capped=True),
         ]
         if len({t["domain"] for t in tasks}) > 1:
-            cols.append(Column("domain", [Text(t["domain"]) for t in tasks], capped=True))
+            cols.append(Column("domain", [Text(safe(t["domain"])) for t in tasks], capped=True))
         cols.append(Column("description", [_description(t) for t in tasks]))
         urg = [Text(f"{u:.1f}") for u in self.urgency] if len(self.urgency) == len(tasks) else blank
         cols.append(Column("urg", urg, right=True))
@@ -127,7 +128,7 @@ def _description(task: dict[str, Any], width: int | None = None) -> Text:
     kept (it says there is more to read in `task show`)."""
     count = len(task["annotations"])
     tail = Text(f" [{count}]", style="dim") if count else Text("")
-    text = Text(task["description"])
+    text = Text(safe(task["description"]))
     if width is not None and text.cell_len + tail.cell_len > width:
         if tail.cell_len + 2 > width:
             tail = Text("")
