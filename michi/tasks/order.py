@@ -44,7 +44,7 @@ def parse(spec: str | None) -> Sort:
     return tuple(out)
 
 
-def _values(table: Table, rows: list[int], urg: dict[int, float]) -> dict[str, Callable[[int], Any]]:
+def _values(table: Table, urg: dict[int, float]) -> dict[str, Callable[[int], Any]]:
     """Per field: a row's value, or None when it has none."""
     ids, entry, modified = table[COL["id"]], table[COL["entry"]], table[COL["modified"]]
     prio, project, state = table[COL["priority"]], table[COL["project"]], table[COL["state"]]
@@ -61,12 +61,17 @@ def _values(table: Table, rows: list[int], urg: dict[int, float]) -> dict[str, C
 
 def arrange(table: Table, rows: list[int], sort: Sort, now: float) -> tuple[list[int], list[float]]:
     """`rows` (indices into `table`) in order, and each one's urgency at `now`."""
-    terms = table[COL["terms"]]
-    urg = {i: urgency.at(terms[i], now) for i in rows}
-    ids, entry = table[COL["id"]], table[COL["entry"]]
+    terms, ids, entry = table[COL["terms"]], table[COL["id"]], table[COL["entry"]]
+    scores = urgency.at_many([terms[i] for i in rows], now)
     # The default: most urgent, then the oldest, then the lowest id (what `task next` picks first).
-    ordered = sorted(rows, key=lambda i: (-urg[i], entry[i], int(ids[i])))
-    values = _values(table, rows, urg)
+    # Sorting plain tuples compares in C; a key function would cost a Python call per task.
+    negated, entries, numbers = [-u for u in scores], [entry[i] for i in rows], [ids[i] for i in rows]
+    keyed = sorted(zip(negated, entries, numbers, rows, strict=True))
+    ordered = [k[3] for k in keyed]
+    if not sort:
+        return ordered, [-k[0] for k in keyed]
+    urg = dict(zip(rows, scores, strict=True))
+    values = _values(table, urg)
     for name, flipped in reversed(sort):  # stable sorts, last key first: the first field decides
         value = values[name]
         desc = (name in _DESCENDING) != flipped

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import calendar
 import math
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 from michi.tasks.model import Task
@@ -95,15 +95,25 @@ def terms(rec: Mapping[str, Any], *, blocked: bool = False, blocking: bool = Fal
 
 def at(parts: Terms, now: float) -> float:
     """The urgency the terms give at `now`, rounded to three decimals (plenty to order by)."""
-    total, entry, due, scheduled = parts
-    if entry is None:  # completed or deleted
-        return 0.0
-    total += AGE * min(1.0, max(0.0, (now - entry) / DAY) / AGE_MAX_DAYS)
-    if due is not None:
-        total += DUE * _due_factor(due, now)
-    if scheduled is not None and scheduled <= now:
-        total += SCHEDULED
-    return round(total, 3)
+    return at_many([parts], now)[0]
+
+
+def at_many(many: Iterable[Terms], now: float) -> list[float]:
+    """`at` for many tasks in one loop: `list` orders 10,000 by it on every run."""
+    out: list[float] = []
+    append, scale, day = out.append, AGE / AGE_MAX_DAYS, DAY
+    for total, entry, due, scheduled in many:
+        if entry is None:  # completed or deleted
+            append(0.0)
+            continue
+        age_days = (now - entry) / day
+        total += AGE if age_days >= AGE_MAX_DAYS else scale * age_days if age_days > 0 else 0.0
+        if due is not None:
+            total += DUE * _due_factor(due, now)
+        if scheduled is not None and scheduled <= now:
+            total += SCHEDULED
+        append(round(total, 3))
+    return out
 
 
 def urgency(task: Task, now: float, *, blocked: bool = False, blocking: bool = False) -> float:
