@@ -37,7 +37,7 @@ def _count_factor(n: int) -> float:
     return 0.0 if n == 0 else 0.8 if n == 1 else 0.9 if n == 2 else 1.0
 
 
-def _epoch(value: object) -> float | None:
+def epoch(value: object) -> float | None:
     """A `YYYYMMDDTHHMMSSZ` date as epoch seconds, four times faster than `strptime`: a cold `list` cache
     rebuild reads 10,000 of them."""
     if not isinstance(value, str) or len(value) != 16 or value[8] != "T" or value[15] != "Z":
@@ -89,8 +89,8 @@ def terms(rec: Mapping[str, Any], *, blocked: bool = False, blocking: bool = Fal
     if blocked:
         total += BLOCKED
     total += PRIORITY.get(get("priority") or "", 0.0)
-    entry = _epoch(get("entry"))  # no readable entry: no age, as Taskwarrior
-    return (total, math.inf if entry is None else entry, _epoch(get("due")), _epoch(get("scheduled")))
+    entry = epoch(get("entry"))  # no readable entry: no age, as Taskwarrior
+    return (total, math.inf if entry is None else entry, epoch(get("due")), epoch(get("scheduled")))
 
 
 def at(parts: Terms, now: float) -> float:
