@@ -112,7 +112,7 @@ def test_missing_values_come_last_either_way() -> None:
     def row(i: int, prio: str | None, project: str | None) -> tuple[object, ...]:
         values = {"id": i, "priority": prio, "project": project, "state": "todo", "entry": "20250101T000000Z"}
         values["modified"] = values["entry"]
-        values["terms"] = (0.0, 1.0e9, None, None)
+        values.update(fixed=0.0, born=1.0e9, flags=0)
         return tuple(values.get(c) for c in COLUMNS)
 
     table = _terms_table([row(1, None, "b"), row(2, "L", None), row(3, "H", "a")])

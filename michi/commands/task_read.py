@@ -13,7 +13,7 @@ from michi.tasks.errors import NoReadyTask
 from michi.tasks.links import Links, neighbours
 from michi.tasks.model import OPEN_STATES, STATES
 from michi.tasks.query import Filter, ready_order, select, view
-from michi.tasks.table import COL, table_for
+from michi.tasks.table import BLOCKED, COL, table_for
 
 
 def states(wanted: list[str]) -> tuple[str, ...]:
@@ -61,7 +61,7 @@ def list_tasks(
         rows = list(range(len(table[0])))
     rows, urgencies = task_order.arrange(table, rows, order, now)
     text, flags = table[COL["json"]], table[COL["flags"]]
-    blocked = [bool(flags[i][0]) for i in rows]
+    blocked = [bool(flags[i] & BLOCKED) for i in rows]
     viewer = session.resolve_agent()
     return task_common.TaskList([text[i] for i in rows], notes, title, urgencies, blocked, viewer)
 

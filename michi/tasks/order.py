@@ -61,8 +61,16 @@ def _values(table: Table, urg: dict[int, float]) -> dict[str, Callable[[int], An
 
 def arrange(table: Table, rows: list[int], sort: Sort, now: float) -> tuple[list[int], list[float]]:
     """`rows` (indices into `table`) in order, and each one's urgency at `now`."""
-    terms, ids, entry = table[COL["terms"]], table[COL["id"]], table[COL["entry"]]
-    scores = urgency.at_many([terms[i] for i in rows], now)
+    ids, entry = table[COL["id"]], table[COL["entry"]]
+    fixed, born, due, scheduled = (table[COL[name]] for name in ("fixed", "born", "due", "scheduled"))
+    terms = zip(
+        [fixed[i] for i in rows],
+        [born[i] for i in rows],
+        [due[i] for i in rows],
+        [scheduled[i] for i in rows],
+        strict=True,
+    )
+    scores = urgency.at_many(terms, now)
     # The default: most urgent, then the oldest, then the lowest id (what `task next` picks first).
     # Sorting plain tuples compares in C; a key function would cost a Python call per task.
     negated, entries, numbers = [-u for u in scores], [entry[i] for i in rows], [ids[i] for i in rows]

@@ -29,11 +29,17 @@ COLUMNS = (
     "priority",
     "entry",
     "modified",
-    "terms",
+    "fixed",
+    "born",
+    "due",
+    "scheduled",
     "flags",
 )
 Table = tuple[list[Any], ...]
 COL = {name: n for n, name in enumerate(COLUMNS)}
+# Plain numbers, not tuples: marshal makes tuples the garbage collector must track, and 20,000 of them
+# doubled the time to load the cache (ADR 0009).
+BLOCKED, BLOCKING = 1, 2
 
 
 def _row(
@@ -43,13 +49,14 @@ def _row(
     reused unless it has depends (they show other tasks' ids, which only this index can tell); its urgency
     terms unless it became blocked, unblocked, blocking or not (which other tasks' changes decide)."""
     get = rec.get
-    flags = links.of(rec)
+    blocked, blocking = links.of(rec)
+    flags = BLOCKED * blocked | BLOCKING * blocking
     has_deps = bool(get("depends"))
     text = old[COL["json"]] if old is not None and not has_deps else compact(view_record(rec, path, index))
-    if old is not None and tuple(old[COL["flags"]]) == flags:
-        terms = old[COL["terms"]]
+    if old is not None and old[COL["flags"]] == flags:
+        terms = tuple(old[COL["fixed"] : COL["scheduled"] + 1])
     else:
-        terms = urgency.terms(rec, blocked=flags[0], blocking=flags[1])
+        terms = urgency.terms(rec, blocked=blocked, blocking=blocking)
     return (
         rec["michi_id"],
         domain_of(path),
@@ -64,7 +71,7 @@ def _row(
         get("priority"),
         rec["entry"],
         get("modified") or rec["entry"],
-        terms,
+        *terms,
         flags,
     )
 
