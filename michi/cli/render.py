@@ -7,14 +7,9 @@ import sys
 from functools import singledispatch
 from typing import Any
 
+from michi.cli.views import look
 from michi.errors import MichiError
 from michi.results import Result
-
-
-def _console(stderr: bool = False) -> Any:
-    from rich.console import Console
-
-    return Console(stderr=stderr, highlight=False, soft_wrap=True)
 
 
 @singledispatch
@@ -25,7 +20,9 @@ def human(result: Result) -> Any:
 
 
 def emit(result: Result, json_mode: bool) -> int:
+    """Print `result` once: its JSON, or its view for people in the look the command asked for."""
     if json_mode:
+        look.take()
         serialised = getattr(result, "json_text", None)  # TaskList holds its JSON already (ADR 0008)
         if serialised is not None:
             body = str(serialised())
@@ -33,17 +30,19 @@ def emit(result: Result, json_mode: bool) -> int:
             body = json.dumps(result.to_json(), ensure_ascii=False, separators=(",", ":"))
         sys.stdout.write(body + "\n")
     else:
-        view = human(result)
+        view = human(result)  # before `take`: a view may read the look (--wide)
+        shown = look.take()
         if view is not None and view != "":
             if isinstance(view, str):
                 sys.stdout.write(view + "\n")
             else:
-                _console().print(view)
+                look.console(shown).print(view)
     sys.stdout.flush()
     return int(result.exit_code)
 
 
 def fail(exc: MichiError, json_mode: bool) -> int:
+    look.take()
     for note in exc.notes:  # as with results: notes on stderr, so stdout stays one JSON document
         sys.stderr.write(f"michi: {note}\n")
     if json_mode:

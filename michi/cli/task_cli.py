@@ -19,11 +19,29 @@ task_app = typer.Typer(
 )
 
 
-def _done(result: Any) -> Any:
+def _done(result: Any, *, wide: bool = False, no_color: bool = False) -> Any:
     """The typer route's end; the same as the fast read path's (task_views.done)."""
     from michi.cli import task_views
 
-    return task_views.done(result)
+    return task_views.done(result, wide=wide, no_color=no_color)
+
+
+Sort = Annotated[
+    str | None,
+    typer.Option(
+        "--sort",
+        metavar="FIELD[,FIELD]",
+        help="Order by urgency (the default: most urgent first, as 'task next' picks), id, entry, "
+        "modified, priority (H first), project or state; -FIELD reverses one. --json follows it too.",
+    ),
+]
+Wide = Annotated[
+    bool, typer.Option("--wide", help="Show descriptions whole (wrapped) instead of cut to fit the terminal.")
+]
+NoColor = Annotated[
+    bool,
+    typer.Option("--no-color", help="Plain text (as with NO_COLOR set, or when stdout is not a terminal)."),
+]
 
 
 @task_app.command("add")
@@ -93,11 +111,18 @@ def list_(
         str | None, typer.Option("--assignee", metavar="AGENT", help="Only tasks assigned to this agent.")
     ] = None,
     ready: Annotated[bool, typer.Option("--ready", help="Only tasks an agent could claim now.")] = False,
+    sort: Sort = None,
+    wide: Wide = False,
+    no_color: NoColor = False,
     fetch: Fetch = False,
     no_fetch: NoFetch = False,
 ) -> Any:
-    """List tasks (open ones of the current domain by default). No lock; fetches only when the last sync
-    is older than read_max_age (stderr says how old the answer is)."""
+    """List tasks, most urgent first (open ones of the current domain by default).
+
+    No lock; fetches only when the last sync is older than read_max_age (stderr says how old the answer
+    is). Empty columns are left out; descriptions are cut to fit the terminal ([2]: two annotations);
+    blocked tasks are dimmed. The last line counts what is listed.
+    """
     from michi.commands import task_read
 
     return _done(
@@ -112,16 +137,23 @@ def list_(
             ready=ready,
             fetch=fetch,
             no_fetch=no_fetch,
-        )
+            sort=sort,
+        ),
+        wide=wide,
+        no_color=no_color,
     )
 
 
 @task_app.command("show")
-def show(ctx: typer.Context, ref: Ref, fetch: Fetch = False, no_fetch: NoFetch = False) -> Any:
-    """Show one task (fetches first when the last sync is older than read_max_age)."""
+def show(
+    ctx: typer.Context, ref: Ref, no_color: NoColor = False, fetch: Fetch = False, no_fetch: NoFetch = False
+) -> Any:
+    """Show one task: what, state and claim, dates, dependencies both ways, annotations, history.
+
+    Fetches first when the last sync is older than read_max_age."""
     from michi.commands import task_read
 
-    return _done(task_read.show(session(ctx), ref, fetch, no_fetch))
+    return _done(task_read.show(session(ctx), ref, fetch, no_fetch), no_color=no_color)
 
 
 @task_app.command("log")

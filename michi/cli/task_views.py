@@ -4,65 +4,20 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from functools import cache
 from typing import Any
 
 from michi.cli import render
+from michi.cli.views import look
 
 
-def _table(tasks: list[dict[str, Any]], title: str) -> Any:
-    from rich.table import Table
-
-    table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
-    for name, justify in (
-        ("id", "right"),
-        ("state", "left"),
-        ("pri", "left"),
-        ("description", "left"),
-        ("tags", "left"),
-        ("project", "left"),
-        ("assignee", "left"),
-        ("domain", "left"),
-    ):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
-    for t in tasks:
-        table.add_row(
-            str(t["id"]),
-            t["state"],
-            t["priority"] or "",
-            t["description"],
-            " ".join(t["tags"]),
-            t["project"] or "",
-            t["assignee"] or "",
-            t["domain"],
-        )
-    return table
-
-
-def _panel(task: dict[str, Any], txn: dict[str, Any] | None) -> Any:
-    from rich.panel import Panel
-    from rich.table import Table
-
-    grid = Table.grid(padding=(0, 2))
-    for key, value in task.items():
-        if key == "annotations":
-            value = "\n".join(f"{a['entry']} {a['description']}" for a in value) or None
-        elif isinstance(value, list):
-            value = ", ".join(str(v) for v in value) or None
-        if value is not None:
-            grid.add_row(key, str(value))
-    if txn is not None:
-        where = "pushed" if txn["pushed"] else "committed locally (not pushed)"
-        grid.add_row("commit", f"{(txn['commit'] or 'none')[:10]} {where} on {txn['branch']}")
-        for note in txn["notes"]:
-            grid.add_row("note", note)
-    return Panel(grid, title=f"task {task['id']}", title_align="left", expand=False)
-
-
-def done(result: Any, json_mode: bool = False) -> Any:
-    """Notes (how old the data is, unreadable files) go to stderr, so stdout stays one JSON document."""
+def done(result: Any, json_mode: bool = False, *, wide: bool = False, no_color: bool = False) -> Any:
+    """Notes (how old the data is, unreadable files) go to stderr, so stdout stays one JSON document.
+    `wide` and `no_color` are `list`'s and `show`'s `--wide` and `--no-color`, for the one render."""
     if not json_mode:  # the rich views import every result type; --json output needs none of them
         register()
+        look.set_look(look.Look(color=not no_color, wide=wide))
     for note in getattr(result, "notes", None) or []:
         sys.stderr.write(f"michi: {note}\n")
     return result
@@ -70,30 +25,45 @@ def done(result: Any, json_mode: bool = False) -> Any:
 
 @cache
 def register() -> None:
+    """The views, registered on first use; rich is imported only when one of them is called, so the
+    typer route (which registers them whatever the output) keeps `--json` free of rich."""
     from michi.commands.doctor import Report
     from michi.commands.interop import Export
-    from michi.commands.task_common import Changed, TaskList, TaskResult
+    from michi.commands.task_common import Changed, TaskDetail, TaskList, TaskResult
 
     @render.human.register(TaskList)
     def _list(result: TaskList) -> Any:
-        return (
-            _table(result.tasks, f"{len(result.tasks)} {result.title}")
-            if result.tasks
-            else f"no {result.title}"
-        )
+        from michi.cli.views.task_table import TaskTable, counts
+
+        if not result.tasks:
+            return f"no {result.title}"
+        r, wide = result, look.current().wide
+        table = TaskTable(r.tasks, time.time(), r.urgency, r.blocked, r.viewer, wide)
+        return _group(table, counts(result.tasks, result.blocked))
 
     @render.human.register(TaskResult)
     def _one(result: TaskResult) -> Any:
-        return _panel(result.task, result.txn)
+        from michi.cli.views.task_card import TaskCard
+
+        return TaskCard(result.task, time.time(), result.txn)
+
+    @render.human.register(TaskDetail)
+    def _detail(result: TaskDetail) -> Any:
+        from michi.cli.views.task_card import TaskCard
+
+        t = result
+        return TaskCard(t.task, time.time(), None, t.depends_on, t.blocks, t.urgency, t.blocked, t.viewer)
 
     @render.human.register(Changed)
     def _changed(result: Changed) -> Any:
-        counts = ", ".join(f"{len(v)} {k}" for k, v in result.report.items() if isinstance(v, list))
-        lines = [counts] if counts else []
+        summary = ", ".join(f"{len(v)} {k}" for k, v in result.report.items() if isinstance(v, list))
+        lines = [summary] if summary else []
         for p in result.report.get("problems", []):
             lines.append(f"problem: {p.get('path') or p.get('uuid')}: {p['problem']}")
         head = "\n".join(lines) or f"{len(result.tasks)} task(s) changed"
-        return head if not result.tasks else _group(head, _table(result.tasks, "changed"))
+        from michi.cli.views.task_table import TaskTable
+
+        return head if not result.tasks else _group(head, TaskTable(result.tasks, time.time()))
 
     @render.human.register(Export)
     def _export(result: Export) -> Any:

@@ -17,7 +17,7 @@ from michi.commands.freshness import How
 from michi.results import Result
 from michi.session import Session
 from michi.tasks.model import STATES, tw_date
-from michi.tasks.query import Table
+from michi.tasks.table import COL, Table
 
 
 @dataclass(frozen=True)
@@ -43,9 +43,10 @@ def _ts(text: str | None) -> float | None:
 
 def _tasks(table: Table, problems: int, now: float) -> dict[str, Any]:
     """Counts by state, every claim (expired ones marked), the oldest task in progress."""
-    counts = Counter(table[2])
+    counts = Counter(table[COL["state"]])
     claims, oldest = [], None
-    for state, assignee, fragment in zip(table[2], table[5], table[6], strict=True):
+    columns = (table[COL["state"]], table[COL["assignee"]], table[COL["json"]])
+    for state, assignee, fragment in zip(*columns, strict=True):
         if state != "in_progress":
             continue
         task = json.loads(fragment)  # only tasks in progress: a handful, not 10,000

@@ -14,7 +14,8 @@ from michi.results import Result
 from michi.session import Session
 from michi.tasks import serialization
 from michi.tasks.index import CACHE_NAME, Index, for_tree, load_checked, save_checked
-from michi.tasks.query import COLUMNS, VIEW_KEYS, Table, compact, table_of, view
+from michi.tasks.query import VIEW_KEYS, compact, view
+from michi.tasks.table import COLUMNS, Table, table_of
 
 if TYPE_CHECKING:
     from michi.workflow import Mutation, TxnOutcome
@@ -144,13 +145,30 @@ class TaskResult(Result):
 
 
 @dataclass(frozen=True)
+class TaskDetail(TaskResult):
+    """`show`: the task and, for people, its neighbours both ways (what it depends on, what depends on it:
+    id, description and state each) and its urgency. Its JSON is the task shape alone."""
+
+    depends_on: list[dict[str, Any]] = field(default_factory=list)
+    blocks: list[dict[str, Any]] = field(default_factory=list)
+    urgency: float = 0.0
+    blocked: bool = False
+    viewer: str | None = None
+
+
+@dataclass(frozen=True)
 class TaskList(Result):
-    """Several tasks: its JSON is an array of task shapes. The tasks come as their JSON text, as the list
-    cache keeps them (ADR 0008): 10,000 tasks are joined, not rebuilt as dicts to be serialised again."""
+    """Several tasks, in the order people and agents both see (ADR 0009): its JSON is an array of task
+    shapes. The tasks come as their JSON text, as the list cache keeps them (ADR 0008): 10,000 tasks are
+    joined, not rebuilt as dicts to be serialised again. `urgency` and `blocked` (one per task) are for the
+    people's view, which orders and dims by them; the JSON contract leaves them out."""
 
     fragments: list[str]
     notes: list[str] = field(default_factory=list)
     title: str = "tasks"
+    urgency: list[float] = field(default_factory=list)
+    blocked: list[bool] = field(default_factory=list)
+    viewer: str | None = None  # the agent that asked: people see its own claims stand out
 
     @classmethod
     def of(cls, tasks: list[dict[str, Any]], notes: list[str], title: str = "tasks") -> TaskList:

@@ -11,9 +11,12 @@ from michi.commands import freshness, task_common
 from michi.commands.freshness import How
 from michi.errors import MichiError, UsageError
 from michi.session import Session
-from michi.tasks import backlog, domains
+from michi.tasks import backlog, domains, urgency
+from michi.tasks import order as task_order
+from michi.tasks.links import Links, neighbours
 from michi.tasks.model import OPEN_STATES, STATES
-from michi.tasks.query import Filter, ready_order, select, view, view_record
+from michi.tasks.query import Filter, ready_order, select, view
+from michi.tasks.table import BLOCKED, COL, table_for
 
 
 def states(wanted: list[str]) -> tuple[str, ...]:
@@ -45,24 +48,48 @@ def list_tasks(
     ready: bool,
     fetch: bool,
     no_fetch: bool = False,
+    sort: str | None = None,
 ) -> task_common.TaskList:
+    """The matching tasks, most urgent first unless `sort` (`--sort`) says otherwise (ADR 0014)."""
+    order = task_order.parse(sort)  # a bad --sort fails before any reading
     mode = freshness.how(fetch, no_fetch)
     where = None if every_domain else domains.resolve(session.repo.worktree, session.cwd, domain)
     flt = Filter(where, states(state), tuple(task_common.split_tags(tags)), project, assignee, ready)
     title = "tasks in every domain" if where is None else f"tasks in domain {where}"
+    now = time.time()
     if not ready:  # readiness looks at other tasks' records: only the index has them
         table, notes = task_common.read_table(session, mode)
-        return task_common.TaskList(flt.pick(table), notes, title)
-    snap = task_common.read(session, mode)
-    found = select(snap.index, flt, time.time())
-    return task_common.TaskList.of([view_record(r, p, snap.index) for p, r in found], snap.notes, title)
+        rows = flt.pick(table)
+    else:
+        snap = task_common.read(session, mode)
+        table, notes = table_for(snap.index, select(snap.index, flt, now)), snap.notes
+        rows = list(range(len(table[0])))
+    rows, urgencies = task_order.arrange(table, rows, order, now)
+    text, flags = table[COL["json"]], table[COL["flags"]]
+    blocked = [bool(flags[i] & BLOCKED) for i in rows]
+    viewer = session.resolve_agent()
+    return task_common.TaskList([text[i] for i in rows], notes, title, urgencies, blocked, viewer)
 
 
-def show(session: Session, ref: str, fetch: bool, no_fetch: bool = False) -> task_common.TaskResult:
+def show(session: Session, ref: str, fetch: bool, no_fetch: bool = False) -> task_common.TaskDetail:
+    """One task, with what it depends on and what depends on it."""
     snap = task_common.read(session, freshness.how(fetch, no_fetch))
+    index = snap.index
     with noted(snap.notes):
-        path, task = snap.index.get(ref)
-    return task_common.TaskResult(view(task, path, snap.index), notes=snap.notes)
+        path, task = index.get(ref)
+    depends_on, blocks = neighbours(index, task)
+    rec = index.entries[path][1] or {}
+    blocked, blocking = Links(index).of(rec)
+    urg = urgency.at(urgency.terms(rec, blocked=blocked, blocking=blocking), time.time())
+    return task_common.TaskDetail(
+        view(task, path, index),
+        notes=snap.notes,
+        depends_on=depends_on,
+        blocks=blocks,
+        urgency=urg,
+        blocked=blocked,
+        viewer=session.resolve_agent(),
+    )
 
 
 def next_task(

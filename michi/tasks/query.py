@@ -5,12 +5,15 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from michi.tasks import serialization, urgency
 from michi.tasks.domains import domain_of
 from michi.tasks.index import Index
 from michi.tasks.model import OPEN_STATES, Task, is_tw_date, parse_tw_date
+
+if TYPE_CHECKING:
+    from michi.tasks.table import Table
 
 # The --json shape of a task is a contract with agents (README, tests/test_task_json_contract.py).
 VIEW_KEYS = (
@@ -69,44 +72,6 @@ def compact(task_view: dict[str, Any]) -> str:
     return json.dumps(task_view, ensure_ascii=False, separators=(",", ":"))
 
 
-# The list cache's table (ADR 0008): one list per column, tasks in id order (a list per column loads in
-# about half the time of a tuple per task). What the filters look at, each task's finished JSON, then what
-# a rebuild needs to reuse that JSON.
-COLUMNS = ("id", "domain", "state", "tags", "project", "assignee", "json", "path", "oid", "deps")
-Table = tuple[list[Any], ...]
-
-
-def table_of(index: Index, old: Table | None) -> Table:
-    """Every task of `index` in the table. A task's JSON is reused when its blob is unchanged, unless it has
-    depends: those show other tasks' ids, which only this index can tell."""
-    reuse = {} if old is None else {path: i for i, path in enumerate(old[7])}
-    rows: list[tuple[Any, ...]] = []
-    for path, (oid, rec, _problem) in index.entries.items():
-        if rec is None:
-            continue
-        i = reuse.get(path)
-        if old is not None and i is not None and old[8][i] == oid and not old[9][i]:
-            rows.append(tuple(column[i] for column in old))
-            continue
-        get = rec.get
-        rows.append(
-            (
-                rec["michi_id"],
-                domain_of(path),
-                rec["michi_state"],
-                tuple(get("tags") or ()),
-                get("project"),
-                get("michi_assignee"),
-                compact(view_record(rec, path, index)),
-                path,
-                oid,
-                bool(get("depends")),
-            )
-        )
-    rows.sort(key=lambda row: int(row[0]))  # as `select`: by id, ties in index order
-    return tuple([row[c] for row in rows] for c in range(len(COLUMNS)))
-
-
 @dataclass(frozen=True)
 class Filter:
     domain: str | None = None  # None: every domain
@@ -124,19 +89,19 @@ class Filter:
             return False
         return not self.ready or is_ready(serialization.from_trusted(rec), index, now)
 
-    def pick(self, table: Table) -> list[str]:
-        """The JSON of the matching tasks of a list-cache table, by id. Not for `ready`: that needs other
-        tasks' records, which only the index has. Domain and state, which every `list` filters on, are
-        checked inline; `_plain` decides the rest (10,000 calls cost as much as the rest of the loop)."""
+    def pick(self, table: Table) -> list[int]:
+        """The rows of a list table (`michi.tasks.table`) that match, in table order. Not for `ready`: that
+        needs other tasks' records, which only the index has. Domain and state, which every `list` filters
+        on, are checked inline; `_plain` decides the rest (10,000 calls cost as much as the whole loop)."""
         assert not self.ready
         domain, states = self.domain, frozenset(self.states)
         rest = bool(self.tags or self.project or self.assignee is not None)
-        out: list[str] = []
-        for row in zip(*table[1:7], strict=True):
+        out: list[int] = []
+        for i, row in enumerate(zip(*table[1:6], strict=True)):
             if (domain is not None and row[0] != domain) or (states and row[1] not in states):
                 continue
-            if not rest or self._plain(*row[:5]):
-                out.append(row[5])
+            if not rest or self._plain(*row):
+                out.append(i)
         return out
 
     def _plain(

@@ -9,9 +9,12 @@ depends on is *blocking*.
 from __future__ import annotations
 
 import calendar
-from collections.abc import Collection
+import math
+from collections.abc import Collection, Iterable, Mapping
+from typing import Any
 
-from michi.tasks.model import Task, parse_tw_date
+from michi.tasks.model import Task
+from michi.tasks.serialization import to_record
 
 PRIORITY = {"H": 6.0, "M": 3.9, "L": 1.8}
 NEXT_TAG = 15.0
@@ -34,22 +37,17 @@ def _count_factor(n: int) -> float:
     return 0.0 if n == 0 else 0.8 if n == 1 else 0.9 if n == 2 else 1.0
 
 
-def _epoch(text: str) -> float:
-    """`parse_tw_date` without strptime, which costs ~0.1 ms a call: `next` scores every ready task."""
-    if len(text) == 16 and text[8] == "T" and text[15] == "Z" and text[:8].isdigit() and text[9:15].isdigit():
-        fields = (text[0:4], text[4:6], text[6:8], text[9:11], text[11:13], text[13:15])
-        return float(calendar.timegm(tuple(int(f) for f in fields)))
-    return parse_tw_date(text)  # anything unusual: the strict parser decides (ValueError)
-
-
-def _date(task: Task, name: str) -> float | None:
-    value = task.extra.get(name)
-    if not isinstance(value, str):
+def epoch(value: object) -> float | None:
+    """A `YYYYMMDDTHHMMSSZ` date as epoch seconds, four times faster than `strptime`: a cold `list` cache
+    rebuild reads 10,000 of them."""
+    if not isinstance(value, str) or len(value) != 16 or value[8] != "T" or value[15] != "Z":
         return None
-    try:
-        return _epoch(value)
-    except ValueError:
+    v = value
+    if not (v[:8].isdigit() and v[9:15].isdigit()):
         return None
+    return float(
+        calendar.timegm((int(v[:4]), int(v[4:6]), int(v[6:8]), int(v[9:11]), int(v[11:13]), int(v[13:15])))
+    )
 
 
 def _due_factor(due: float, now: float) -> float:
@@ -62,39 +60,65 @@ def _due_factor(due: float, now: float) -> float:
     return 0.2
 
 
-def urgency(task: Task, now: float, *, blocked: bool = False, blocking: bool = False) -> float:
-    """The task's urgency at `now`, rounded as Taskwarrior's export prints it (to 1e-6 would be too
-    precise to compare; three decimals are plenty to order by)."""
-    if task.status in ("completed", "deleted"):
-        return 0.0
+# Urgency split in two so `list` can cache what does not change with the clock (ADR 0009): the sum of the
+# fixed terms, then the entry, due and scheduled dates (epochs) that the terms depending on `now` need.
+Terms = tuple[float, float | None, float | None, float | None]
+ZERO: Terms = (0.0, None, None, None)
+
+
+def terms(rec: Mapping[str, Any], *, blocked: bool = False, blocking: bool = False) -> Terms:
+    """The terms of a task file's record (Taskwarrior's names, as `serialization.to_record` writes them)."""
+    get = rec.get
+    status = get("status")
+    if status in ("completed", "deleted"):
+        return ZERO
+    tags = get("tags") or ()
     total = 0.0
-    if "next" in task.tags:
+    if "next" in tags:
         total += NEXT_TAG
-    due = _date(task, "due")
-    if due is not None:
-        total += DUE * _due_factor(due, now)
     if blocking:
         total += BLOCKING
-    scheduled = _date(task, "scheduled")
-    if scheduled is not None and scheduled <= now:
-        total += SCHEDULED
-    if task.start or task.state == "in_progress":
+    if get("start") or get("michi_state") == "in_progress":
         total += ACTIVE
-    try:
-        age_days = max(0.0, (now - _epoch(task.entry)) / DAY)
-    except ValueError:
-        age_days = 0.0
-    total += AGE * min(1.0, age_days / AGE_MAX_DAYS)
-    total += ANNOTATIONS * _count_factor(len(task.annotations))
-    total += TAGS * _count_factor(len(task.tags))
-    if task.project:
+    total += ANNOTATIONS * _count_factor(len(get("annotations") or ()))
+    total += TAGS * _count_factor(len(tags))
+    if get("project"):
         total += PROJECT
-    if task.status == "waiting":
+    if status == "waiting":
         total += WAITING
     if blocked:
         total += BLOCKED
-    total += PRIORITY.get(task.priority or "", 0.0)
-    return round(total, 3)
+    total += PRIORITY.get(get("priority") or "", 0.0)
+    entry = epoch(get("entry"))  # no readable entry: no age, as Taskwarrior
+    return (total, math.inf if entry is None else entry, epoch(get("due")), epoch(get("scheduled")))
+
+
+def at(parts: Terms, now: float) -> float:
+    """The urgency the terms give at `now`, rounded to three decimals (plenty to order by)."""
+    return at_many([parts], now)[0]
+
+
+def at_many(many: Iterable[Terms], now: float) -> list[float]:
+    """`at` for many tasks in one loop: `list` orders 10,000 by it on every run."""
+    out: list[float] = []
+    append, scale, day = out.append, AGE / AGE_MAX_DAYS, DAY
+    for total, entry, due, scheduled in many:
+        if entry is None:  # completed or deleted
+            append(0.0)
+            continue
+        age_days = (now - entry) / day
+        total += AGE if age_days >= AGE_MAX_DAYS else scale * age_days if age_days > 0 else 0.0
+        if due is not None:
+            total += DUE * _due_factor(due, now)
+        if scheduled is not None and scheduled <= now:
+            total += SCHEDULED
+        append(round(total, 3))
+    return out
+
+
+def urgency(task: Task, now: float, *, blocked: bool = False, blocking: bool = False) -> float:
+    """The task's urgency at `now`, as Taskwarrior's export reports it (to three decimals)."""
+    return at(terms(to_record(task), blocked=blocked, blocking=blocking), now)
 
 
 def flags(task: Task, open_uuids: Collection[str], blocked_uuids: Collection[str]) -> dict[str, bool]:
