@@ -1,4 +1,4 @@
-"""`michi status --json` against `michi task list --json` on the same 10,000 tasks (ADR 0009): a status
+"""`michi status --json` against `michi task list --json` on the same 10,000 tasks (ADR 0013): a status
 must cost no more than a list. Also `status --check` and `michi stats` for reference.
 
 `python bench/run.py status` (or MICHI_BENCH_TASKS=2000 for a quicker run).

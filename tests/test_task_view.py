@@ -1,4 +1,4 @@
-"""The people's views at fixed widths, through rich's recording console (ADR 0009): what is shown, what
+"""The people's views at fixed widths, through rich's recording console (ADR 0014): what is shown, what
 is cut, what is coloured. The data is task JSON as `list` and `show` produce it."""
 
 from __future__ import annotations

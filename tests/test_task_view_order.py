@@ -1,4 +1,4 @@
-"""`task list` order (ADR 0009): most urgent first, as Taskwarrior computes urgency; `--sort` for others;
+"""`task list` order (ADR 0014): most urgent first, as Taskwarrior computes urgency; `--sort` for others;
 the JSON array in the same order a person sees. Real git repositories, and the real `task` binary."""
 
 from __future__ import annotations

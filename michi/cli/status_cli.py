@@ -1,4 +1,4 @@
-"""`michi status`, `michi watch`, `michi stats`: seeing the swarm (ADR 0009). Command modules and views are
+"""`michi status`, `michi watch`, `michi stats`: seeing the swarm (ADR 0013). Command modules and views are
 imported inside each verb (ADR 0002)."""
 
 from __future__ import annotations

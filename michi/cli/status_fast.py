@@ -1,5 +1,5 @@
 """`michi status` without typer: monitors call it every few seconds and it must cost no more than `task list`
-(ADR 0009), while typer's parsing alone costs ~200 ms (see `main._plain_read`). A plainly spelled status is
+(ADR 0013), while typer's parsing alone costs ~200 ms (see `main._plain_read`). A plainly spelled status is
 parsed here and runs `run_status`, which the typer verb runs too; anything else (--help, a bad value, an
 unknown option) goes to typer, which stays the one definition of the command line."""
 

@@ -1,6 +1,6 @@
 """`michi watch`: the status view kept live in the terminal (rich.live), with recent activity from git.
 
-Ctrl-C is how a person leaves a watch, not an interruption of work: it exits 0 (ADR 0009). A refresh
+Ctrl-C is how a person leaves a watch, not an interruption of work: it exits 0 (ADR 0013). A refresh
 that fails (the remote unreachable under --fetch) shows the error above the last good view and the
 watch goes on; the next refresh may succeed.
 """
@@ -85,7 +85,7 @@ def run(session: Session, *, interval: float, fetch: bool, activity: int) -> int
                 except MichiError as exc:
                     view = with_error(last, exc)
                 live.update(view, refresh=True)
-    except KeyboardInterrupt:  # the way out of a watch (ADR 0009)
+    except KeyboardInterrupt:  # the way out of a watch (ADR 0013)
         return ExitCode.OK
 
 

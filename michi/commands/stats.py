@@ -1,5 +1,5 @@
 """`michi stats`: what the swarm did, from the git history of the task branch (one `git log` call), plus
-this clone's lock figures (`michi lock stats`). No lock, no network unless `--fetch` (ADR 0009)."""
+this clone's lock figures (`michi lock stats`). No lock, no network unless `--fetch` (ADR 0013)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """`michi status`: the whole swarm at a glance, read the way the read-only commands read (no lock, no
 network unless `--fetch`). Tasks come from the list cache (ADR 0008), so a status at 10,000 tasks costs
-what `task list` costs; the lock, journal and sync marker are a few file reads (ADR 0009)."""
+what `task list` costs; the lock, journal and sync marker are a few file reads (ADR 0013)."""
 
 from __future__ import annotations
 
@@ -157,7 +157,7 @@ def _fence(session: Session, owner: Any) -> Any:
 
 
 def remote_lock(session: Session, fetch: bool) -> dict[str, Any] | None:
-    """The remote lock (ADR 0009), as `lock status --remote --json` gives it. Asking costs a round trip
+    """The remote lock (ADR 0013), as `lock status --remote --json` gives it. Asking costs a round trip
     to the remote, so status asks with --fetch, or when this clone has used the remote lock (its record
     of sightings exists); otherwise `null`. A remote that cannot be asked is reported, not fatal."""
     from michi.errors import MichiError

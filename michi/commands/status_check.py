@@ -1,4 +1,4 @@
-"""`michi status --check`: is anything wrong? For cron, CI and monitoring systems (ADR 0009).
+"""`michi status --check`: is anything wrong? For cron, CI and monitoring systems (ADR 0013).
 
 Each kind of problem has a bit of the exit status, so a monitor can tell them apart without parsing, and
 no combination can be mistaken for one of michi's other exit codes (1-5, 75, 130): 0 means healthy.

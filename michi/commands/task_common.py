@@ -158,7 +158,7 @@ class TaskDetail(TaskResult):
 
 @dataclass(frozen=True)
 class TaskList(Result):
-    """Several tasks, in the order people and agents both see (ADR 0009): its JSON is an array of task
+    """Several tasks, in the order people and agents both see (ADR 0014): its JSON is an array of task
     shapes. The tasks come as their JSON text, as the list cache keeps them (ADR 0008): 10,000 tasks are
     joined, not rebuilt as dicts to be serialised again. `urgency` and `blocked` (one per task) are for the
     people's view, which orders and dims by them; the JSON contract leaves them out."""

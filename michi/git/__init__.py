@@ -5,7 +5,7 @@ One package, the only place that runs git or imports GitPython (ADR 0002), in mo
 files, ADR 0008), `core` (the repository through GitPython: refs, the user's index), `remote` (fetch and
 push) and `objects` (blobs, trees, commits). GitPython itself is imported lazily inside the functions:
 `import git` costs ~85 ms, which the pre-commit hook and the lock commands must not pay.
-`trail` reads michi's commits and their trailers back, and how far two refs diverge (ADR 0009).
+`trail` reads michi's commits and their trailers back, and how far two refs diverge (ADR 0013).
 """
 
 from michi.git.core import NO_PROMPT as NO_PROMPT

@@ -1,7 +1,7 @@
 """The audit trail read back: michi's commits with their `Michi-*` trailers, and how far two refs diverge.
 
 Plain git processes (no GitPython): `michi status` and `michi watch` must stay as cheap as `task list`.
-One `git log` call reads the whole history; it is parsed here in Python (ADR 0009).
+One `git log` call reads the whole history; it is parsed here in Python (ADR 0013).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What agents did, replayed from the audit trail: michi's commit subjects and `Michi-*` trailers (ADR 0009).
+"""What agents did, replayed from the audit trail: michi's commit subjects and `Michi-*` trailers (ADR 0013).
 
 Pure functions over parsed log entries (no git here): a claim opens a cycle on a task; `done` closes it
 (claim-to-done time); `release`, `stop` or `delete` close it unfinished; `reap`, or a claim by another

@@ -1,6 +1,6 @@
 """Dependencies seen both ways: which tasks are blocked or blocking, and a task's neighbours for `show`.
 
-Taskwarrior's terms (ADR 0009): a task is *blocked* while one of its dependencies is open (pending or
+Taskwarrior's terms (ADR 0014): a task is *blocked* while one of its dependencies is open (pending or
 waiting), and *blocking* while it is open and an open task depends on it. Only the whole index can tell.
 """
 

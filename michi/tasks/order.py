@@ -1,4 +1,4 @@
-"""The order of `task list` (ADR 0009): most urgent first, as `task next` chooses; `--sort` for others.
+"""The order of `task list` (ADR 0014): most urgent first, as `task next` chooses; `--sort` for others.
 
 Each field sorts in its natural order (`urgency` most urgent first, `priority` H, M, L; `id`, `entry`,
 `modified`, `project` ascending; `state` as the workflow runs: todo, in_progress, review, done, deleted);

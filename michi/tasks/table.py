@@ -2,7 +2,7 @@
 
 One list per column, tasks in id order (a list per column loads in about half the time of a tuple per
 task). Columns: what the filters look at, each task's finished `--json` text, what a rebuild needs to reuse
-that text, what `--sort` orders by, and the clock-free part of the task's urgency (ADR 0009).
+that text, what `--sort` orders by, and the clock-free part of the task's urgency (ADR 0014).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ COLUMNS = (
 Table = tuple[list[Any], ...]
 COL = {name: n for n, name in enumerate(COLUMNS)}
 # Plain numbers, not tuples: marshal makes tuples the garbage collector must track, and 20,000 of them
-# doubled the time to load the cache (ADR 0009).
+# doubled the time to load the cache (ADR 0014).
 BLOCKED, BLOCKING = 1, 2
 
 

@@ -60,7 +60,7 @@ def _due_factor(due: float, now: float) -> float:
     return 0.2
 
 
-# Urgency split in two so `list` can cache what does not change with the clock (ADR 0009): the sum of the
+# Urgency split in two so `list` can cache what does not change with the clock (ADR 0014): the sum of the
 # fixed terms, then the entry, due and scheduled dates (epochs) that the terms depending on `now` need.
 Terms = tuple[float, float | None, float | None, float | None]
 ZERO: Terms = (0.0, None, None, None)

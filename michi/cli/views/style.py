@@ -1,4 +1,4 @@
-"""What each colour means, in one place (ADR 0009): priority H red, M yellow, L blue; in_progress green,
+"""What each colour means, in one place (ADR 0014): priority H red, M yellow, L blue; in_progress green,
 review magenta; the viewing agent's own claims bold; a claim with under ten minutes left yellow, an expired
 one red; blocked tasks dimmed. Plain output loses none of it: the same words are in the cells."""
 

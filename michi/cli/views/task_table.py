@@ -1,4 +1,4 @@
-"""`task list` for people: Taskwarrior's habits (ADR 0009). Only columns some row has a value in, the
+"""`task list` for people: Taskwarrior's habits (ADR 0014). Only columns some row has a value in, the
 description cut to what the width leaves (annotations counted as `[2]`), colour that means something, and
 a counts line. Laid out when rich renders it, at the console's width, so tests can pin any width."""
 
