@@ -185,8 +185,9 @@ def test_a_pending_offline_add_blocked_by_a_users_file_is_dropped_with_a_note(
     git(other, "push", "-q", "origin", "main")
     before = remote.head()
     synced = cli(repo, "sync", "--json")
-    assert synced.exit_code == 0, synced.stdout
-    assert any("could not be completed" in n and "api/.tasks" in n for n in synced.json()["notes"])
+    assert synced.exit_code == 4, synced.stdout  # sync says a pending operation was refused
+    (refused,) = synced.json()["refused"]
+    assert refused["code"] == "bad_domain" and "api/.tasks" in refused["reason"]
     assert remote.head() == before
     assert git(remote.bare, "show", "main:api/.tasks") == "someone else's file"
     assert cli(repo, "task", "add", "later", "--json").exit_code == 0  # nothing is stuck
