@@ -20,7 +20,7 @@ task_app = typer.Typer(
 
 
 def _done(result: Any) -> Any:
-    """The typer route's end; the same as the fast read path's (task_views.done)."""
+    """Notes to stderr, views registered (task_views.done)."""
     from michi.cli import task_views
 
     return task_views.done(result)

@@ -59,10 +59,10 @@ def _panel(task: dict[str, Any], txn: dict[str, Any] | None) -> Any:
     return Panel(grid, title=f"task {task['id']}", title_align="left", expand=False)
 
 
-def done(result: Any, json_mode: bool = False) -> Any:
-    """Notes (how old the data is, unreadable files) go to stderr, so stdout stays one JSON document."""
-    if not json_mode:  # the rich views import every result type; --json output needs none of them
-        register()
+def done(result: Any) -> Any:
+    """Notes (how old the data is, unreadable files) go to stderr, so stdout stays one JSON document.
+    The rich views are registered here; they import result types, never rich itself."""
+    register()
     for note in getattr(result, "notes", None) or []:
         sys.stderr.write(f"michi: {note}\n")
     return result
