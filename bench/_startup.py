@@ -29,7 +29,7 @@ RAW = "set -e\nmkdir .raw.lock\n" + RAW_BODY + "rmdir .raw.lock\n"
 
 def prepared_env(env: dict[str, str]) -> dict[str, str]:
     """Users have bytecode: write it for michi and its dependencies now, and let the timed runs use it."""
-    for name in ("michi", "typer", "git", "gitdb", "smmap", "rich", "psutil"):
+    for name in ("michi", "typer", "rich", "psutil"):
         spec = importlib.util.find_spec(name)
         if spec is not None and spec.submodule_search_locations:
             for folder in spec.submodule_search_locations:

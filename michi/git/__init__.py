@@ -1,10 +1,10 @@
 """All of michi's git access, as small named functions: one git action each, the repo passed in.
 
-One package, the only place that runs git or imports GitPython (ADR 0002), in modules by job:
-`plain` (plain subprocesses for the hook's hot path, ADR 0005), `files` (refs and config read from the
-files, ADR 0008), `core` (the repository through GitPython: refs, the user's index), `remote` (fetch and
-push) and `objects` (blobs, trees, commits). GitPython itself is imported lazily inside the functions:
-`import git` costs ~85 ms, which the pre-commit hook and the lock commands must not pay.
+One package, the only place that runs git (ADR 0002), in modules by job: `repo` (a repository: git
+processes, the persistent `cat-file`, loose objects written in Python; ADR 0009), `plain` (plain
+subprocesses for the hook's hot path, ADR 0005), `files` (refs and config read from the files, ADR 0008),
+`core` (refs, the user's index), `remote` (fetch and push) and `objects` (blobs, trees, commits).
+michi does not use GitPython: importing it cost more CPU than a whole transaction (ADR 0009).
 """
 
 from michi.git.core import NO_PROMPT as NO_PROMPT
@@ -50,3 +50,4 @@ from michi.git.plain import staged_task_paths as staged_task_paths
 from michi.git.remote import PushResult as PushResult
 from michi.git.remote import fetch_branch as fetch_branch
 from michi.git.remote import push as push
+from michi.git.repo import Repo as Repo

@@ -4,14 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from michi.errors import GitFailed
 from michi.git.core import _exec, ref_oid
-
-if TYPE_CHECKING:
-    from git import Repo
-
+from michi.git.repo import Repo
 
 # What git says when it never got to talk to the remote: nothing can have landed.
 _NEVER_CONNECTED = (

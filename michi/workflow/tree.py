@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from michi import git
 
 if TYPE_CHECKING:
-    from git import Repo
+    from michi.git import Repo
 
 
 class GitTaskTree:
