@@ -2,18 +2,21 @@
 
 Each CLI module declares its verbs with typer and adds them in `register(app)`. `COMMANDS` says which
 module registers which top-level name; only the invoked name's module is imported and turned into click
-commands, so `michi task add` never builds (or imports) the lock, hook or repo verbs (ADR 0009).
+commands, and of a group only the invoked verb, so `michi task add` builds neither the other task verbs
+nor (or imports) the lock, hook or repo ones (ADR 0009).
 Adding a top-level command or group is one line in `COMMANDS`.
 """
 
 from __future__ import annotations
 
+import copy
 import importlib
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from typer.core import TyperGroup
+from typer.main import get_command, get_command_name, get_group
 
 from michi.cli import coerce
 from michi.cli.main import version_line
@@ -81,7 +84,14 @@ def _root(
 
 
 class LazyGroup(TyperGroup):
-    """The root group: a top-level command is built from its module the first time it is asked for."""
+    """The root group: a top-level command is built from its module the first time it is asked for, and
+    of a group (`task`), only the verb being invoked (typer builds every verb of a group otherwise)."""
+
+    _verb: str | None = None
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        self._verb = args[1] if len(args) > 1 else None  # the word after the command: its verb, if any
+        return super().resolve_command(ctx, args)
 
     def get_command(self, ctx: Any, cmd_name: str) -> Any:
         if cmd_name not in self.commands:
@@ -96,9 +106,23 @@ class LazyGroup(TyperGroup):
     def _load(self, module_name: str) -> None:
         scratch = typer.Typer(**SETTINGS)
         importlib.import_module(module_name).register(scratch)
-        for name, command in typer.main.get_group(scratch).commands.items():
+        scratch.registered_groups = [_only_verb(info, self._verb) for info in scratch.registered_groups]
+        for name, command in get_group(scratch).commands.items():
             if name not in self.commands:
                 self.add_command(command, name)
+
+
+def _only_verb(info: Any, verb: str | None) -> Any:
+    """A copy of a registered group that declares only `verb`, when it has such a verb (else all of
+    them: help, or a typo to suggest a verb for). The module's own typer app is left as it is."""
+    app = info.typer_instance
+    chosen = [c for c in app.registered_commands if (c.name or get_command_name(c.callback.__name__)) == verb]
+    if not chosen:
+        return info
+    info, app = copy.copy(info), copy.copy(app)
+    app.registered_commands = chosen
+    info.typer_instance = app
+    return info
 
 
 def build_app() -> Any:
@@ -114,7 +138,7 @@ def build_app() -> Any:
     )
     app.callback()(_root)
     coerce.install()
-    return typer.main.get_command(app)
+    return get_command(app)
 
 
 def click_exceptions() -> Any:

@@ -85,3 +85,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not json_mode and "MICHI_DEBUG" in __import__("os").environ:
             raise
         return render.fail(err, json_mode)
+    finally:
+        repo = sys.modules.get("michi.git.repo")
+        if repo is not None:  # one command per open repository (tests run many in one process)
+            repo.forget()

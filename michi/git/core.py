@@ -67,7 +67,10 @@ def head(repo: Repo) -> Head:
 
 
 def remote_exists(repo: Repo, remote: str) -> bool:
-    return bool(config_get(Path(repo.working_dir), f"remote.{remote}.url"))
+    key = f"remote.{remote}.url"
+    if key not in repo.memo:
+        repo.memo[key] = bool(config_get(Path(repo.working_dir), key))
+    return bool(repo.memo[key])
 
 
 def remote_default_branch(repo: Repo, remote: str) -> str | None:

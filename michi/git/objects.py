@@ -206,12 +206,15 @@ def identity(repo: Repo, role: str) -> tuple[str, str]:
 
 
 def _user_config(repo: Repo) -> dict[str, str]:
+    if "user" in repo.memo:
+        return dict(repo.memo["user"])
     out = repo.execute(["config", "-z", "--get-regexp", r"^user\.(name|email)$"])[1]
     values: dict[str, str] = {}
     for record in out.decode("utf-8", "surrogateescape").split("\0"):
         key, _, value = record.partition("\n")
         if key:
             values[key] = value  # the last one wins, as with `git config --get`
+    repo.memo["user"] = values
     return values
 
 

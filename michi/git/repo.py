@@ -46,6 +46,9 @@ class Repo:
         self.objects_dir = paths.common_dir / "objects"
         self._batch: subprocess.Popen[bytes] | None = None
         self._finalizer: Any = None
+        # Answers that cannot change during one command (identity, remote URLs): asked once, before
+        # the lock, never again inside it.
+        self.memo: dict[str, Any] = {}
 
     def env(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
         return {**os.environ, **PLAIN_LOCALE, **NO_PROMPT, **(extra or {})}
@@ -121,8 +124,27 @@ class Repo:
             self._finalizer()
 
 
+_last: Repo | None = None
+
+
 def open_repo(worktree: Path) -> Repo:
-    return Repo(find_repo(worktree))
+    """The repository at `worktree`. The read before the lock and the transaction share one: one
+    `cat-file` process and one set of memoised answers per command."""
+    global _last
+    paths = find_repo(worktree)
+    if _last is None or _last.paths != paths or not _last.objects_dir.is_dir():
+        if _last is not None:
+            _last.close()
+        _last = Repo(paths)
+    return _last
+
+
+def forget() -> None:
+    """End of a command: the next one (tests run many in one process) starts from a fresh `Repo`."""
+    global _last
+    if _last is not None:
+        _last.close()
+        _last = None
 
 
 def output(out: bytes, raw: bool) -> Any:
