@@ -61,8 +61,8 @@ def _panel(task: dict[str, Any], txn: dict[str, Any] | None) -> Any:
 
 def done(result: Any) -> Any:
     """Notes (how old the data is, unreadable files) go to stderr, so stdout stays one JSON document.
-    The rich views are registered here; they import result types, never rich itself."""
-    register()
+    The rich views are registered when a person's output is rendered."""
+    render.defer_views(register)
     for note in getattr(result, "notes", None) or []:
         sys.stderr.write(f"michi: {note}\n")
     return result
