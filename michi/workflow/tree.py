@@ -1,4 +1,4 @@
-"""`TaskTree` over a real commit: reads go through GitPython's persistent `cat-file --batch`."""
+"""`TaskTree` over a real commit: reads go through the persistent `git cat-file --batch` (michi.git.repo)."""
 
 from __future__ import annotations
 
