@@ -13,7 +13,12 @@ from pathlib import Path
 
 def isolated_git_env(home: Path) -> dict[str, str]:
     """Benchmarks, like tests, never read the user's git config or home directory."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "MICHI_"))}
+    # Users have bytecode: never time an interpreter told not to write it.
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("GIT_", "MICHI_")) and k != "PYTHONDONTWRITEBYTECODE"
+    }
     (home / ".gitconfig").write_text("[init]\n\tdefaultBranch = main\n")
     env.update(
         HOME=str(home),

@@ -13,6 +13,8 @@ SUITES = [
     "bench_txn",
     "bench_tasks",
     "bench_hook",
+    "bench_startup",
+    "bench_agents",
     "bench_remote_lock",
     "bench_mcp",
     "bench_status",

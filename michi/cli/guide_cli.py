@@ -25,12 +25,11 @@ def _param(param: Any) -> dict[str, Any]:
 
 def describe(command: Any, path: list[str]) -> list[dict[str, Any]]:
     """Every visible command under `command` (a click command or group), with its parameters."""
-    subcommands = getattr(command, "commands", None)
-    if subcommands is not None:
+    if hasattr(command, "list_commands"):  # a group; the root builds its commands on demand (ADR 0010)
         out: list[dict[str, Any]] = []
-        for name in sorted(subcommands):
-            sub = subcommands[name]
-            if not getattr(sub, "hidden", False):
+        for name in sorted(command.list_commands(None)):
+            sub = command.get_command(None, name)
+            if sub is not None and not getattr(sub, "hidden", False):
                 out += describe(sub, [*path, name])
         return out
     params = [p for p in command.params if not getattr(p, "hidden", False) and p.name != "help"]
@@ -63,7 +62,7 @@ def contract() -> dict[str, Any]:
     """The contract of a freshly built CLI, for callers outside a CLI run (`michi mcp`'s resources)."""
     from michi.cli.app import build_app
 
-    return contract_of(typer.main.get_command(build_app()))
+    return contract_of(build_app())
 
 
 def register(app: typer.Typer) -> None:

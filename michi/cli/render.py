@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from functools import singledispatch
 from typing import Any
 
@@ -19,6 +20,15 @@ def human(result: Result) -> Any:
     return text if text else json.dumps(result.to_json(), indent=2, ensure_ascii=False)
 
 
+_deferred_views: list[Callable[[], None]] = []
+
+
+def defer_views(register: Callable[[], None]) -> None:
+    """Register views only if a person's output is rendered: they import result types that --json
+    output never needs (ADR 0010)."""
+    _deferred_views.append(register)
+
+
 def emit(result: Result, json_mode: bool) -> int:
     """Print `result` once: its JSON, or its view for people in the look the command asked for."""
     if json_mode:
@@ -30,6 +40,8 @@ def emit(result: Result, json_mode: bool) -> int:
             body = json.dumps(result.to_json(), ensure_ascii=False, separators=(",", ":"))
         sys.stdout.write(body + "\n")
     else:
+        while _deferred_views:
+            _deferred_views.pop()()
         view = human(result)  # before `take`: a view may read the look (--wide)
         shown = look.take()
         if view is not None and view != "":

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from michi.cli.options import Fetch, session
+from michi.session import Session
 
 
 def _limit(name: str, help_text: str) -> Any:
@@ -45,8 +46,6 @@ def status(
     Reads like 'task list': no lock, no network unless --fetch. With --check, a health check whose
     exit status names the problems (see README, "Seeing the swarm").
     """
-    from michi.cli.status_fast import run_status
-
     return run_status(
         session(ctx),
         fetch=fetch,
@@ -93,6 +92,37 @@ def stats(
     s = session(ctx)
     status_views.register(s.json)
     return status_views.done(stats_cmd.run(s, since=since, agent=s.agent, fetch=fetch))
+
+
+def run_status(
+    s: Session,
+    *,
+    fetch: bool,
+    check: bool,
+    max_lock_age: float | None,
+    max_claim_overdue: float,
+    max_unsynced: float,
+    reap: bool,
+) -> Any:
+    """What `michi status` does: the view, or with `check` the health check."""
+    from michi.cli import status_views
+    from michi.errors import UsageError
+
+    if reap and not check:
+        raise UsageError("--reap works with --check", hint="run 'michi status --check --reap'")
+    status_views.register(s.json)
+    if not check:
+        from michi.commands import status
+
+        return status_views.done(status.collect(s, fetch=fetch))
+    from michi.commands import status_check
+
+    limits = status_check.Limits(
+        max_lock_age=s.config.lock_ttl if max_lock_age is None else max_lock_age,
+        max_claim_overdue=max_claim_overdue,
+        max_unsynced=max_unsynced,
+    )
+    return status_views.done(status_check.check(s, limits, fetch=fetch, reap=reap))
 
 
 def register(app: typer.Typer) -> None:

@@ -20,7 +20,7 @@ task_app = typer.Typer(
 
 
 def _done(result: Any, *, wide: bool = False, no_color: bool = False) -> Any:
-    """The typer route's end; the same as the fast read path's (task_views.done)."""
+    """Notes to stderr, views registered for a person's output (task_views.done)."""
     from michi.cli import task_views
 
     return task_views.done(result, wide=wide, no_color=no_color)

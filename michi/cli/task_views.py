@@ -12,12 +12,13 @@ from michi.cli import render
 from michi.cli.views import look
 
 
-def done(result: Any, json_mode: bool = False, *, wide: bool = False, no_color: bool = False) -> Any:
+def done(result: Any, *, wide: bool = False, no_color: bool = False) -> Any:
     """Notes (how old the data is, unreadable files) go to stderr, so stdout stays one JSON document.
-    `wide` and `no_color` are `list`'s and `show`'s `--wide` and `--no-color`, for the one render."""
-    if not json_mode:  # the rich views import every result type; --json output needs none of them
-        register()
-        look.set_look(look.Look(color=not no_color, wide=wide))
+    `wide` and `no_color` are `list`'s and `show`'s `--wide` and `--no-color`, for the one render. The
+    views are registered only when a person's output is rendered: they import result types --json never
+    needs (ADR 0010)."""
+    render.defer_views(register)
+    look.set_look(look.Look(color=not no_color, wide=wide))
     for note in getattr(result, "notes", None) or []:
         sys.stderr.write(f"michi: {note}\n")
     return result

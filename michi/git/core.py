@@ -1,4 +1,4 @@
-"""The repository through GitPython: opening it, running git, refs, the user's index (ADR 0004)."""
+"""The repository: opening it, running git, refs, the user's index (ADR 0004, ADR 0010)."""
 
 from __future__ import annotations
 
@@ -6,16 +6,14 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from michi.errors import GitFailed
+from michi.git.files import read_ref, read_ref_file, refs_are_files
 from michi.git.plain import config_get
-
-if TYPE_CHECKING:
-    from git import Repo
-
-
-NO_PROMPT = {"GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true", "SSH_ASKPASS": "true"}
+from michi.git.repo import NO_PROMPT as NO_PROMPT
+from michi.git.repo import Repo, output
+from michi.git.repo import open_repo as open_repo
 
 
 @dataclass(frozen=True)
@@ -24,30 +22,11 @@ class Head:
     oid: str | None  # None when the branch is unborn
 
 
-def open_repo(worktree: Path) -> Repo:
-    import git
-
-    try:
-        return git.Repo(worktree)
-    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
-        from michi.errors import NotARepository
-
-        raise NotARepository(f"{worktree} is not a git repository", hint="run michi inside a clone") from None
-
-
 def _exec(
     repo: Repo, *args: str, env: Mapping[str, str] | None = None, raw: bool = False, own_session: bool = False
 ) -> tuple[int, Any, str]:
-    status, out, err = repo.git.execute(
-        ["git", *args],
-        with_extended_output=True,
-        with_exceptions=False,
-        env={**NO_PROMPT, **(env or {})},
-        stdout_as_string=not raw,
-        strip_newline_in_stdout=not raw,
-        start_new_session=own_session,
-    )
-    return int(status), out, str(err)
+    status, out, err = repo.execute(list(args), env=env, own_session=own_session)
+    return status, output(out, raw), str(output(err, False))
 
 
 def _must(repo: Repo, *args: str, env: Mapping[str, str] | None = None) -> str:
@@ -79,42 +58,52 @@ def lock_held(err: str) -> GitFailed | None:
 
 
 def ref_oid(repo: Repo, ref: str) -> str | None:
-    """Resolve a ref by reading loose and packed refs in Python (no git process)."""
-    from git.refs.symbolic import SymbolicReference
-
+    """Resolve a ref by reading loose and packed refs (no git process); git itself answers only what
+    the files cannot say (the reftable backend, a ref file git would not read)."""
+    paths = repo.paths
     try:
-        return str(SymbolicReference.dereference_recursive(repo, ref))
-    except (ValueError, OSError):
-        return None
+        if refs_are_files(paths.common_dir):
+            if ref == "HEAD":  # per work tree; the branch it names lives in the common dir
+                text = read_ref_file(paths.git_dir, "HEAD")
+                if text is not None and text.startswith("ref:"):
+                    return read_ref(paths.common_dir, text[4:].strip())
+                return text if text else None
+            return read_ref(paths.common_dir, ref)
+    except ValueError:
+        pass
+    status, out, _err = _exec(repo, "rev-parse", "--verify", "--quiet", ref)
+    return str(out).strip() if status == 0 and out else None
 
 
 def head(repo: Repo) -> Head:
-    from git.refs.symbolic import SymbolicReference
-
-    sha, target = SymbolicReference._get_ref_info(repo, "HEAD")
-    if target is None:
-        return Head(branch=None, oid=sha)
-    branch = target.removeprefix("refs/heads/")
-    return Head(branch=branch, oid=ref_oid(repo, target))
+    text = read_ref_file(repo.paths.git_dir, "HEAD")
+    if text is not None and text.startswith("ref:"):
+        target = text[4:].strip()
+        return Head(branch=target.removeprefix("refs/heads/"), oid=ref_oid(repo, target))
+    if text is None or not refs_are_files(repo.paths.common_dir):
+        status, out, _err = _exec(repo, "symbolic-ref", "--quiet", "HEAD")
+        if status == 0 and out:
+            target = str(out).strip()
+            return Head(branch=target.removeprefix("refs/heads/"), oid=ref_oid(repo, target))
+    return Head(branch=None, oid=ref_oid(repo, "HEAD"))
 
 
 def remote_exists(repo: Repo, remote: str) -> bool:
-    return bool(config_get(Path(repo.working_dir), f"remote.{remote}.url"))
+    key = f"remote.{remote}.url"
+    if key not in repo.memo:
+        repo.memo[key] = bool(config_get(Path(repo.working_dir), key))
+    return bool(repo.memo[key])
 
 
 def remote_default_branch(repo: Repo, remote: str) -> str | None:
     """What `git clone` recorded as the remote's default branch (refs/remotes/<remote>/HEAD)."""
-    from git.refs.symbolic import SymbolicReference
-
-    try:
-        _sha, target = SymbolicReference._get_ref_info(repo, f"refs/remotes/{remote}/HEAD")
-    except (ValueError, OSError):
-        return None
     prefix = f"refs/remotes/{remote}/"
+    text = read_ref_file(repo.paths.common_dir, f"{prefix}HEAD")
+    if text is None and not refs_are_files(repo.paths.common_dir):
+        status, out, _err = _exec(repo, "symbolic-ref", "--quiet", f"{prefix}HEAD")
+        text = f"ref: {out}" if status == 0 else None
+    target = text[4:].strip() if text and text.startswith("ref:") else None
     return target.removeprefix(prefix) if target and target.startswith(prefix) else None
-
-
-# What git says when it never got to talk to the remote: nothing can have landed.
 
 
 def is_ancestor(repo: Repo, ancestor: str, descendant: str) -> bool:

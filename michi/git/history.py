@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from michi.git.core import _must
 
 if TYPE_CHECKING:
-    from git import Repo
+    from michi.git.repo import Repo
 
 _RECORD, _FIELD = "\x1e", "\x00"
 

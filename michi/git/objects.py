@@ -4,14 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
 
 from michi.errors import Conflict
 from michi.git.core import _must
-
-if TYPE_CHECKING:
-    from git import Repo
-
+from michi.git.repo import Repo
 
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 
@@ -82,26 +78,13 @@ def diff_task_files(repo: Repo, old_tree: str, new_tree: str) -> dict[str, str |
 
 
 def read_blob(repo: Repo, oid: str) -> bytes:
-    data: bytes = repo.odb.stream(bytes.fromhex(oid)).read()
-    return data
-
-
-_loose_dbs: dict[str, Any] = {}
+    return repo.read_object(oid)
 
 
 def _store(repo: Repo, kind: bytes, data: bytes) -> str:
-    """Write a loose object with gitdb in Python. GitPython's own `odb.store` runs `git hash-object`
-    once per object, which is four processes inside the lock for every transaction (ADR 0004)."""
-    from io import BytesIO
-
-    from gitdb import IStream, LooseObjectDB
-
-    root = repo.odb.root_path()
-    db = _loose_dbs.get(root)
-    if db is None:
-        db = _loose_dbs[root] = LooseObjectDB(root)
-    istream = db.store(IStream(kind, len(data), BytesIO(data)))
-    return str(istream.hexsha.decode() if isinstance(istream.hexsha, bytes) else istream.hexsha)
+    """Write a loose object in Python: `git hash-object` per object would be four processes inside the
+    lock for every transaction (ADR 0004)."""
+    return repo.store(kind, data)
 
 
 def write_blob(repo: Repo, data: bytes) -> str:
@@ -115,7 +98,7 @@ def _raw_entries(repo: Repo, tree: str | None) -> dict[bytes, bytes]:
     folder of 10,000 files that every transaction rewrites (issue 4's benchmark)."""
     if tree is None or tree == EMPTY_TREE:
         return {}
-    raw: bytes = repo.odb.stream(bytes.fromhex(tree)).read()
+    raw = repo.read_object(tree)
     entries: dict[bytes, bytes] = {}
     i, size = 0, len(raw)
     while i < size:
@@ -218,27 +201,18 @@ def edit_tree(
 
 def read_path(repo: Repo, tree: str, path: str) -> bytes | None:
     """A file's content at `path` in `tree`, through the persistent `cat-file --batch` (no tree parsing)."""
-    try:
-        _oid, kind, _size, stream = repo.git.stream_object_data(f"{tree}:{path}")
-    except ValueError:  # cat-file answered "missing"
-        return None
-    data: bytes = stream.read()
-    return data if kind in (b"blob", "blob") else None  # GitPython has returned both over versions
+    found = repo.cat(f"{tree}:{path}")
+    return found[1] if found is not None and found[0] == b"blob" else None
 
 
 def path_kind(repo: Repo, tree: str, path: str) -> str | None:
     """ "blob" (a file or symlink), "tree", or None when `path` is not in `tree`; through the persistent
     `cat-file --batch-check`, without reading the object (a `.tasks` tree may hold 10,000 entries)."""
-    try:
-        header: Any = repo.git.get_object_header(f"{tree}:{path}")
-    except ValueError:  # cat-file answered "missing" (also for a submodule's commit, absent here)
-        return None
-    kind = header[1]  # bytes or str, depending on GitPython's version
-    return kind.decode() if isinstance(kind, bytes) else str(kind)
+    return repo.kind(f"{tree}:{path}")  # "missing" also for a submodule's commit, absent here
 
 
 def read_commit(repo: Repo, oid: str) -> CommitMeta:
-    raw: bytes = repo.odb.stream(bytes.fromhex(oid)).read()
+    raw = repo.read_object(oid)
     header, _, message = raw.partition(b"\n\n")
     tree = ""
     parents: list[str] = []
@@ -266,14 +240,51 @@ def signature(repo: Repo, role: str) -> bytes:
     """`Name <email> <epoch> <tz>` as git writes it, honouring GIT_AUTHOR_*/GIT_COMMITTER_* and config."""
     import time
 
-    import git
-
-    reader = repo.config_reader()
-    actor = git.Actor.author(reader) if role == "author" else git.Actor.committer(reader)
+    name, email = identity(repo, role)
     offset = -time.timezone if not time.localtime().tm_isdst else -time.altzone
     sign = "+" if offset >= 0 else "-"
     tz = f"{sign}{abs(offset) // 3600:02d}{abs(offset) % 3600 // 60:02d}"
-    return f"{actor.name} <{actor.email}> {int(time.time())} {tz}".encode()
+    return f"{name} <{email}> {int(time.time())} {tz}".encode()
+
+
+def identity(repo: Repo, role: str) -> tuple[str, str]:
+    """(name, email) for `role` (author or committer): the GIT_<ROLE>_NAME/EMAIL environment, else
+    user.name/user.email from git's config, else `user@host` as GitPython made it."""
+    import os
+
+    env = os.environ
+    prefix = f"GIT_{role.upper()}_"
+    if f"{prefix}NAME" in env and f"{prefix}EMAIL" in env:
+        return env[f"{prefix}NAME"], env[f"{prefix}EMAIL"]
+    config = _user_config(repo)
+    default = _default_user()
+    name = env.get(f"{prefix}NAME") or config.get("user.name") or default.split("@")[0]
+    email = env.get(f"{prefix}EMAIL") or config.get("user.email") or default
+    return name, email
+
+
+def _user_config(repo: Repo) -> dict[str, str]:
+    if "user" in repo.memo:
+        return dict(repo.memo["user"])
+    out = repo.execute(["config", "-z", "--get-regexp", r"^user\.(name|email)$"])[1]
+    values: dict[str, str] = {}
+    for record in out.decode("utf-8", "surrogateescape").split("\0"):
+        key, _, value = record.partition("\n")
+        if key:
+            values[key] = value  # the last one wins, as with `git config --get`
+    repo.memo["user"] = values
+    return values
+
+
+def _default_user() -> str:
+    import getpass
+    import platform
+
+    try:
+        user = getpass.getuser()
+    except Exception:  # no login name (containers): what GitPython falls back to as well
+        user = "UNKNOWN"
+    return f"{user}@{platform.node()}"
 
 
 def write_commit(
@@ -284,10 +295,7 @@ def write_commit(
 
 
 def warm_up(repo: Repo, commit: str | None) -> None:
-    """Pay the one-time costs (object-database imports, starting the persistent `git cat-file --batch`)
-    before the lock is taken, so the critical section only does the work itself (ADR 0002)."""
-    import git.objects.fun  # noqa: F401
-    from gitdb import LooseObjectDB  # noqa: F401
-
+    """Pay the one-time costs (starting the persistent `git cat-file --batch`) before the lock is
+    taken, so the critical section only does the work itself (ADR 0002)."""
     if commit is not None:
         read_commit(repo, commit)

@@ -6,14 +6,10 @@ import os
 import subprocess
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from michi.errors import GitFailed
 from michi.git.core import NO_PROMPT, _exec, lock_held, ref_oid
-
-if TYPE_CHECKING:
-    from git import Repo
-
+from michi.git.repo import Repo
 
 # What git says when it never got to talk to the remote: nothing can have landed.
 _NEVER_CONNECTED = (
@@ -89,7 +85,7 @@ def _run_push(
     must be able to find it (see michi.workflow.orphans)."""
     proc = subprocess.Popen(
         ["git", *args],
-        cwd=repo.git.working_dir,
+        cwd=repo.working_dir,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

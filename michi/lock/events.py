@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import statistics
 import time
 from pathlib import Path
 from typing import Any
@@ -53,6 +52,8 @@ def read(state_dir: Path) -> list[dict[str, Any]]:
 
 
 def _spread(samples: list[float]) -> dict[str, float | None]:
+    import statistics  # only `michi lock stats` needs it; every acquisition imports this module
+
     if not samples:
         return {"median": None, "p95": None, "max": None}
     ordered = sorted(samples)

@@ -1,9 +1,33 @@
-"""The git transaction engine (issue 3, ADR 0004): commands hand it a `Mutation`, it makes it land."""
+"""The git transaction engine (ADR 0004): commands hand it a `Mutation`, it makes it land.
 
-from michi.workflow.mutation import ApplyContext, ApplyFn, Change, Mutation, TaskTree
-from michi.workflow.request import TxnOutcome, TxnRequest
-from michi.workflow.snapshot import Snapshot, read_snapshot
-from michi.workflow.txn import run_transaction, sync
+The names below load their module on first use (PEP 562): the read path imports `michi.workflow.snapshot`
+only, and must not pay for the transaction's modules (ADR 0010).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from michi.workflow.mutation import ApplyContext, ApplyFn, Change, Mutation, TaskTree
+    from michi.workflow.request import TxnOutcome, TxnRequest
+    from michi.workflow.snapshot import Snapshot, read_snapshot
+    from michi.workflow.txn import run_transaction, sync
+
+_HOMES = {
+    "ApplyContext": "mutation",
+    "ApplyFn": "mutation",
+    "Change": "mutation",
+    "Mutation": "mutation",
+    "TaskTree": "mutation",
+    "TxnOutcome": "request",
+    "TxnRequest": "request",
+    "Snapshot": "snapshot",
+    "read_snapshot": "snapshot",
+    "run_transaction": "txn",
+    "sync": "txn",
+}
 
 __all__ = [
     "ApplyContext",
@@ -18,3 +42,12 @@ __all__ = [
     "run_transaction",
     "sync",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'michi.workflow' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"michi.workflow.{home}"), name)
+    globals()[name] = value
+    return value

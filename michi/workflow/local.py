@@ -21,7 +21,7 @@ from michi.workflow import faults
 from michi.workflow.target import Target
 
 if TYPE_CHECKING:
-    from git import Repo
+    from michi.git import Repo
 
 TXN_TRAILER = re.compile(rb"^Michi-Txn: *([0-9a-f]+) *$", re.MULTILINE)
 

@@ -19,7 +19,7 @@ from michi.workflow.journal import Entry
 from michi.workflow.local import michi_txn
 
 if TYPE_CHECKING:
-    from git import Repo
+    from michi.git.repo import Repo
 
 _TXN_ID = re.compile(r"[0-9a-f]{1,64}")
 

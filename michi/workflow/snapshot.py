@@ -12,7 +12,7 @@ from michi.workflow.target import Target, inputs, resolve
 from michi.workflow.tree import GitTaskTree
 
 if TYPE_CHECKING:
-    from git import Repo
+    from michi.git import Repo
 
 
 class Stamp(NamedTuple):

@@ -13,7 +13,7 @@ from michi.errors import GitFailed
 from michi.workflow.local import michi_txn
 
 if TYPE_CHECKING:
-    from git import Repo
+    from michi.git.repo import Repo
 
 
 @dataclass(frozen=True)

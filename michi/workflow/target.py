@@ -10,7 +10,7 @@ from michi.config import Config
 from michi.repo import RepoPaths
 
 if TYPE_CHECKING:
-    from git import Repo
+    from michi.git import Repo
 
 
 @dataclass(frozen=True)

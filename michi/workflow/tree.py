@@ -1,4 +1,4 @@
-"""`TaskTree` over a real commit: reads go through GitPython's persistent `cat-file --batch`."""
+"""`TaskTree` over a real commit: reads go through the persistent `git cat-file --batch` (michi.git.repo)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from michi import git
 
 if TYPE_CHECKING:
-    from git import Repo
+    from michi.git import Repo
 
 
 class GitTaskTree:

@@ -29,8 +29,7 @@ from michi.workflow.target import Target, resolve
 from michi.workflow.tree import GitTaskTree
 
 if TYPE_CHECKING:
-    from git import Repo
-
+    from michi.git import Repo
     from michi.lock import RepoLock
 
 

@@ -1,0 +1,188 @@
+"""One repository as michi talks to it: git processes, one persistent `git cat-file --batch` for reading
+objects, and loose objects written in Python (ADR 0010).
+
+This replaces GitPython: importing it cost ~85-110 ms of CPU per process, and opening a `git.Repo` ran
+`git version` and a second `cat-file` on top, in every command that changes tasks. What michi needs of
+it is small: run git with a fixed locale, read objects, write blobs, trees and commits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import subprocess
+import weakref
+import zlib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import IO, Any
+
+from michi.errors import GitFailed
+from michi.repo import RepoPaths, find_repo
+
+NO_PROMPT = {"GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true", "SSH_ASKPASS": "true"}
+# git's messages are parsed (rejected pushes, missing remote refs): always ask for them in English.
+PLAIN_LOCALE = {"LANGUAGE": "C", "LC_ALL": "C"}
+
+
+def _close(proc: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(OSError, ValueError):
+        if proc.stdin is not None:
+            proc.stdin.close()
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=5)
+        return
+    proc.kill()
+    proc.wait()
+
+
+class Repo:
+    """A work tree and its git dirs (`michi.repo.RepoPaths`), with the git processes michi starts there."""
+
+    def __init__(self, paths: RepoPaths) -> None:
+        self.paths = paths
+        self.working_dir = str(paths.worktree)
+        self.objects_dir = paths.common_dir / "objects"
+        self._batch: subprocess.Popen[bytes] | None = None
+        self._finalizer: Any = None
+        self._check: subprocess.Popen[bytes] | None = None
+        self._check_finalizer: Any = None
+        # Answers that cannot change during one command (identity, remote URLs): asked once, before
+        # the lock, never again inside it.
+        self.memo: dict[str, Any] = {}
+
+    def env(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+        return {**os.environ, **PLAIN_LOCALE, **NO_PROMPT, **(extra or {})}
+
+    def execute(
+        self, args: list[str], env: Mapping[str, str] | None = None, own_session: bool = False
+    ) -> tuple[int, bytes, bytes]:
+        proc = subprocess.run(
+            ["git", *args],
+            cwd=self.working_dir,
+            env=self.env(env),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            start_new_session=own_session,
+            check=False,
+        )
+        return proc.returncode, proc.stdout, proc.stderr
+
+    # -- objects ----------------------------------------------------------------------------------------
+    def _batch_process(self) -> subprocess.Popen[bytes]:
+        if self._batch is None or self._batch.poll() is not None:
+            self._batch = subprocess.Popen(
+                ["git", "cat-file", "--batch"],
+                cwd=self.working_dir,
+                env=self.env(),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+            )
+            self._finalizer = weakref.finalize(self, _close, self._batch)
+        return self._batch
+
+    def cat(self, spec: str) -> tuple[bytes, bytes] | None:
+        """(type, content) of the object `spec` names (an oid, or `<tree>:<path>`), None when missing."""
+        proc = self._batch_process()
+        stdin: IO[bytes] = proc.stdin  # type: ignore[assignment]
+        stdout: IO[bytes] = proc.stdout  # type: ignore[assignment]
+        stdin.write(spec.encode("utf-8", "surrogateescape") + b"\n")
+        stdin.flush()
+        header = stdout.readline()
+        if not header:
+            raise GitFailed(f"git cat-file stopped while reading {spec}")
+        fields = header.split()
+        if len(fields) != 3:  # "<spec> missing", "<spec> ambiguous"
+            return None
+        data = stdout.read(int(fields[2]))
+        stdout.read(1)  # the newline after the content
+        return fields[1], data
+
+    def kind(self, spec: str) -> str | None:
+        """The type of the object `spec` names ("blob", "tree", ...) without reading it, None when missing:
+        a persistent `cat-file --batch-check` (a `.tasks` tree may hold 50,000 entries)."""
+        if self._check is None or self._check.poll() is not None:
+            self._check = subprocess.Popen(
+                ["git", "cat-file", "--batch-check"],
+                cwd=self.working_dir,
+                env=self.env(),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+            )
+            self._check_finalizer = weakref.finalize(self, _close, self._check)
+        stdin: IO[bytes] = self._check.stdin  # type: ignore[assignment]
+        stdout: IO[bytes] = self._check.stdout  # type: ignore[assignment]
+        stdin.write(spec.encode("utf-8", "surrogateescape") + b"\n")
+        stdin.flush()
+        fields = stdout.readline().split()
+        if not fields:
+            raise GitFailed(f"git cat-file --batch-check stopped while reading {spec}")
+        return fields[1].decode() if len(fields) == 3 else None
+
+    def read_object(self, oid: str) -> bytes:
+        found = self.cat(oid)
+        if found is None:
+            raise GitFailed(f"git object {oid} is missing")
+        return found[1]
+
+    def store(self, kind: bytes, data: bytes) -> str:
+        """Write a loose object as git does (zlib, read-only file renamed into place); returns its oid."""
+        raw = b"%s %d\0" % (kind, len(data)) + data
+        oid = hashlib.sha1(raw).hexdigest()
+        folder = self.objects_dir / oid[:2]
+        target = folder / oid[2:]
+        if target.exists():
+            return oid
+        folder.mkdir(exist_ok=True)
+        tmp = folder / f"tmp_obj_{os.getpid()}_{oid[2:10]}"
+        with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o444), "wb") as file:
+            file.write(zlib.compress(raw, 1))
+        os.replace(tmp, target)
+        return oid
+
+    def close(self) -> None:
+        for finalizer in (self._finalizer, self._check_finalizer):
+            if finalizer is not None:
+                finalizer()
+
+
+_last: Repo | None = None
+
+
+def open_repo(worktree: Path) -> Repo:
+    """The repository at `worktree`. The read before the lock and the transaction share one: one
+    `cat-file` process and one set of memoised answers per command."""
+    global _last
+    paths = find_repo(worktree)
+    if _last is None or _last.paths != paths or not _last.objects_dir.is_dir():
+        if _last is not None:
+            _last.close()
+        _last = Repo(paths)
+    return _last
+
+
+def forget() -> None:
+    """End of a command: the next one (tests run many in one process) starts from a fresh `Repo`."""
+    global _last
+    if _last is not None:
+        _last.close()
+        _last = None
+
+
+def output(out: bytes, raw: bool) -> Any:
+    """git's output as GitPython gave it: bytes when raw, else text (surrogate escapes for odd bytes)
+    without its one trailing newline."""
+    if raw:
+        return out
+    text = out.decode("utf-8", "surrogateescape")
+    return text[:-1] if text.endswith("\n") else text
+
+
+def must(repo: Repo, *args: str) -> str:
+    status, out, err = repo.execute(list(args))
+    if status != 0:
+        raise GitFailed(f"git {args[0]} failed: {output(err, False).strip() or status}")
+    return str(output(out, False))
