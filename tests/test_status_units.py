@@ -148,7 +148,7 @@ def test_warm_status_json_imports_neither_rich_nor_gitpython(cli, repo: Path) ->
     assert cli(repo, "--json", "status").exit_code == 0  # warms the list cache
     probe = (
         "import json, sys\nfrom michi.cli.main import main\ncode = main(sys.argv[1:])\n"
-        "print(json.dumps([code, 'typer' in sys.modules, 'git' in sys.modules]), file=sys.stderr)"
+        "print(json.dumps([code, 'rich' in sys.modules, 'git' in sys.modules]), file=sys.stderr)"
     )
     proc = subprocess.run(
         [sys.executable, "-c", probe, "--json", "status"], cwd=repo, capture_output=True, text=True
