@@ -113,7 +113,8 @@ def test_a_missing_interpreter_fails_closed(local_repo: Path) -> None:
     env = {"PATH": "/usr/bin:/bin"}  # and no `michi` on PATH either
     proc = commit(local_repo, env=env)
     assert proc.returncode != 0
-    assert "cannot find michi (/nonexistent/python)" in proc.stderr
+    assert "cannot find michi (not importable by /nonexistent/python, none on PATH)" in proc.stderr
+    assert "michi hook install" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
 
 
 @pytest.mark.parametrize("name", ["michi", "psutil"])

@@ -42,8 +42,15 @@ def run(
 ) -> int:
     """Run COMMAND holding the repo lock (like flock(1)); exit with its status.
 
-    The lease is renewed while it runs; its token is in MICHI_LOCK_TOKEN so its commits pass the
-    pre-commit hook. If michi dies, the command is killed. Its output passes through untouched.
+    COMMAND runs in its own process group and the lock covers all of it: whatever it starts is stopped
+    with it (on Ctrl-C, SIGTERM, loss of the lock, and when it exits), and if michi dies, nobody takes
+    the lock over while any of it still runs. The lease is renewed while it runs. It gets the lock's
+    token in MICHI_LOCK_TOKEN (its commits pass the pre-commit hook, and michi commands it runs work
+    under this lock instead of waiting for it) and the hold's fencing token in MICHI_LOCK_FENCE.
+
+    The lock serializes this clone only, not machines: to push from a script, rebase on the remote
+    and retry on rejection, e.g. `michi lock run -- sh -c 'git pull --rebase && make && git push'`
+    in a loop until it exits 0.
     """
     from michi.cli.progress import lock_waiter
     from michi.commands.lock_run import run as run_command
@@ -51,6 +58,9 @@ def run(
     s = session(ctx)
     with lock_waiter(s) as on_wait:
         result = run_command(s, command, wait=wait, on_wait=on_wait)
+    if result.ended:
+        pids = ", ".join(str(p) for p in result.ended)
+        typer.echo(f"michi: ended what the command left running in its process group (PID {pids})", err=True)
     return result.exit_code
 
 
@@ -59,20 +69,29 @@ def acquire(
     ctx: typer.Context,
     ttl: Ttl = None,
     pid: Annotated[
-        int | None, typer.Option("--pid", metavar="PID", help="Holder to record (default: michi's parent).")
+        int | None,
+        typer.Option("--pid", metavar="PID", help="Holder to record (default: the calling script)."),
     ] = None,
     wait: Wait = None,
+    export: Annotated[
+        bool,
+        typer.Option("--export", help="Print `export MICHI_LOCK_TOKEN=... MICHI_LOCK_FENCE=...` for eval."),
+    ] = False,
 ) -> Result:
     """Take the lock for a script spanning several commands; print the token that releases it.
 
-    The holder is the calling process, so the lock is stale as soon as the script dies.
+    The holder is the script that called michi: michi's parent, or past subshells and wrappers
+    (`$(...)`, pipelines, `||`, `timeout`) the script itself, so `token=$(michi lock acquire)` works and
+    the lock is stale as soon as the script dies. Commits by the holder and its children pass the
+    pre-commit hook. With `eval "$(michi lock acquire --export)"` the token is in MICHI_LOCK_TOKEN:
+    michi commands the script runs then work under its lock, and `michi lock release` needs no --token.
     """
     from michi.cli.progress import lock_waiter
     from michi.commands.lock_manual import acquire as acquire_command
 
     s = session(ctx)
     with lock_waiter(s) as on_wait:
-        return acquire_command(s, ttl=ttl, pid=pid, wait=wait, on_wait=on_wait)
+        return acquire_command(s, ttl=ttl, pid=pid, wait=wait, export=export, on_wait=on_wait)
 
 
 @lock_app.command()
@@ -82,7 +101,11 @@ def release(
     force: Annotated[bool, typer.Option("--force", help="Remove a stale lock whoever holds it.")] = False,
     yes: Annotated[bool, typer.Option("--yes", help="With --force: remove even a live lock.")] = False,
 ) -> Result:
-    """Release the lock held with TOKEN; --force clears a stale lock (a live one only with --yes)."""
+    """Release the lock held with TOKEN; --force clears a stale lock (a live one only with --yes).
+
+    Exit 4 `lock_lost` when the lock TOKEN held was taken over or cleared meanwhile: what ran after that
+    was not serialized. --force removes whatever is in .michi.lock/, without following links.
+    """
     from michi.commands.lock_manual import release as release_command
 
     return release_command(session(ctx), token=token, force=force, yes=yes)
@@ -90,7 +113,9 @@ def release(
 
 @lock_app.command()
 def renew(ctx: typer.Context, token: Token = None, ttl: Ttl = None) -> Result:
-    """Extend the lease of the lock held with TOKEN (scripts that run longer than the TTL)."""
+    """Extend the lease of the lock held with TOKEN (scripts that run longer than the TTL).
+
+    Exit 4 `lock_lost` when the lock was taken over meanwhile."""
     from michi.commands.lock_manual import renew as renew_command
 
     return renew_command(session(ctx), token=token, ttl=ttl)
@@ -121,7 +146,7 @@ def _status(result: Status) -> str:
     data = result.state.to_json()
     if not data["held"]:
         waiting = f"; {len(data['waiters'])} waiting" if data["waiters"] else ""
-        return f"the repo lock is free{waiting}"
+        return f"the repo lock is free{waiting} (last fence {data['last_fence']})"
     holder = data["holder"]
     lines = [f"lock     {data['lock']}"]
     if holder is None:
@@ -132,8 +157,12 @@ def _status(result: Status) -> str:
         lines.append(f"age      {holder['age']:.1f}s")
         left = data["time_left"]
         lines.append("expires  never" if left is None else f"expires  in {left:.1f}s ({holder['expires']})")
+        lines.append(f"fence    {holder['fence']}")
     state = "STALE" if data["stale"] else "live"
     lines.append(f"state    {state} ({data['reason']})")
+    if data["orphans"]:
+        pids = ", ".join(str(p) for p in data["orphans"])
+        lines.append(f"         the holder is gone but its command still runs (PID {pids}); a taker ends it")
     lines.append(f"waiters  {', '.join(f'PID {p}' for p in data['waiters']) or 'none'}")
     if data["stale"]:
         lines.append("         clear it with: michi lock release --force")

@@ -1,7 +1,8 @@
 """`michi lock acquire / release / renew`: the lock for shell scripts spanning several commands (seed 002).
 
-The holder recorded is the calling process (michi's parent, the script) unless `--pid` names another, so
-the lock is provably stale once the script dies; the token printed is what releases it.
+The holder recorded is the script that called michi, found from michi's parent past subshells and
+wrappers (`$(...)`, pipelines, `||`, `timeout`: they end before the script does), unless `--pid` names
+another, so the lock is provably stale once the script dies; the token printed is what releases it.
 """
 
 from __future__ import annotations
@@ -11,8 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from michi.errors import UsageError
-from michi.lock import TOKEN_ENV, Owner, RepoLock, admin
-from michi.lock.record import process_start
+from michi.lock import TOKEN_ENV, Owner, RepoLock, admin, procs
+from michi.lock.record import FENCE_ENV
 from michi.results import Result
 from michi.session import Session
 
@@ -23,9 +24,22 @@ class Acquired(Result):
     pid: int
     expires: str | None
     lock: str
+    fence: int | None
+    export: bool = False  # print shell `export` lines instead of the bare token
 
     def summary(self) -> str:
+        if self.export:
+            return f"export {TOKEN_ENV}={self.token} {FENCE_ENV}={self.fence or ''}"
         return self.token
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "token": self.token,
+            "pid": self.pid,
+            "expires": self.expires,
+            "lock": self.lock,
+            "fence": self.fence,
+        }
 
 
 @dataclass(frozen=True)
@@ -56,10 +70,11 @@ def acquire(
     ttl: float | None,
     pid: int | None,
     wait: float | None,
+    export: bool = False,
     on_wait: Callable[[Owner | None, float], None] | None = None,
 ) -> Acquired:
-    holder = os.getppid() if pid is None else pid
-    if holder <= 0 or process_start(holder) is None:
+    holder = procs.script_holder(os.getppid()) if pid is None else pid
+    if holder <= 0 or procs.start_ticks(holder) is None:
         raise UsageError(f"no process with PID {holder}", hint="--pid must name a live process")
     cfg = session.with_overrides(lock_wait=wait, lock_ttl=ttl)
     lock = RepoLock(
@@ -71,9 +86,10 @@ def acquire(
         on_wait=on_wait,
     )
     lock.acquire(cfg.lock_wait)
-    record = lock.record
+    record, fence = lock.record, lock.fence
     token = lock.detach()
-    return Acquired(token, holder, record.expires if record else None, str(session.repo.lock_dir))
+    lock_dir = str(session.repo.lock_dir)
+    return Acquired(token, holder, record.expires if record else None, lock_dir, fence, export)
 
 
 def _token(token: str | None) -> str | None:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from michi.errors import GitFailed
-from michi.git.plain import config_get
+from michi.git.plain import child_env, config_get
 
 if TYPE_CHECKING:
     from git import Repo
@@ -23,9 +23,28 @@ class Head:
     oid: str | None  # None when the branch is unborn
 
 
+def _scrub_gitpython() -> None:
+    """GitPython starts every git (commands and its long-lived cat-file processes) through
+    `git.cmd.safer_popen` with a copy of os.environ; wrap it once so SCRUBBED names never reach git."""
+    import git.cmd
+
+    original = git.cmd.safer_popen
+    if getattr(original, "michi_scrubbed", False):
+        return
+
+    def popen(*args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("env") is not None:
+            kwargs["env"] = child_env(base=kwargs["env"])
+        return original(*args, **kwargs)
+
+    popen.michi_scrubbed = True  # type: ignore[attr-defined]
+    git.cmd.safer_popen = popen
+
+
 def open_repo(worktree: Path) -> Repo:
     import git
 
+    _scrub_gitpython()
     try:
         return git.Repo(worktree)
     except (git.InvalidGitRepositoryError, git.NoSuchPathError):

@@ -12,7 +12,8 @@ import time
 from collections.abc import Mapping
 
 from michi.hook import messages
-from michi.lock.record import TOKEN_ENV, CorruptRecord, judge, read_owner
+from michi.lock import procs
+from michi.lock.record import TOKEN_ENV, CorruptRecord, judge, read_owner, same_machine
 from michi.repo import RepoPaths
 
 
@@ -38,6 +39,10 @@ def _lock_warnings(repo: RepoPaths, environ: Mapping[str, str], now: float) -> t
     # michi's own commits: the holder hands its token to its git children; our parent is git, not the
     # holder, so PIDs cannot tell (issue 5).
     if owner is not None and token and token == owner.token:
+        return [], True
+    # A script holding the lock (`token=$(michi lock acquire)`) commits with git, whose child we are:
+    # a commit from the holder or any of its descendants is the holder's own (ADR 0005).
+    if owner is not None and same_machine(owner) and procs.is_descendant(owner.pid, owner.pid_ticks):
         return [], True
     verdict = judge(owner, lock_mtime=st.st_mtime, now=now)
     if not verdict.stale:

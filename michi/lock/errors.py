@@ -25,6 +25,7 @@ def holder_details(owner: Owner | None, now: float) -> dict[str, Any]:
             "command": owner.command,
             "created": owner.created,
             "expires": owner.expires,
+            "fence": owner.fence,
             "age": round(max(0.0, now - owner.created_ts), 3),
         }
     }
@@ -62,6 +63,13 @@ class LockContention(LockTimeout):
 
 class LockLost(LockError):
     """The lock no longer carries our token (lease ran out and someone took it over): stop, push nothing."""
+
+    code = "lock_lost"
+
+
+class HoldLost(Conflict):
+    """`lock release` / `renew` with a token whose lock was taken over or cleared by force: the script's
+    work since then ran unguarded. Exit 4, not 75: retrying the release cannot help."""
 
     code = "lock_lost"
 

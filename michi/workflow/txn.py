@@ -195,7 +195,7 @@ class Transaction:
             assert tip is not None
             journal.save([e.but(state=PUSHING, commit=tip) for e in built])
             faults.point("committed")
-            lock.ensure_held()
+            lock.ensure_held()  # our token and fence are still the latest (ADR 0003): else push nothing
             faults.point("pushing")
             with interruptions_deferred(lambda: self.pushed):
                 if self._push(tip, lock):
@@ -221,9 +221,7 @@ class Transaction:
         """True when `tip` is on the remote; False when the remote moved on (fetch and retry)."""
         assert self.target.remote
         try:
-            result = git.push(
-                self.git, self.target.remote, tip, self.target.branch, {"MICHI_LOCK_TOKEN": lock.token or ""}
-            )
+            result = git.push(self.git, self.target.remote, tip, self.target.branch, {})
         except RemoteUnreachable as exc:
             if not exc.connected:
                 raise  # git never reached the remote: nothing landed, the caller may simply retry
