@@ -58,6 +58,9 @@ def run(
     s = session(ctx)
     with lock_waiter(s) as on_wait:
         result = run_command(s, command, wait=wait, on_wait=on_wait)
+    if result.reclaimed:
+        pids = ", ".join(str(p) for p in result.reclaimed)
+        typer.echo(f"michi: the last holder died; ended what its command left running (PID {pids})", err=True)
     if result.ended:
         pids = ", ".join(str(p) for p in result.ended)
         typer.echo(f"michi: ended what the command left running in its process group (PID {pids})", err=True)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from michi.errors import UsageError
 from michi.lock import TOKEN_ENV, Owner, RepoLock
-from michi.lock.group import Group
+from michi.lock.group import HELD_BACK, Group
 from michi.lock.keeper import sigterm_raises
 from michi.lock.record import FENCE_ENV
 from michi.results import Result
@@ -28,6 +28,7 @@ class RunResult(Result):
     command: list[str]
     returncode: int  # as the shell reports it: 128 + N when the child died of signal N
     ended: list[int] = field(default_factory=list)  # its background processes michi ended at exit
+    reclaimed: list[int] = field(default_factory=list)  # a dead holder's leftovers ended to take over
 
     @property
     def exit_code(self) -> int:  # type: ignore[override]  # the child's status is ours
@@ -38,28 +39,36 @@ def _start(lock: RepoLock, argv: list[str]) -> Group:
     env = {**os.environ, TOKEN_ENV: lock.token or "", FENCE_ENV: str(lock.fence or "")}
     try:
         # Started before the renewal thread: forking with a preexec function is safest single-threaded.
-        group = Group.start(argv, env, own_group=not lock.joined)
+        return Group.start(argv, env, own_group=not lock.joined)
     except OSError as exc:
         reason = exc.strerror or str(exc)
         raise UsageError(f"cannot run {argv[0]!r}: {reason}", code="command_failed") from None
-    if group.pgid is not None:
-        lock.set_group(group.pgid, group.ticks)
-    return group
 
 
 def _run_locked(lock: RepoLock, argv: list[str], wait: float) -> tuple[int, list[int]]:
+    """The command's status and the PIDs of what it left running, which were ended."""
     lock.acquire(wait)
     try:
-        group = _start(lock, argv)
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, HELD_BACK)
         try:
+            group = _start(lock, argv)
+        except BaseException:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+            raise
+        try:
+            # A SIGTERM or Ctrl-C that came meanwhile is raised here, where the finally stops the group.
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+            if group.pgid is not None:
+                lock.set_group(group.pgid, group.ticks)
+            group.go()
             with lock.keeping(on_lost=lambda: group.signal(signal.SIGTERM)):
-                try:
-                    code = group.wait()
-                finally:
-                    # On exit, stop, Ctrl-C or loss alike: nothing of the command outlives the lock.
-                    left = group.stop()
+                code = group.wait()
         finally:
-            group.close()
+            # On exit, stop, Ctrl-C or loss alike: nothing of the command outlives the lock.
+            try:
+                left = group.stop()
+            finally:
+                group.close()
         lock.ensure_held()  # a command that ran on after losing the lock did so unguarded: say so
     finally:
         lock.release()
@@ -85,4 +94,5 @@ def run(
     )
     with sigterm_raises():  # from before the child exists, so a SIGTERM never skips stopping it
         code, ended = _run_locked(lock, argv, cfg.lock_wait)
-    return RunResult(command=argv, returncode=128 - code if code < 0 else code, ended=ended)
+    status = 128 - code if code < 0 else code
+    return RunResult(command=argv, returncode=status, ended=ended, reclaimed=list(lock.ended))

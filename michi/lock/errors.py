@@ -13,6 +13,19 @@ CLEAR_HINT = (
     "stale and `michi lock release --force` clears it"
 )
 
+OWN_HOLDER_HINT = (
+    "this michi runs under the process that holds the lock: give it the lock's token, "
+    '`eval "$(michi lock acquire --export)"` (or MICHI_LOCK_TOKEN=TOKEN), and it works under that lock'
+)
+
+
+def _under(owner: Owner | None) -> bool:
+    """Whether we descend from the holder (a script waiting on its own lock would wait forever)."""
+    from michi.lock import procs
+    from michi.lock.record import same_machine
+
+    return owner is not None and same_machine(owner) and procs.is_descendant(owner.pid, owner.pid_ticks)
+
 
 def holder_details(owner: Owner | None, now: float) -> dict[str, Any]:
     if owner is None:
@@ -49,7 +62,7 @@ class LockTimeout(LockError):
     def waited(cls, owner: Owner | None, waited: float, now: float, path: str) -> LockTimeout:
         return cls(
             f"the repo lock is held by {describe(owner, now)}; gave up after {waited:.1f}s",
-            hint=CLEAR_HINT,
+            hint=OWN_HOLDER_HINT if _under(owner) else CLEAR_HINT,
             waited=round(waited, 3),
             lock=path,
             checked_at=iso(now),

@@ -26,6 +26,9 @@ from michi.lock import procs
 PR_SET_PDEATHSIG = 1
 STOP_GRACE = 5.0  # seconds the group gets to finish after SIGTERM before SIGKILL
 POLL = 0.01
+# Signals to hold back (pthread_sigmask) from before a group starts until the code that stops it is in
+# place, so a SIGTERM or Ctrl-C in between cannot leave the group running unguarded.
+HELD_BACK = frozenset({signal.SIGTERM, signal.SIGINT})
 
 
 def _foreground_tty() -> int | None:
@@ -55,6 +58,8 @@ def _preexec(own_group: bool, tty: int | None) -> Callable[[], None]:
     parent = os.getpid()
 
     def preexec() -> None:
+        # michi holds these back while it starts the group (lock_run): the command gets them as usual.
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, HELD_BACK)
         if own_group:
             os.setpgid(0, 0)
             if tty is not None:
@@ -67,8 +72,23 @@ def _preexec(own_group: bool, tty: int | None) -> Callable[[], None]:
     return preexec
 
 
+def _check_runnable(command: str, env: Mapping[str, str]) -> None:
+    """Refuse, as exec would, a command that cannot run (the gate would only say so later)."""
+    import errno
+    import shutil
+
+    if "/" in command:
+        if not os.path.exists(command):
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), command)
+        if os.path.isdir(command) or not os.access(command, os.X_OK):
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), command)
+    elif shutil.which(command, path=env.get("PATH", os.defpath)) is None:
+        raise FileNotFoundError(errno.ENOENT, "command not found", command)
+
+
 class Group:
-    """Start with `Group.start`; `signal`, `wait`, `members`, `stop`, then `close` (gives the terminal back).
+    """`Group.start`, record `pgid`/`ticks`, `go`; then `signal`, `wait`, `members`, `stop`, and `close`
+    (gives the terminal back).
 
     `own_group=False` runs the command in michi's own group (a michi working under an inherited lock is
     itself part of its holder's group); signals then go to the direct child only.
@@ -79,14 +99,44 @@ class Group:
         self.pgid = child.pid if own_group else None
         self.ticks = procs.start_ticks(child.pid) if own_group else None
         self._tty = tty
+        self._go: int | None = None
 
     @classmethod
     def start(cls, argv: Sequence[str], env: Mapping[str, str], *, own_group: bool = True) -> Group:
-        """Raises OSError when the command cannot be started. Call before starting threads: forking
-        with a preexec function is only safe while the process is single-threaded."""
+        """Start `argv`, held at the gate until `go()`: the caller records the group in the lock first,
+        so a michi killed at any moment never leaves group members the lock does not know of.
+
+        Raises OSError when the command cannot be started. Call before starting threads: forking with
+        a preexec function is only safe while the process is single-threaded."""
+        _check_runnable(argv[0], env)
         tty = _foreground_tty() if own_group else None
-        child = subprocess.Popen(list(argv), env=dict(env), preexec_fn=_preexec(own_group, tty))
-        return cls(child, own_group, tty)
+        gate, go = os.pipe()
+        # The gate: a shell that waits for one line on the pipe, then execs the command in its place
+        # (same PID, same group). EOF instead (michi died first) means: do not run at all.
+        shim = f'read -r go <&{gate} || exit 125; exec {gate}<&-; exec "$@"'
+        try:
+            child = subprocess.Popen(
+                ["/bin/sh", "-c", shim, "michi-lock-run", *argv],
+                env=dict(env),
+                preexec_fn=_preexec(own_group, tty),
+                pass_fds=(gate,),
+            )
+        except BaseException:
+            os.close(go)
+            raise
+        finally:
+            os.close(gate)
+        group = cls(child, own_group, tty)
+        group._go = go
+        return group
+
+    def go(self) -> None:
+        """Open the gate: the command starts now."""
+        if self._go is not None:
+            with contextlib.suppress(OSError):
+                os.write(self._go, b"go\n")
+            os.close(self._go)
+            self._go = None
 
     def signal(self, sig: int) -> None:
         """Signal every process of the group (or the child). Safe from any thread; gone is fine."""
@@ -131,6 +181,9 @@ class Group:
         return True
 
     def close(self) -> None:
+        if self._go is not None:  # never opened: the gate sees EOF and the command never runs
+            os.close(self._go)
+            self._go = None
         if self._tty is not None:
             _take_terminal(self._tty, os.getpgrp())
             self._tty = None

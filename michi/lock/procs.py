@@ -107,13 +107,12 @@ def ancestors(pid: int, limit: int = 64) -> list[Stat]:
     return chain
 
 
-def is_descendant(of_pid: int, of_ticks: int | None, start: int | None = None) -> bool:
-    """Whether the calling process (or `start`) descends from the process `of_pid` started at `of_ticks`."""
+def is_descendant(of_pid: int, of_ticks: int | None) -> bool:
+    """Whether the calling process descends from the process `of_pid` that started at `of_ticks`."""
     if not HAS_PROC:
         return False
-    return any(
-        p.pid == of_pid and (of_ticks is None or p.ticks == of_ticks) for p in ancestors(start or os.getpid())
-    )
+    chain = ancestors(os.getppid())
+    return any(p.pid == of_pid and (of_ticks is None or p.ticks == of_ticks) for p in chain)
 
 
 def _link(pid: int, name: str) -> str | None:
