@@ -157,3 +157,22 @@ def wait_until(predicate: Any, timeout: float = 20.0, what: str = "condition") -
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(0.002)
+
+
+def michi_on_path(tmp_path: Path) -> dict[str, str]:
+    """An environment whose `michi` is this checkout's, run by this interpreter: for shell scripts."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    shim = bin_dir / "michi"
+    shim.write_text(f'#!/bin/sh\nexec {sys.executable} -m michi "$@"\n')
+    shim.chmod(0o755)
+    return {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+
+
+def bash(
+    cwd: Path, script: str, env: dict[str, str], timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """Run a shell script as a user's script would be run, with bash, stdout and stderr captured."""
+    return subprocess.run(
+        ["bash", "-c", script], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
+    )

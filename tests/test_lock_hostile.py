@@ -95,7 +95,9 @@ def test_the_hook_refuses_in_one_line_without_hanging(hostile: tuple[Path, str])
 
 
 def test_a_folder_inside_the_lock_does_not_wedge_it(local_repo: Path) -> None:
-    made = run_michi(local_repo, "lock", "run", "--", "sh", "-c", "mkdir -p .michi.lock/cache/deep && echo ok")
+    made = run_michi(
+        local_repo, "lock", "run", "--", "sh", "-c", "mkdir -p .michi.lock/cache/deep && echo ok"
+    )
     assert made.exit_code == 0, made.stderr
     assert not (local_repo / ".michi.lock").exists()
     again = run_michi(local_repo, "lock", "run", "--wait", "0", "--", "true")
