@@ -2,8 +2,8 @@
 
 The script starts the interpreter michi was installed with, as `python -I -S`: `-S` skips
 site-packages' start-up (.pth files: 40-100 ms on some machines, on every commit) and `-I` keeps
-PYTHON* variables and the work tree's own modules off sys.path. The folders michi and psutil were
-imported from are appended to sys.path, after the standard library, so nothing there can shadow it
+PYTHON* variables and the work tree's own modules off sys.path. The folder michi was
+imported from is appended to sys.path, after the standard library, so nothing there can shadow it
 (ADR 0005). The paths are this machine's, which is why the script is generated and never committed.
 """
 
@@ -37,7 +37,7 @@ def _root_of(module: str) -> str | None:
 
 def import_roots() -> list[str]:
     roots: list[str] = []
-    for module in ("michi", "psutil"):  # psutil: only to prove a same-host holder is alive
+    for module in ("michi",):  # the hook's path needs nothing outside the standard library
         root = _root_of(module)
         if root is not None and root not in roots:
             roots.append(root)
