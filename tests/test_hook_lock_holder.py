@@ -51,6 +51,7 @@ def test_a_dead_lock_run_whose_command_still_runs_blocks(local_repo: Path) -> No
         write_record(local_repo, pid=dead_pid(), pgid=leftover.pid, pgid_ticks=ticks)
         proc = commit(local_repo)
         assert proc.returncode != 0 and "held by another process" in proc.stderr
+        assert f"its command still runs as PID {leftover.pid}" in proc.stderr
     finally:
         leftover.kill()
         leftover.wait()

@@ -154,3 +154,43 @@ def test_crash_stress_with_grandchildren_never_overlaps(local_repo: Path, tmp_pa
     assert len(list(entered.iterdir())) == workers * rounds  # every holder's grandchild got its turn
     wait_until(lambda: not marker.exists() or not (marker / "pid").exists(), 30, "the last one to leave")
     assert not overlaps.exists(), overlaps.read_text()
+
+
+def test_at_a_terminal_the_command_reads_it_and_gets_ctrl_c(local_repo: Path) -> None:
+    """The group is the terminal's foreground group while it runs (an editor from `git commit` must
+    read the terminal, not stop on SIGTTIN), and michi takes the terminal back afterwards."""
+    import pty
+    import select
+
+    pid, fd = pty.fork()
+    if pid == 0:  # pragma: no cover - the child execs at once
+        os.chdir(local_repo)
+        script = "read line; echo got:$line; sleep 60"
+        os.execv(sys.executable, [sys.executable, "-m", "michi", "lock", "run", "--", "sh", "-c", script])
+    seen = b""
+
+    def read_until(marker: bytes) -> bool:
+        nonlocal seen
+        for _ in range(240):
+            if marker in seen:
+                return True
+            if select.select([fd], [], [], 0.25)[0]:
+                try:
+                    seen += os.read(fd, 4096)
+                except OSError:
+                    break
+        return marker in seen
+
+    try:
+        wait_until(lambda: (local_repo / ".michi.lock").is_dir(), 60, "the lock")
+        wait_until(
+            lambda: getattr(read_owner(local_repo / ".michi.lock"), "pgid", None) is not None, 60, "group"
+        )
+        os.write(fd, b"hello\n")
+        assert read_until(b"got:hello"), seen
+        os.write(fd, b"\x03")  # Ctrl-C at the terminal reaches the command's group
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 130
+    finally:
+        os.close(fd)
+    assert not (local_repo / ".michi.lock").exists()

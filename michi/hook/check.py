@@ -46,7 +46,7 @@ def _lock_warnings(repo: RepoPaths, environ: Mapping[str, str], now: float) -> t
         return [], True
     verdict = judge(owner, lock_mtime=st.st_mtime, now=now)
     if not verdict.stale:
-        raise messages.lock_held(owner, now, token_given=bool(token))
+        raise messages.lock_held(owner, now, token_given=bool(token), orphans=verdict.orphans)
     return [messages.stale(owner, verdict.reason, now)], False
 
 

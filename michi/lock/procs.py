@@ -134,6 +134,7 @@ def _cmdline(pid: int) -> bytes | None:
 # (`timeout 10 michi lock acquire`), but the script that called them is the holder.
 WRAPPERS = frozenset(
     {"timeout", "time", "flock", "nice", "nohup", "env", "stdbuf", "ionice", "chrt", "taskset"}
+    | {"uv", "uvx"}  # `uv run michi ...` waits for michi too
 )
 
 

@@ -227,6 +227,7 @@ class RepoLock(LockInterface):
             raise RuntimeError("this RepoLock is already held; release it first")
         fs.exclude_lock(self.repo.common_dir)
         self._guard()
+        self.ended = []
         if self._join(timeout):
             return
         if self._pid_ticks is None:
