@@ -80,6 +80,7 @@ def test_force_release_clears_whatever_is_there(hostile: tuple[Path, str]) -> No
     (repo / ".michi.lock").touch()
     result = run_michi(repo, "--json", "lock", "release", "--force", "--yes", timeout=30)
     assert result.exit_code == 0, result.stderr
+    assert result.json()["released"] is True and result.json()["why"] == "forced"
     assert not os.path.lexists(repo / ".michi.lock")
 
 

@@ -52,7 +52,8 @@ class Released(Result):
     def summary(self) -> str:
         if not self.released:
             return "the repo lock was not held"
-        return f"released the repo lock (held by PID {self.holder_pid}; {self.why})"
+        holder = f"held by PID {self.holder_pid}" if self.holder_pid else "no readable owner record"
+        return f"released the repo lock ({holder}; {self.why})"
 
 
 @dataclass(frozen=True)
@@ -103,7 +104,7 @@ def release(session: Session, *, token: str | None, force: bool, yes: bool) -> R
             "say which lock to release", hint="pass --token TOKEN (printed by acquire), or --force if stale"
         )
     owner, why = admin.release(session.repo, token=token, force=force, yes=yes)
-    return Released(owner is not None, why, owner.pid if owner else None, str(session.repo.lock_dir))
+    return Released(why != "free", why, owner.pid if owner else None, str(session.repo.lock_dir))
 
 
 def renew(session: Session, *, token: str | None, ttl: float | None) -> Renewed:
