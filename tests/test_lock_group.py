@@ -14,6 +14,7 @@ import pytest
 from conftest import run_michi
 from lockkit import wait_until
 
+from michi.lock import procs
 from michi.lock.procs import start_ticks
 from michi.lock.record import read_owner
 
@@ -156,41 +157,62 @@ def test_crash_stress_with_grandchildren_never_overlaps(local_repo: Path, tmp_pa
     assert not overlaps.exists(), overlaps.read_text()
 
 
-def test_at_a_terminal_the_command_reads_it_and_gets_ctrl_c(local_repo: Path) -> None:
-    """The group is the terminal's foreground group while it runs (an editor from `git commit` must
-    read the terminal, not stop on SIGTTIN), and michi takes the terminal back afterwards."""
-    import pty
-    import select
+class Terminal:
+    """`michi lock run -- sh -c SCRIPT` on a pseudo-terminal of its own, as a person runs it."""
 
-    pid, fd = pty.fork()
-    if pid == 0:  # pragma: no cover - the child execs at once
-        os.chdir(local_repo)
-        script = "read line; echo got:$line; sleep 60"
-        os.execv(sys.executable, [sys.executable, "-m", "michi", "lock", "run", "--", "sh", "-c", script])
-    seen = b""
+    def __init__(self, repo: Path, script: str) -> None:
+        import pty
 
-    def read_until(marker: bytes) -> bool:
-        nonlocal seen
+        self.pid, self.fd = pty.fork()
+        if self.pid == 0:  # pragma: no cover - the child execs at once
+            os.chdir(repo)
+            os.execv(sys.executable, [sys.executable, "-m", "michi", "lock", "run", "--", "sh", "-c", script])
+        self.seen = b""
+        lock_dir = repo / ".michi.lock"
+        wait_until(lambda: getattr(read_owner(lock_dir), "pgid", None) is not None, 60, "the group")
+
+    def type(self, keys: bytes) -> None:
+        os.write(self.fd, keys)
+
+    def shows(self, marker: bytes) -> bool:
+        import select
+
         for _ in range(240):
-            if marker in seen:
+            if marker in self.seen:
                 return True
-            if select.select([fd], [], [], 0.25)[0]:
+            if select.select([self.fd], [], [], 0.25)[0]:
                 try:
-                    seen += os.read(fd, 4096)
+                    self.seen += os.read(self.fd, 4096)
                 except OSError:
                     break
-        return marker in seen
+        return marker in self.seen
 
-    try:
-        wait_until(lambda: (local_repo / ".michi.lock").is_dir(), 60, "the lock")
-        wait_until(
-            lambda: getattr(read_owner(local_repo / ".michi.lock"), "pgid", None) is not None, 60, "group"
-        )
-        os.write(fd, b"hello\n")
-        assert read_until(b"got:hello"), seen
-        os.write(fd, b"\x03")  # Ctrl-C at the terminal reaches the command's group
-        _, status = os.waitpid(pid, 0)
-        assert os.waitstatus_to_exitcode(status) == 130
-    finally:
-        os.close(fd)
+    def exit_code(self) -> int:
+        _, status = os.waitpid(self.pid, 0)
+        os.close(self.fd)
+        return os.waitstatus_to_exitcode(status)
+
+
+def test_at_a_terminal_the_command_reads_it_and_gets_ctrl_c(local_repo: Path) -> None:
+    """The group is the terminal's foreground group while it runs (an editor from `git commit` must
+    read the terminal, not stop on SIGTTIN)."""
+    term = Terminal(local_repo, "read line; echo got:$line; sleep 60")
+    term.type(b"hello\n")
+    assert term.shows(b"got:hello"), term.seen
+    term.type(b"\x03")  # Ctrl-C at the terminal reaches the command's group
+    assert term.exit_code() == 130
     assert not (local_repo / ".michi.lock").exists()
+
+
+def test_ctrl_z_stops_michi_too_and_fg_resumes_the_command(local_repo: Path) -> None:
+    """A stopped command must not keep the terminal: michi takes it back and stops, as a job would."""
+    term = Terminal(local_repo, "read one; echo got:$one; read two; echo got:$two")
+    term.type(b"hello\n")
+    assert term.shows(b"got:hello"), term.seen
+    term.type(b"\x1a")  # Ctrl-Z
+    wait_until(lambda: getattr(procs.stat(term.pid), "state", "") == "T", 60, "michi to stop")
+    assert os.tcgetpgrp(term.fd) == os.getpgid(term.pid)  # the terminal is back with michi's group
+    os.kill(term.pid, signal.SIGCONT)  # what `fg` does
+    term.type(b"world\n")
+    assert term.shows(b"got:world"), term.seen
+    assert term.exit_code() == 0

@@ -149,8 +149,27 @@ class Group:
                 self.child.send_signal(sig)
 
     def wait(self) -> int:
-        """The direct child's exit status (negative: killed by that signal)."""
+        """The direct child's exit status (negative: killed by that signal).
+
+        At a terminal, a stop of the command (Ctrl-Z, or an editor suspending itself) is passed on as a
+        shell would see it: michi takes the terminal back and stops too, so the shell regains control;
+        on `fg` it hands the terminal back and continues the command. Without that, the terminal would
+        belong to a stopped group nobody can resume."""
+        while self._tty is not None:
+            info = os.waitid(os.P_PID, self.child.pid, os.WEXITED | os.WSTOPPED | os.WNOWAIT)
+            if info is None or info.si_code != os.CLD_STOPPED:
+                break
+            os.waitid(os.P_PID, self.child.pid, os.WSTOPPED)  # consume the stop report
+            self._suspend()
         return self.child.wait()
+
+    def _suspend(self) -> None:
+        assert self._tty is not None and self.pgid is not None
+        _take_terminal(self._tty, os.getpgrp())
+        os.killpg(os.getpgrp(), signal.SIGSTOP)  # as the command was: the shell sees its job stop
+        # Resumed (`fg`): the shell gave the terminal to our group; hand it on and wake the command.
+        _take_terminal(self._tty, self.pgid)
+        self.signal(signal.SIGCONT)
 
     def members(self) -> list[int]:
         """Processes of the group that still run (the direct child included until it exits)."""
