@@ -48,9 +48,10 @@ def run(
     token in MICHI_LOCK_TOKEN (its commits pass the pre-commit hook, and michi commands it runs work
     under this lock instead of waiting for it) and the hold's fencing token in MICHI_LOCK_FENCE.
 
-    The lock serializes this clone only, not machines: to push from a script, rebase on the remote
-    and retry on rejection, e.g. `michi lock run -- sh -c 'git pull --rebase && make && git push'`
-    in a loop until it exits 0.
+    The lock serializes this clone only, not other clones or machines (the remote does, by refusing
+    pushes that are not fast-forwards): a script that pushes rebases and retries on rejection, e.g.
+    `michi lock run -- sh -c 'git pull --rebase && make && git push'`, run again (a few times, with a
+    pause) while it exits non-zero because the push was rejected. The README shows the full pattern.
     """
     from michi.cli.progress import lock_waiter
     from michi.commands.lock_run import run as run_command

@@ -28,6 +28,30 @@ def token_hash(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()[:16]
 
 
+def log_takeover(
+    state_dir: Path,
+    reason: str,
+    old: Owner | None,
+    by_pid: int,
+    by_command: str,
+    fence: int,
+    ended: list[int],
+) -> None:
+    """Record who replaced which hold, why, and what of a dead holder's command it had to end."""
+    events.append(
+        state_dir,
+        "takeover",
+        reason=reason,
+        from_token=token_hash(old.token) if old else None,
+        from_pid=old.pid if old else None,
+        from_fence=old.fence if old else None,
+        by_pid=by_pid,
+        by_command=by_command,
+        fence=fence,
+        ended=ended or None,
+    )
+
+
 def ending(state_dir: Path, token: str) -> dict[str, Any] | None:
     """The event that ended the hold of `token` by someone else (takeover or forced release), if any."""
     wanted = token_hash(token)

@@ -23,7 +23,7 @@ from michi.lock.keeper import Keeper, sigterm_raises
 from michi.lock.queue import Queue, Ticket
 from michi.lock.record import TOKEN_ENV, CorruptRecord, Judgement, Owner, boot_id, iso, judge, read_owner
 from michi.lock.record import write_owner as publish
-from michi.lock.wake import POLL_CAP, WATCH_CAP, Backoff, Waker, is_flocked
+from michi.lock.wake import POLL_CAP, WATCH_CAP, Backoff, Waker, is_flocked, wait_flock
 from michi.repo import RepoPaths
 
 BATON_FILE = "lock.baton"
@@ -155,23 +155,11 @@ class RepoLock(LockInterface):
                 raise fs.unwritable(self.lock_dir, exc) from None
             self._token, self._fence = token, fence
             if takeover is not None:  # under the guard: the holder we replaced can always learn of it
-                self._log_takeover(takeover, old, fence)
+                lost.log_takeover(
+                    self.repo.state_dir, takeover, old, self.pid, self.command, fence, self.ended
+                )
         self._take_baton()
         return True, record, takeover
-
-    def _log_takeover(self, reason: str, old: Owner | None, fence: int) -> None:
-        events.append(
-            self.repo.state_dir,
-            "takeover",
-            reason=reason,
-            from_token=lost.token_hash(old.token) if old else None,
-            from_pid=old.pid if old else None,
-            from_fence=old.fence if old else None,
-            by_pid=self.pid,
-            by_command=self.command,
-            fence=fence,
-            ended=self.ended or None,
-        )
 
     def _join(self, timeout: float) -> bool:
         """Work under the lock whose token we inherited (`michi lock run -- michi task ...`) instead of
@@ -184,17 +172,10 @@ class RepoLock(LockInterface):
         if owner is None or owner.token != token or verdict.stale or verdict.reason != "live":
             return False
         fd = fs.open_flock_file(self.repo.state_dir / NESTED_FILE)
-        start, backoff = time.monotonic(), Backoff(POLL_CAP)
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                waited = time.monotonic() - start
-                if waited >= timeout:
-                    os.close(fd)
-                    raise LockTimeout.waited(owner, waited, time.time(), str(self.lock_dir)) from None
-                time.sleep(min(backoff.next(), max(0.0, timeout - waited)))
+        waited = wait_flock(fd, timeout)
+        if waited is not None:
+            os.close(fd)
+            raise LockTimeout.waited(owner, waited, time.time(), str(self.lock_dir))
         self._nested_fd = fd
         self._token, self._fence, self._joined = token, owner.fence, True
         self.record, self._renewed_at = owner, _clock()
