@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from michi.lock import LockContention, RepoLock
-from michi.lock.record import OWNER_FILE, boot_id, iso, process_start
+from michi.lock.procs import start_ticks
+from michi.lock.record import OWNER_FILE, boot_id, iso
 from michi.repo import find_repo
 
 CTX = multiprocessing.get_context("fork")  # cheap to start; no worker inherits a held lock (none is)
@@ -42,7 +43,7 @@ def occupy(marker: Path) -> int:
                 other = int(marker.read_text() or "0")
             except (FileNotFoundError, ValueError):
                 continue
-            if other and process_start(other) is None:
+            if other and start_ticks(other) is None:
                 marker.unlink(missing_ok=True)
                 continue
             overlaps += 1
@@ -119,8 +120,9 @@ def write_record(
     pid: int,
     host: str | None = None,
     expires_in: float | None = 300.0,
-    pid_start: float | None = -1.0,
+    pid_ticks: int | None = -1,
     token: str = "f" * 32,
+    **extra: Any,
 ) -> Path:
     """Put a hand-made owner record in `.michi.lock/`, as a crashed or foreign holder leaves it."""
     lock_dir = repo / ".michi.lock"
@@ -130,13 +132,14 @@ def write_record(
         "pid": pid,
         "host": host or socket.gethostname(),
         "boot_id": boot_id(),
-        "pid_start": process_start(pid) if pid_start == -1.0 else pid_start,
+        "pid_ticks": start_ticks(pid) if pid_ticks == -1 else pid_ticks,
         "created": iso(now - 1),
         "expires": None if expires_in is None else iso(now + expires_in),
         "token": token,
         "command": "hand-made",
         "agent": "tester",
-        "version": 1,
+        "version": 2,
+        **extra,
     }
     (lock_dir / OWNER_FILE).write_text(json.dumps(record))
     return lock_dir
@@ -154,3 +157,22 @@ def wait_until(predicate: Any, timeout: float = 20.0, what: str = "condition") -
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(0.002)
+
+
+def michi_on_path(tmp_path: Path) -> dict[str, str]:
+    """An environment whose `michi` is this checkout's, run by this interpreter: for shell scripts."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    shim = bin_dir / "michi"
+    shim.write_text(f'#!/bin/sh\nexec {sys.executable} -m michi "$@"\n')
+    shim.chmod(0o755)
+    return {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+
+
+def bash(
+    cwd: Path, script: str, env: dict[str, str], timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """Run a shell script as a user's script would be run, with bash, stdout and stderr captured."""
+    return subprocess.run(
+        ["bash", "-c", script], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
+    )

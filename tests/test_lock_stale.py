@@ -43,7 +43,7 @@ def test_dead_pid_is_stale(local_repo: Path) -> None:
 
 
 def test_reused_pid_is_stale(local_repo: Path, sleeper: int) -> None:
-    write_record(local_repo, pid=sleeper, pid_start=time.time() - 3600)  # same PID, other process
+    write_record(local_repo, pid=sleeper, pid_ticks=1)  # same PID, another process (started at boot)
     assert took_over(local_repo) == "pid_reused"
 
 

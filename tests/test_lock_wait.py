@@ -14,7 +14,8 @@ import pytest
 from lockkit import CTX, fifo_worker, held_worker, new_lock, wait_until
 
 from michi.lock import LockContention, LockTimeout
-from michi.lock.record import process_start, read_owner
+from michi.lock.procs import start_ticks
+from michi.lock.record import read_owner
 from michi.lock.wake import POLL_CAP
 
 
@@ -107,7 +108,7 @@ def test_lock_run_releases_and_stops_its_child_on_signal(local_repo: Path, signu
     proc.send_signal(signum)
     assert proc.wait(20) == 130
     assert not (local_repo / ".michi.lock").exists()
-    wait_until(lambda: process_start(child) is None, what="child stopped")
+    wait_until(lambda: start_ticks(child) is None, what="child stopped")
 
 
 def test_lock_run_child_dies_with_a_killed_michi(local_repo: Path) -> None:
@@ -117,7 +118,7 @@ def test_lock_run_child_dies_with_a_killed_michi(local_repo: Path) -> None:
     child = int(pidfile.read_text())
     proc.kill()
     proc.wait(20)
-    wait_until(lambda: process_start(child) is None, what="child killed with its parent")
+    wait_until(lambda: start_ticks(child) is None, what="child killed with its parent")
     owner = read_owner(local_repo / ".michi.lock")
     assert owner is not None and owner.pid == proc.pid  # left behind, provably stale: its PID is dead
     new_lock(local_repo).acquire(0)

@@ -52,12 +52,20 @@ def run(
 ) -> int:
     """Run COMMAND holding the repo lock (like flock(1)); exit with its status.
 
-    The lease is renewed while it runs; its token is in MICHI_LOCK_TOKEN so its commits pass the
-    pre-commit hook. If michi dies, the command is killed. Its output passes through untouched.
+    COMMAND runs in its own process group and the lock covers all of it: whatever it starts is stopped
+    with it (on Ctrl-C, SIGTERM, loss of the lock, and when it exits), and if michi dies, nobody takes
+    the lock over while any of it still runs. The lease is renewed while it runs. It gets the lock's
+    token in MICHI_LOCK_TOKEN (its commits pass the pre-commit hook, and michi commands it runs work
+    under this lock instead of waiting for it) and the hold's fencing token in MICHI_LOCK_FENCE.
+
+    The lock serializes this clone only, not other clones or machines (the remote does, by refusing
+    pushes that are not fast-forwards): a script that pushes rebases and retries on rejection, e.g.
+    `michi lock run -- sh -c 'git pull --rebase && make && git push'`, run again (a few times, with a
+    pause) while it exits non-zero because the push was rejected. The README shows the full pattern.
 
     With --remote, the lock is the remote's (one for every clone on every machine): the command gets
-    its fencing token in MICHI_LOCK_FENCE and is stopped (exit 75, lock_lost) if the lease cannot be
-    renewed.
+    the remote lock's fencing token in MICHI_LOCK_FENCE and is stopped (exit 75, lock_lost) if the lease
+    cannot be renewed.
     """
     from michi.cli.progress import lock_waiter
     from michi.commands.lock_run import run as run_command
@@ -71,6 +79,12 @@ def run(
         s.overrides = {**s.overrides, "lock_ttl": ttl}
     with lock_waiter(s) as on_wait:
         result = run_command(s, command, wait=wait, on_wait=on_wait)
+    if result.reclaimed:
+        pids = ", ".join(str(p) for p in result.reclaimed)
+        typer.echo(f"michi: the last holder died; ended what its command left running (PID {pids})", err=True)
+    if result.ended:
+        pids = ", ".join(str(p) for p in result.ended)
+        typer.echo(f"michi: ended what the command left running in its process group (PID {pids})", err=True)
     return result.exit_code
 
 
@@ -79,15 +93,25 @@ def acquire(
     ctx: typer.Context,
     ttl: Ttl = None,
     pid: Annotated[
-        int | None, typer.Option("--pid", metavar="PID", help="Holder to record (default: michi's parent).")
+        int | None,
+        typer.Option("--pid", metavar="PID", help="Holder to record (default: the calling script)."),
     ] = None,
     wait: Wait = None,
     remote: Remote = False,
+    export: Annotated[
+        bool,
+        typer.Option("--export", help="Print `export MICHI_LOCK_TOKEN=... MICHI_LOCK_FENCE=...` for eval."),
+    ] = False,
 ) -> Result:
     """Take the lock for a script spanning several commands; print the token that releases it.
 
-    The holder is the calling process, so the lock is stale as soon as the script dies. With --remote
-    the script must renew within the TTL (`lock renew --remote`); --json also gives its fence.
+    The holder is the script that called michi: michi's parent, or past subshells and wrappers
+    (`$(...)`, pipelines, `||`, `timeout`) the script itself, so `token=$(michi lock acquire)` works and
+    the lock is stale as soon as the script dies. Commits by the holder and its children pass the
+    pre-commit hook. With `eval "$(michi lock acquire --export)"` the token is in MICHI_LOCK_TOKEN:
+    michi commands the script runs then work under its lock, and `michi lock release` needs no --token.
+    With --remote the script must renew within the TTL (`lock renew --remote`); --json also gives its
+    fence.
     """
     from michi.cli.progress import lock_waiter
     from michi.commands.lock_manual import acquire as acquire_command
@@ -98,7 +122,7 @@ def acquire(
 
         return lock_remote_cli.acquire(s, ttl=ttl, pid=pid, wait=wait)
     with lock_waiter(s) as on_wait:
-        return acquire_command(s, ttl=ttl, pid=pid, wait=wait, on_wait=on_wait)
+        return acquire_command(s, ttl=ttl, pid=pid, wait=wait, export=export, on_wait=on_wait)
 
 
 @lock_app.command()
@@ -109,7 +133,11 @@ def release(
     yes: Annotated[bool, typer.Option("--yes", help="With --force: remove even a live lock.")] = False,
     remote: Remote = False,
 ) -> Result:
-    """Release the lock held with TOKEN; --force clears a stale lock (a live one only with --yes)."""
+    """Release the lock held with TOKEN; --force clears a stale lock (a live one only with --yes).
+
+    Exit 4 `lock_lost` when the lock TOKEN held was taken over or cleared meanwhile: what ran after that
+    was not serialized. --force removes whatever is in .michi.lock/, without following links.
+    """
     if remote:
         from michi.commands import lock_remote
 
@@ -121,7 +149,9 @@ def release(
 
 @lock_app.command()
 def renew(ctx: typer.Context, token: Token = None, ttl: Ttl = None, remote: Remote = False) -> Result:
-    """Extend the lease of the lock held with TOKEN (scripts that run longer than the TTL)."""
+    """Extend the lease of the lock held with TOKEN (scripts that run longer than the TTL).
+
+    Exit 4 `lock_lost` when the lock was taken over meanwhile."""
     if remote:
         from michi.commands import lock_remote
 
@@ -162,7 +192,7 @@ def _status(result: Status) -> str:
     data = result.state.to_json()
     if not data["held"]:
         waiting = f"; {len(data['waiters'])} waiting" if data["waiters"] else ""
-        return f"the repo lock is free{waiting}"
+        return f"the repo lock is free{waiting} (last fence {data['last_fence']})"
     holder = data["holder"]
     lines = [f"lock     {data['lock']}"]
     if holder is None:
@@ -173,8 +203,12 @@ def _status(result: Status) -> str:
         lines.append(f"age      {holder['age']:.1f}s")
         left = data["time_left"]
         lines.append("expires  never" if left is None else f"expires  in {left:.1f}s ({holder['expires']})")
+        lines.append(f"fence    {holder['fence']}")
     state = "STALE" if data["stale"] else "live"
     lines.append(f"state    {state} ({data['reason']})")
+    if data["orphans"]:
+        pids = ", ".join(str(p) for p in data["orphans"])
+        lines.append(f"         the holder is gone but its command still runs (PID {pids}); a taker ends it")
     lines.append(f"waiters  {', '.join(f'PID {p}' for p in data['waiters']) or 'none'}")
     if data["stale"]:
         lines.append("         clear it with: michi lock release --force")

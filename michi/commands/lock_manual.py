@@ -1,7 +1,8 @@
 """`michi lock acquire / release / renew`: the lock for shell scripts spanning several commands (seed 002).
 
-The holder recorded is the calling process (michi's parent, the script) unless `--pid` names another, so
-the lock is provably stale once the script dies; the token printed is what releases it.
+The holder recorded is the script that called michi, found from michi's parent past subshells and
+wrappers (`$(...)`, pipelines, `||`, `timeout`: they end before the script does), unless `--pid` names
+another, so the lock is provably stale once the script dies; the token printed is what releases it.
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ from dataclasses import dataclass
 
 from michi.durations import stamp
 from michi.errors import UsageError
-from michi.lock import TOKEN_ENV, Owner, RepoLock, admin
-from michi.lock.record import process_start
+from michi.lock import TOKEN_ENV, Owner, RepoLock, admin, procs
+from michi.lock.record import FENCE_ENV
 from michi.results import Result
 from michi.session import Session
 
@@ -24,9 +25,22 @@ class Acquired(Result):
     pid: int
     expires: str | None
     lock: str
+    fence: int | None
+    export: bool = False  # print shell `export` lines instead of the bare token
 
     def summary(self) -> str:
+        if self.export:
+            return f"export {TOKEN_ENV}={self.token} {FENCE_ENV}={self.fence or ''}"
         return self.token
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "token": self.token,
+            "pid": self.pid,
+            "expires": self.expires,
+            "lock": self.lock,
+            "fence": self.fence,
+        }
 
 
 @dataclass(frozen=True)
@@ -39,7 +53,8 @@ class Released(Result):
     def summary(self) -> str:
         if not self.released:
             return "the repo lock was not held"
-        return f"released the repo lock (held by PID {self.holder_pid}; {self.why})"
+        holder = f"held by PID {self.holder_pid}" if self.holder_pid else "no readable owner record"
+        return f"released the repo lock ({holder}; {self.why})"
 
 
 @dataclass(frozen=True)
@@ -57,10 +72,11 @@ def acquire(
     ttl: float | None,
     pid: int | None,
     wait: float | None,
+    export: bool = False,
     on_wait: Callable[[Owner | None, float], None] | None = None,
 ) -> Acquired:
-    holder = os.getppid() if pid is None else pid
-    if holder <= 0 or process_start(holder) is None:
+    holder = procs.script_holder(os.getppid()) if pid is None else pid
+    if holder <= 0 or procs.start_ticks(holder) is None:
         raise UsageError(f"no process with PID {holder}", hint="--pid must name a live process")
     cfg = session.with_overrides(lock_wait=wait, lock_ttl=ttl)
     lock = RepoLock(
@@ -72,9 +88,11 @@ def acquire(
         on_wait=on_wait,
     )
     lock.acquire(cfg.lock_wait)
-    record = lock.record
+    record, fence = lock.record, lock.fence
     token = lock.detach()
-    return Acquired(token, holder, stamp(record.expires_ts) if record else None, str(session.repo.lock_dir))
+    lock_dir = str(session.repo.lock_dir)
+    expires = stamp(record.expires_ts) if record else None
+    return Acquired(token, holder, expires, lock_dir, fence, export)
 
 
 def _token(token: str | None) -> str | None:
@@ -88,7 +106,7 @@ def release(session: Session, *, token: str | None, force: bool, yes: bool) -> R
             "say which lock to release", hint="pass --token TOKEN (printed by acquire), or --force if stale"
         )
     owner, why = admin.release(session.repo, token=token, force=force, yes=yes)
-    return Released(owner is not None, why, owner.pid if owner else None, str(session.repo.lock_dir))
+    return Released(why != "free", why, owner.pid if owner else None, str(session.repo.lock_dir))
 
 
 def renew(session: Session, *, token: str | None, ttl: float | None) -> Renewed:

@@ -1,8 +1,9 @@
-"""`michi lock run -- CMD...`: run any command under the repo lock, as flock(1) does (issue 2).
+"""`michi lock run -- CMD...`: run any command under the repo lock, as flock(1) does (ADR 0003).
 
-The child gets the lock's token in MICHI_LOCK_TOKEN (the pre-commit hook lets its commits through), and
-never outlives michi unguarded: the kernel kills it if michi dies (PR_SET_PDEATHSIG), and michi stops it
-before releasing when michi is interrupted, terminated or loses the lock.
+The command runs in its own process group (`michi.lock.group`): the lock covers everything it starts,
+and is released only once none of it runs. The command gets the lock's token in MICHI_LOCK_TOKEN (its
+commits pass the hook; a michi it starts works under this lock instead of waiting for it) and the
+hold's fencing token in MICHI_LOCK_FENCE.
 """
 
 from __future__ import annotations
@@ -10,78 +11,68 @@ from __future__ import annotations
 import os
 import shlex
 import signal
-import subprocess
-import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from michi.errors import UsageError
 from michi.lock import TOKEN_ENV, Owner, RepoLock
+from michi.lock.group import HELD_BACK, Group
 from michi.lock.keeper import sigterm_raises
+from michi.lock.record import FENCE_ENV
 from michi.results import Result
 from michi.session import Session
-
-PR_SET_PDEATHSIG = 1
-STOP_GRACE = 5.0  # seconds a child gets to finish after SIGTERM before SIGKILL
 
 
 @dataclass(frozen=True)
 class RunResult(Result):
     command: list[str]
     returncode: int  # as the shell reports it: 128 + N when the child died of signal N
+    ended: list[int] = field(default_factory=list)  # its background processes michi ended at exit
+    reclaimed: list[int] = field(default_factory=list)  # a dead holder's leftovers ended to take over
 
     @property
     def exit_code(self) -> int:  # type: ignore[override]  # the child's status is ours
         return self.returncode
 
 
-def _die_with_parent() -> Callable[[], None] | None:
-    if not sys.platform.startswith("linux"):
-        return None  # pragma: no cover - michi's lock targets Linux and macOS; macOS relies on stop()
-    import ctypes
-
-    libc = ctypes.CDLL(None, use_errno=True)  # loaded before fork: the child only makes two syscalls
-    parent = os.getpid()
-
-    def preexec() -> None:
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        if os.getppid() != parent:  # michi died before prctl took effect
-            os.kill(os.getpid(), signal.SIGKILL)
-
-    return preexec
-
-
-def _stop(child: subprocess.Popen[bytes]) -> None:
-    if child.poll() is not None:
-        return
-    child.terminate()
+def _start(lock: RepoLock, argv: list[str]) -> Group:
+    env = {**os.environ, TOKEN_ENV: lock.token or "", FENCE_ENV: str(lock.fence or "")}
     try:
-        child.wait(STOP_GRACE)
-    except subprocess.TimeoutExpired:
-        child.kill()
-        child.wait()
+        # Started before the renewal thread: forking with a preexec function is safest single-threaded.
+        return Group.start(argv, env, own_group=not lock.joined)
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise UsageError(f"cannot run {argv[0]!r}: {reason}", code="command_failed") from None
 
 
-def _run_locked(lock: RepoLock, argv: list[str], wait: float, preexec: Callable[[], None] | None) -> int:
+def _run_locked(lock: RepoLock, argv: list[str], wait: float) -> tuple[int, list[int]]:
+    """The command's status and the PIDs of what it left running, which were ended."""
     lock.acquire(wait)
     try:
-        env = {**os.environ, TOKEN_ENV: lock.token or ""}
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, HELD_BACK)
         try:
-            # Spawned before the renewal thread starts: forking with preexec_fn is safest single-threaded.
-            child = subprocess.Popen(argv, env=env, preexec_fn=preexec)
-        except OSError as exc:
-            reason = exc.strerror or str(exc)
-            raise UsageError(f"cannot run {argv[0]!r}: {reason}", code="command_failed") from None
-        try:
-            with lock.keeping(on_lost=child.terminate):
-                code = child.wait()
+            group = _start(lock, argv)
         except BaseException:
-            _stop(child)
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
             raise
-        lock.ensure_held()  # a child that ran on after losing the lock did so unguarded: say so
+        try:
+            # A SIGTERM or Ctrl-C that came meanwhile is raised here, where the finally stops the group.
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+            if group.pgid is not None:
+                lock.set_group(group.pgid, group.ticks)
+            group.go()
+            with lock.keeping(on_lost=lambda: group.signal(signal.SIGTERM)):
+                code = group.wait()
+        finally:
+            # On exit, stop, Ctrl-C or loss alike: nothing of the command outlives the lock.
+            try:
+                left = group.stop()
+            finally:
+                group.close()
+        lock.ensure_held()  # a command that ran on after losing the lock did so unguarded: say so
     finally:
         lock.release()
-    return code
+    return code, [pid for pid in left if pid != group.child.pid]
 
 
 def run(
@@ -101,7 +92,7 @@ def run(
         agent=session.resolve_agent(),
         on_wait=on_wait,
     )
-    preexec = _die_with_parent()
     with sigterm_raises():  # from before the child exists, so a SIGTERM never skips stopping it
-        code = _run_locked(lock, argv, cfg.lock_wait, preexec)
-    return RunResult(command=argv, returncode=128 - code if code < 0 else code)
+        code, ended = _run_locked(lock, argv, cfg.lock_wait)
+    status = 128 - code if code < 0 else code
+    return RunResult(command=argv, returncode=status, ended=ended, reclaimed=list(lock.ended))

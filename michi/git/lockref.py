@@ -20,6 +20,7 @@ from pathlib import Path
 from michi.atomic import write_atomic
 from michi.errors import GitFailed, RemoteRejected, RemoteUnreachable
 from michi.git.core import NO_PROMPT
+from michi.git.plain import child_env
 from michi.git.remote import _REF_RACES, _rejection_reasons, _remote_failure
 
 RECORD_FILE = "owner.json"
@@ -47,7 +48,7 @@ def _git(
             input=stdin,
             capture_output=True,
             text=True,
-            env={**os.environ, **NO_PROMPT, **(env or {})},
+            env=child_env({**NO_PROMPT, **(env or {})}),
             timeout=timeout,
             check=False,
             # Its own session: Ctrl-C at the terminal must not kill a compare-and-swap push half-way.

@@ -9,6 +9,20 @@ from pathlib import Path
 
 from michi.errors import GitFailed
 
+# Never handed to a git process michi starts: the lock's token lets commits past michi's pre-commit
+# hook and releases the lock, and git passes its environment on to hooks, including a local remote's
+# (ADR 0003). michi's own commits are built with plumbing and need no hook's consent.
+SCRUBBED = frozenset({"MICHI_LOCK_TOKEN"})
+
+
+def child_env(
+    extra: Mapping[str, str] | None = None, base: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The environment for a git process: `base` (os.environ) plus `extra`, without SCRUBBED names."""
+    env = {k: v for k, v in (os.environ if base is None else base).items() if k not in SCRUBBED}
+    env.update({k: v for k, v in (extra or {}).items() if k not in SCRUBBED})
+    return env
+
 
 def quick(cwd: Path, *args: str, env: Mapping[str, str] | None = None) -> str:
     """Run one git command without GitPython; for the hot paths of the pre-commit hook only (ADR 0005)."""
@@ -17,7 +31,7 @@ def quick(cwd: Path, *args: str, env: Mapping[str, str] | None = None) -> str:
         cwd=cwd,
         capture_output=True,
         text=True,
-        env=None if env is None else {**os.environ, **env},
+        env=child_env(env),
         check=False,
     )
     if proc.returncode != 0:
@@ -51,7 +65,9 @@ def hooks_dir(worktree: Path) -> Path:
 
 
 def config_get(worktree: Path, key: str) -> str | None:
-    proc = subprocess.run(["git", "config", "--get", key], cwd=worktree, capture_output=True, text=True)
+    proc = subprocess.run(
+        ["git", "config", "--get", key], cwd=worktree, capture_output=True, text=True, env=child_env()
+    )
     return proc.stdout.strip() if proc.returncode == 0 else None
 
 

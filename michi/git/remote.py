@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from michi.errors import GitFailed
 from michi.git.core import NO_PROMPT, _exec, lock_held, ref_oid
+from michi.git.plain import child_env
 from michi.git.repo import Repo
 
 # What git says when it never got to talk to the remote: nothing can have landed.
@@ -89,7 +89,7 @@ def _run_push(
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        env={**os.environ, "LANGUAGE": "C", "LC_ALL": "C", **NO_PROMPT, **env},
+        env=child_env({"LANGUAGE": "C", "LC_ALL": "C", **NO_PROMPT, **env}),
         start_new_session=True,
     )
     try:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from michi.errors import GitFailed
+from michi.git.plain import child_env
 from michi.repo import RepoPaths, find_repo
 
 NO_PROMPT = {"GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true", "SSH_ASKPASS": "true"}
@@ -53,7 +54,8 @@ class Repo:
         self.memo: dict[str, Any] = {}
 
     def env(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
-        return {**os.environ, **PLAIN_LOCALE, **NO_PROMPT, **(extra or {})}
+        """os.environ for git, less what must never reach it (the lock token: `plain.SCRUBBED`)."""
+        return child_env({**PLAIN_LOCALE, **NO_PROMPT, **(extra or {})})
 
     def execute(
         self, args: list[str], env: Mapping[str, str] | None = None, own_session: bool = False

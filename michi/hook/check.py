@@ -12,7 +12,8 @@ import time
 from collections.abc import Mapping
 
 from michi.hook import messages
-from michi.lock.record import TOKEN_ENV, CorruptRecord, judge, read_owner
+from michi.lock import procs
+from michi.lock.record import TOKEN_ENV, CorruptRecord, judge, read_owner, same_machine
 from michi.repo import RepoPaths
 
 
@@ -39,9 +40,13 @@ def _lock_warnings(repo: RepoPaths, environ: Mapping[str, str], now: float) -> t
     # holder, so PIDs cannot tell (issue 5).
     if owner is not None and token and token == owner.token:
         return [], True
+    # A script holding the lock (`token=$(michi lock acquire)`) commits with git, whose child we are:
+    # a commit from the holder or any of its descendants is the holder's own (ADR 0005).
+    if owner is not None and same_machine(owner) and procs.is_descendant(owner.pid, owner.pid_ticks):
+        return [], True
     verdict = judge(owner, lock_mtime=st.st_mtime, now=now)
     if not verdict.stale:
-        raise messages.lock_held(owner, now, token_given=bool(token))
+        raise messages.lock_held(owner, now, token_given=bool(token), orphans=verdict.orphans)
     return [messages.stale(owner, verdict.reason, now)], False
 
 

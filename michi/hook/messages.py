@@ -37,11 +37,14 @@ class HandEdit(UsageError):
     code = "hand_edit"
 
 
-def lock_held(owner: Owner | None, now: float, token_given: bool) -> LockHeld:
+def lock_held(owner: Owner | None, now: float, token_given: bool, orphans: tuple[int, ...] = ()) -> LockHeld:
     who = describe(owner, now) if owner else "a process that is taking it right now"
+    if orphans:  # its michi died, but the command it ran under the lock still runs (ADR 0003)
+        who += f"; that process is gone but its command still runs as PID {', '.join(map(str, orphans))}"
     hint = (
         "wait for it to finish and commit again (`michi lock status` shows it); to commit as part of a "
-        "locked sequence, run `michi lock run -- git commit ...`"
+        "locked sequence, run `michi lock run -- git commit ...`, or commit from the script that holds the "
+        "lock (its commits and its children's pass)"
     )
     if token_given:
         hint = f"MICHI_LOCK_TOKEN is set but is not this lock's token (released or taken over); {hint}"

@@ -73,7 +73,8 @@ def task_files_staged() -> bool | None:
     ]
     argv = ["git", "diff", "--cached", "--quiet", "--", TASK_PATHSPEC]
     try:
-        pid = os.posix_spawnp("git", argv, os.environ, file_actions=quiet)
+        env = {k: v for k, v in os.environ.items() if k != "MICHI_LOCK_TOKEN"}  # never handed to git
+        pid = os.posix_spawnp("git", argv, env, file_actions=quiet)
         _, status = os.waitpid(pid, 0)
     except OSError:
         return None

@@ -2,8 +2,8 @@
 
 The script starts the interpreter michi was installed with, as `python -I -S`: `-S` skips
 site-packages' start-up (.pth files: 40-100 ms on some machines, on every commit) and `-I` keeps
-PYTHON* variables and the work tree's own modules off sys.path. The folders michi and psutil were
-imported from are appended to sys.path, after the standard library, so nothing there can shadow it
+PYTHON* variables and the work tree's own modules off sys.path. The folder michi was
+imported from is appended to sys.path, after the standard library, so nothing there can shadow it
 (ADR 0005). The paths are this machine's, which is why the script is generated and never committed.
 """
 
@@ -16,8 +16,15 @@ import sys
 from pathlib import Path
 
 MARKER = "# michi-hook:"  # the line that makes a hook michi's: install rewrites it, uninstall removes it
-VERSION = 1
+VERSION = 2
 CHAINED = "pre-commit.michi-chained"  # where the hook that was there before michi's is kept
+# The recorded interpreter runs but cannot import michi (the checkout moved, michi was uninstalled from
+# that venv): the script then falls back to `michi` on PATH. Not an exit code michi's hook uses.
+GONE = 97
+GONE_MESSAGE = (
+    "michi: the pre-commit hook cannot find michi (not importable by $py, none on PATH); "
+    "fix: run 'michi hook install' again where michi is installed, or delete $0"
+)
 
 
 def _root_of(module: str) -> str | None:
@@ -30,7 +37,7 @@ def _root_of(module: str) -> str | None:
 
 def import_roots() -> list[str]:
     roots: list[str] = []
-    for module in ("michi", "psutil"):  # psutil: only to prove a same-host holder is alive
+    for module in ("michi",):  # the hook's path needs nothing outside the standard library
         root = _root_of(module)
         if root is not None and root not in roots:
             roots.append(root)
@@ -42,20 +49,28 @@ def render(python: str | None = None, roots: list[str] | None = None) -> str:
     roots = import_roots() if roots is None else roots
     # JSON: a valid Python list literal whose double quotes sit well inside the shell's single quotes.
     code = (
-        f"import sys;sys.path+={json.dumps(roots)};"
-        "from michi.hook.run import main;sys.exit(main(sys.argv[1:]))"
+        f"import sys\nsys.path+={json.dumps(roots)}\n"
+        f"try:\n from michi.hook.run import main\nexcept ImportError:\n sys.exit({GONE})\n"
+        "sys.exit(main(sys.argv[1:]))"
     )
     return f"""#!/bin/sh
 {MARKER} {VERSION} (written by `michi hook install`; `michi hook uninstall` removes it and puts back
 # the hook it chained). Do not edit: run `michi hook install` again instead.
 py={shlex.quote(python)}
+rc={GONE}
 if [ -x "$py" ]; then
-  "$py" -I -S -c {shlex.quote(code)} "$@" || exit $?
-elif command -v michi >/dev/null 2>&1; then
-  michi hook run "$@" || exit $?
-else
-  echo "michi: the pre-commit hook cannot find michi ($py); reinstall michi, or delete $0" >&2
-  exit 1
+  "$py" -I -S -c {shlex.quote(code)} "$@"
+  rc=$?
+fi
+if [ "$rc" = {GONE} ]; then
+  if command -v michi >/dev/null 2>&1; then
+    michi hook run "$@" || exit $?
+  else
+    echo "{GONE_MESSAGE}" >&2
+    exit 1
+  fi
+elif [ "$rc" != 0 ]; then
+  exit "$rc"
 fi
 case $0 in */*) here=${{0%/*}} ;; *) here=. ;; esac
 if [ -x "$here/{CHAINED}" ]; then

@@ -8,8 +8,8 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any
 
-from michi.lock import events, fs
-from michi.lock.errors import LockLive, LockNotOwned, describe, holder_details
+from michi.lock import events, fs, lost, procs
+from michi.lock.errors import HoldLost, LockLive, LockNotOwned, describe, holder_details
 from michi.lock.queue import Queue
 from michi.lock.record import Judgement, Owner, iso
 from michi.lock.record import write_owner as publish
@@ -26,6 +26,8 @@ class LockState:
     reason: str | None  # record.Judgement reasons; None when free
     waiters: list[int]
     checked: float
+    orphans: tuple[int, ...] = ()  # a dead holder's command still running in its process group
+    last_fence: int = 0  # the repository's latest fence (the holder's, unless the lock is free)
 
     def to_json(self) -> dict[str, Any]:
         owner = self.owner
@@ -38,6 +40,9 @@ class LockState:
             **holder_details(owner, self.checked),
             "time_left": None if expires is None else round(expires - self.checked, 3),
             "token_prefix": owner.token[:8] if owner else None,
+            "fence": owner.fence if owner else None,
+            "last_fence": self.last_fence,
+            "orphans": list(self.orphans),
             "waiters": self.waiters,
         }
 
@@ -47,7 +52,21 @@ def state(repo: RepoPaths) -> LockState:
     owner, verdict = peek(repo.lock_dir) if held else (None, Judgement(False, "free"))
     waiters = Queue(repo.state_dir / QUEUE_DIR).waiters()
     reason = verdict.reason if held else None
-    return LockState(str(repo.lock_dir), held, owner, verdict.stale, reason, waiters, time.time())
+    fence = _last_fence(repo)
+    return LockState(
+        str(repo.lock_dir), held, owner, verdict.stale, reason, waiters, time.time(), verdict.orphans, fence
+    )
+
+
+def _last_fence(repo: RepoPaths) -> int:
+    try:
+        fd = os.open(repo.state_dir / fs.GUARD_FILE, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return 0
+    try:
+        return fs.read_fence(fd)
+    finally:
+        os.close(fd)
 
 
 def _guard_fd(repo: RepoPaths) -> int:
@@ -63,13 +82,34 @@ def _not_owned(owner: Owner | None, token: str) -> LockNotOwned:
     )
 
 
+def _taken_from(repo: RepoPaths, token: str | None, owner: Owner | None) -> None:
+    """A script releasing or renewing a lock that was taken from it must learn so (exit 4, lock_lost)."""
+    if token is None or (owner is not None and owner.token == token):
+        return
+    if lost.ending(repo.state_dir, token) is None:
+        return
+    message, details = lost.explain(repo.state_dir, token, None, owner, None, 0)
+    raise HoldLost(
+        message,
+        hint="whatever ran after that was not serialized by the lock; check its results, then take the lock "
+        "again (a longer --ttl, or `michi lock renew`, keeps a long script's lease)",
+        **details,
+    )
+
+
 def release(repo: RepoPaths, *, token: str | None, force: bool, yes: bool) -> tuple[Owner | None, str]:
     """Remove the lock if `token` is its token, or (force) if it is stale, or (force + yes) anyway.
-    Returns the removed holder (None if the lock was free) and why it was removed."""
+    Returns the removed holder (None if the lock was free) and why it was removed. A dead `lock run`
+    holder's leftover processes are ended first (the reason then says so)."""
+    if force and fs.check_lock_path(repo.lock_dir):
+        owner, verdict = peek(repo.lock_dir)
+        if verdict.orphans and owner is not None and owner.pgid:
+            procs.end_members(owner.pgid, owner.pgid_ticks)
     fd = _guard_fd(repo)
     try:
         with fs.guarded(fd):
             if not fs.check_lock_path(repo.lock_dir):
+                _taken_from(repo, token, None)
                 return None, "free"
             owner, verdict = peek(repo.lock_dir)
             if token is not None and owner is not None and owner.token == token:
@@ -83,12 +123,14 @@ def release(repo: RepoPaths, *, token: str | None, force: bool, yes: bool) -> tu
                     **holder_details(owner, time.time()),
                 )
             else:
+                _taken_from(repo, token, owner)
                 raise _not_owned(owner, token or "")
             fs.remove_lock_dir(repo.lock_dir)
+            hold = round(time.time() - owner.created_ts, 6) if owner else None
+            ended = lost.token_hash(owner.token) if owner else None
+            events.append(repo.state_dir, "release", hold=hold, why=why, token=ended, by_pid=os.getppid())
     finally:
         os.close(fd)
-    hold = round(time.time() - owner.created_ts, 6) if owner else None
-    events.append(repo.state_dir, "release", hold=hold, why=why)
     return owner, why
 
 
@@ -98,6 +140,7 @@ def renew(repo: RepoPaths, *, token: str, ttl: float) -> Owner:
         with fs.guarded(fd):
             owner = peek(repo.lock_dir)[0] if fs.check_lock_path(repo.lock_dir) else None
             if owner is None or owner.token != token:
+                _taken_from(repo, token, owner)
                 raise _not_owned(owner, token)
             renewed = replace(owner, expires=iso(time.time() + ttl) if ttl else None)
             publish(repo.lock_dir, renewed)

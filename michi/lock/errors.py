@@ -13,6 +13,19 @@ CLEAR_HINT = (
     "stale and `michi lock release --force` clears it"
 )
 
+OWN_HOLDER_HINT = (
+    "this michi runs under the process that holds the lock: give it the lock's token, "
+    '`eval "$(michi lock acquire --export)"` (or MICHI_LOCK_TOKEN=TOKEN), and it works under that lock'
+)
+
+
+def _under(owner: Owner | None) -> bool:
+    """Whether we descend from the holder (a script waiting on its own lock would wait forever)."""
+    from michi.lock import procs
+    from michi.lock.record import same_machine
+
+    return owner is not None and same_machine(owner) and procs.is_descendant(owner.pid, owner.pid_ticks)
+
 
 def holder_details(owner: Owner | None, now: float) -> dict[str, Any]:
     if owner is None:
@@ -25,6 +38,7 @@ def holder_details(owner: Owner | None, now: float) -> dict[str, Any]:
             "command": owner.command,
             "created": stamp(owner.created_ts),
             "expires": stamp(owner.expires_ts),
+            "fence": owner.fence,
             "age": round(max(0.0, now - owner.created_ts), 3),
         }
     }
@@ -48,7 +62,7 @@ class LockTimeout(LockError):
     def waited(cls, owner: Owner | None, waited: float, now: float, path: str) -> LockTimeout:
         return cls(
             f"the repo lock is held by {describe(owner, now)}; gave up after {waited:.1f}s",
-            hint=CLEAR_HINT,
+            hint=OWN_HOLDER_HINT if _under(owner) else CLEAR_HINT,
             waited=round(waited, 3),
             lock=path,
             checked_at=stamp(now),
@@ -62,6 +76,13 @@ class LockContention(LockTimeout):
 
 class LockLost(LockError):
     """The lock no longer carries our token (lease ran out and someone took it over): stop, push nothing."""
+
+    code = "lock_lost"
+
+
+class HoldLost(Conflict):
+    """`lock release` / `renew` with a token whose lock was taken over or cleared by force: the script's
+    work since then ran unguarded. Exit 4, not 75: retrying the release cannot help."""
 
     code = "lock_lost"
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import signal
 import threading
+import time
 from collections.abc import Callable, Iterator
 from types import FrameType
 
@@ -33,11 +34,12 @@ class Keeper(threading.Thread):
 
     def run(self) -> None:
         tick = min(WAITER_CHECK, self.renew_every or WAITER_CHECK)
-        since_renew = 0.0
+        # Measured, not counted in ticks: after a pause (SIGSTOP, suspend) the first tick renews at once,
+        # so a lease lost meanwhile is noticed (and `lock run`'s command stopped) without delay.
+        renewed = time.monotonic()
         while not self.stopped.wait(tick):
-            since_renew += tick
-            if self.renew_every is not None and since_renew >= self.renew_every:
-                since_renew = 0.0
+            if self.renew_every is not None and time.monotonic() - renewed >= self.renew_every:
+                renewed = time.monotonic()
                 try:
                     self._renew()
                 except LockLost:

@@ -1,7 +1,7 @@
 """The lock's owner record (`.michi.lock/owner.json`) and the judgement whether its holder is alive.
 
-Shared by the lock, `michi lock status` and the pre-commit hook, so it imports nothing heavy at module
-level: psutil is loaded only when a same-host holder's liveness must be proven.
+Shared by the lock, `michi lock status` and the pre-commit hook, so it imports nothing heavy: a holder is
+identified by PID, raw start ticks and boot id (`procs`), never by a wall-clock value (ADR 0003).
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import stat
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -17,14 +18,19 @@ from pathlib import Path
 from typing import Any
 
 from michi.atomic import write_atomic
+from michi.lock import procs
 
 OWNER_FILE = "owner.json"
-RECORD_VERSION = 1
+RECORD_VERSION = 2
+# The record is a few hundred bytes; anything larger is not ours and is never read whole (ADR 0003).
+MAX_RECORD_BYTES = 64 * 1024
 # A lock dir without a readable owner record is a holder that crashed between mkdir and publishing the
 # record, or one that is publishing right now: give it this long before calling it stale (issue 2).
 MISSING_RECORD_GRACE = 2.0
 # Token handed to child processes of the holder, so the pre-commit hook can let their commits through.
 TOKEN_ENV = "MICHI_LOCK_TOKEN"
+# The hold's fencing token, handed to `lock run`'s command: higher for every later hold (ADR 0003).
+FENCE_ENV = "MICHI_LOCK_FENCE"
 
 
 class CorruptRecord(Exception):
@@ -114,27 +120,33 @@ class Owner:
     pid: int
     host: str
     boot_id: str
-    pid_start: float | None
+    pid_ticks: int | None  # the holder's start, clock ticks after boot (procs.py); None where unknown
     created: str  # ISO 8601 UTC
     expires: str | None  # ISO 8601 UTC; None = no lease expiry (only when asked: `lock acquire --ttl 0`)
     token: str
     command: str
     agent: str | None
+    fence: int = 0  # strictly increasing per repository: every acquisition gets a higher one
+    pgid: int | None = None  # `lock run`: the process group its command runs in
+    pgid_ticks: int | None = None  # that group leader's start ticks (tells the group from a later one)
     version: int = RECORD_VERSION
 
     @classmethod
-    def new(cls, *, pid: int, token: str, ttl: float | None, command: str, agent: str | None) -> Owner:
+    def new(
+        cls, *, pid: int, token: str, ttl: float | None, command: str, agent: str | None, fence: int = 0
+    ) -> Owner:
         now = time.time()
         return cls(
             pid=pid,
             host=socket.gethostname(),
             boot_id=boot_id(),
-            pid_start=process_start(pid),
+            pid_ticks=procs.start_ticks(pid),
             created=iso(now) or "",
             expires=iso(now + ttl) if ttl else None,
             token=token,
             command=command,
             agent=agent,
+            fence=fence,
         )
 
     @property
@@ -157,68 +169,130 @@ class Owner:
                 pid=int(data["pid"]),
                 host=str(data["host"]),
                 boot_id=str(data.get("boot_id", "")),
-                pid_start=None if data.get("pid_start") is None else float(data["pid_start"]),
+                pid_ticks=_opt_int(data.get("pid_ticks")),
                 created=str(data["created"]),
                 expires=None if data.get("expires") is None else str(data["expires"]),
                 token=str(data["token"]),
                 command=str(data.get("command", "")),
                 agent=None if data.get("agent") is None else str(data["agent"]),
+                fence=int(data.get("fence") or 0),
+                pgid=_opt_int(data.get("pgid")),
+                pgid_ticks=_opt_int(data.get("pgid_ticks")),
                 version=int(data.get("version", RECORD_VERSION)),
             )
             owner.created_ts  # noqa: B018 - validates the timestamps now, not later
             owner.expires_ts  # noqa: B018
-        except (KeyError, TypeError, ValueError) as exc:
-            raise CorruptRecord(f"owner record is missing or has a bad field ({exc})") from None
+        except (KeyError, TypeError, ValueError, OverflowError) as exc:
+            raise CorruptRecord(f"owner record is missing or has a bad field ({str(exc)[:80]})") from None
         if owner.pid <= 0 or not owner.token:
             raise CorruptRecord("owner record has no valid pid or token")
         return owner
 
 
+def _opt_int(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+_KINDS = {
+    stat.S_IFDIR: "a directory",
+    stat.S_IFIFO: "a FIFO",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFSOCK: "a socket",
+}
+
+
 def read_owner(lock_dir: Path) -> Owner | None:
-    """The published record; None when there is none (yet). Raises CorruptRecord when unreadable."""
+    """The published record; None when there is none (yet). Raises CorruptRecord when unreadable.
+
+    Opened without following a symlink and without blocking (a FIFO), and read only if it is a regular
+    file under MAX_RECORD_BYTES: nothing placed there can hang or exhaust whoever looks (ADR 0003).
+    """
+    path = lock_dir / OWNER_FILE
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0)
     try:
-        raw = (lock_dir / OWNER_FILE).read_bytes()
+        fd = os.open(path, flags)
     except FileNotFoundError:
         return None
     except NotADirectoryError:
         raise CorruptRecord(f"{lock_dir} is not a directory") from None
+    except OSError as exc:
+        if os.path.islink(path):
+            raise CorruptRecord(f"{OWNER_FILE} is a symlink") from None
+        raise CorruptRecord(f"{OWNER_FILE} cannot be opened ({exc.strerror or exc})") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            kind = _KINDS.get(stat.S_IFMT(st.st_mode), "not a regular file")
+            raise CorruptRecord(f"{OWNER_FILE} is {kind}")
+        if st.st_size > MAX_RECORD_BYTES:
+            raise CorruptRecord(f"{OWNER_FILE} is {st.st_size} bytes, far larger than a record")
+        raw = os.read(fd, MAX_RECORD_BYTES + 1)
+    finally:
+        os.close(fd)
+    if len(raw) > MAX_RECORD_BYTES:
+        raise CorruptRecord(f"{OWNER_FILE} is far larger than a record")
     try:
         return Owner.from_json(json.loads(raw))
-    except (json.JSONDecodeError, UnicodeDecodeError):
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
         raise CorruptRecord(f"owner record is not valid JSON ({len(raw)} bytes)") from None
 
 
 def write_owner(lock_dir: Path, owner: Owner) -> None:
-    """Publish atomically: readers see the old record or the new one, never half of one."""
-    write_atomic(lock_dir / OWNER_FILE, (json.dumps(owner.to_json(), indent=2) + "\n").encode())
+    """Publish atomically: readers see the old record or the new one, never half of one. 0600: the
+    token in it is what lets commits past the hook and releases the lock."""
+    write_atomic(lock_dir / OWNER_FILE, (json.dumps(owner.to_json(), indent=2) + "\n").encode(), mode=0o600)
 
 
 @dataclass(frozen=True)
 class Judgement:
     stale: bool
-    reason: str  # live | expired | dead | pid_reused | rebooted | no_record | corrupt | publishing
+    # live | orphans | expired | dead | pid_reused | rebooted | no_record | corrupt | publishing
+    reason: str
+    # Running members of a dead holder's process group (reason "orphans"): the lock is not stale while
+    # they run; whoever takes it over ends them first (ADR 0003).
+    orphans: tuple[int, ...] = ()
 
     def __bool__(self) -> bool:  # pragma: no cover - guard against `if judgement:` mistakes
         raise TypeError("use judgement.stale")
 
 
+def same_machine(owner: Owner) -> bool:
+    """Same host and, where known, same boot: only then do its PIDs mean anything here."""
+    return owner.host == socket.gethostname() and not (
+        owner.boot_id and boot_id() and owner.boot_id != boot_id()
+    )
+
+
 def judge(owner: Owner | None, *, lock_mtime: float, now: float | None = None) -> Judgement:
-    """Is the holder provably gone or its lease over? A holder on another host is never judged by PID."""
+    """Is the holder provably gone or its lease over? A holder on another host is never judged by PID.
+
+    A dead holder whose `lock run` command left processes in its group still holds the lock: they are
+    doing its work. An expired lease is stale even if its holder lives (paused): fencing covers that.
+    """
     now = time.time() if now is None else now
     if owner is None:
         if now - lock_mtime < MISSING_RECORD_GRACE:
             return Judgement(False, "publishing")
         return Judgement(True, "no_record")
     expires = owner.expires_ts
-    if expires is not None and now >= expires:
-        return Judgement(True, "expired")
     if owner.host != socket.gethostname():
-        return Judgement(False, "live")
+        return (
+            Judgement(True, "expired") if expires is not None and now >= expires else Judgement(False, "live")
+        )
     if owner.boot_id and boot_id() and owner.boot_id != boot_id():
         return Judgement(True, "rebooted")
-    started = process_start(owner.pid)
+    started = procs.start_ticks(owner.pid)
+    gone = None
     if started is None:
-        return Judgement(True, "dead")
-    if owner.pid_start is not None and abs(started - owner.pid_start) > 0.05:
-        return Judgement(True, "pid_reused")
+        gone = "dead"
+    elif owner.pid_ticks is not None and procs.HAS_PROC and started != owner.pid_ticks:
+        gone = "pid_reused"
+    if gone is not None:
+        orphans = procs.group_members(owner.pgid, owner.pgid_ticks) if owner.pgid else []
+        if orphans:
+            return Judgement(False, "orphans", tuple(orphans))
+        return Judgement(True, gone)
+    if expires is not None and now >= expires:
+        return Judgement(True, "expired")
     return Judgement(False, "live")

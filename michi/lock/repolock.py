@@ -16,17 +16,18 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 
-from michi.lock import events, fs
+from michi.lock import events, fs, lost, procs
 from michi.lock.errors import LockContention, LockLost, LockTimeout
 from michi.lock.interface import LockInterface
 from michi.lock.keeper import Keeper, sigterm_raises
 from michi.lock.queue import Queue, Ticket
-from michi.lock.record import CorruptRecord, Judgement, Owner, boot_id, iso, judge, process_start, read_owner
+from michi.lock.record import TOKEN_ENV, CorruptRecord, Judgement, Owner, boot_id, iso, judge, read_owner
 from michi.lock.record import write_owner as publish
-from michi.lock.wake import POLL_CAP, WATCH_CAP, Backoff, Waker, is_flocked
+from michi.lock.wake import POLL_CAP, WATCH_CAP, Backoff, Waker, is_flocked, wait_flock
 from michi.repo import RepoPaths
 
 BATON_FILE = "lock.baton"
+NESTED_FILE = "lock.nested"  # michis working under one inherited lock take turns on this flock
 QUEUE_DIR = "lock-queue"
 REPORT_EVERY = 0.1  # how often `on_wait` hears how long we have waited
 
@@ -39,6 +40,11 @@ def peek(lock_dir: Path) -> tuple[Owner | None, Judgement]:
         verdict = judge(None, lock_mtime=fs.lock_mtime(lock_dir))
         return None, Judgement(verdict.stale, "corrupt" if verdict.stale else verdict.reason)
     return owner, judge(owner, lock_mtime=fs.lock_mtime(lock_dir))
+
+
+def _clock() -> float:
+    """Seconds that also count while the machine was suspended (a lease runs out during suspend too)."""
+    return time.clock_gettime(getattr(time, "CLOCK_BOOTTIME", time.CLOCK_MONOTONIC))
 
 
 def _token_of(lock_dir: Path) -> str | None:
@@ -73,8 +79,22 @@ class RepoLock(LockInterface):
         self._keeper: Keeper | None = None
         self._held_since = 0.0
         self._acquired: dict[str, object] = {}
-        self._pid_start: float | None = None
+        self._pid_ticks: int | None = None
+        self._fence = 0
+        self._joined = False  # working under a holder's lock whose token we inherited (not ours to release)
+        self._nested_fd: int | None = None
+        self._renewed_at = 0.0
+        self.ended: list[int] = []  # processes a dead holder left running, which we ended to take over
         self.record: Owner | None = None  # as published when we acquired
+
+    @property
+    def fence(self) -> int | None:
+        """This hold's fencing token: higher than every earlier hold's in this repository (ADR 0003)."""
+        return self._fence if self._token is not None else None
+
+    @property
+    def joined(self) -> bool:
+        return self._joined
 
     @property
     def token(self) -> str | None:
@@ -86,49 +106,86 @@ class RepoLock(LockInterface):
             self._guard_fd = fs.open_flock_file(self.repo.state_dir / fs.GUARD_FILE)
         return self._guard_fd
 
-    def _record(self, token: str) -> Owner:
+    def _record(self, token: str, fence: int) -> Owner:
         now = time.time()
         return Owner(
             pid=self.pid,
             host=socket.gethostname(),
             boot_id=boot_id(),
-            pid_start=self._pid_start,
+            pid_ticks=self._pid_ticks,
             created=iso(now) or "",
             expires=iso(now + self.ttl) if self.ttl else None,
             token=token,
             command=self.command,
             agent=self.agent,
+            fence=fence,
         )
 
     def _attempt(self, ticket: Ticket | None) -> tuple[bool, Owner | None, str | None]:
         """One try: (acquired, holder, takeover reason). A newcomer never jumps a queue of waiters."""
         if fs.check_lock_path(self.lock_dir):
             owner, verdict = peek(self.lock_dir)
+            if verdict.reason == "orphans" and owner is not None and owner.pgid:
+                # A dead `lock run` holder's command still runs in its group, unguarded: end it first
+                # (never under the guard: it may take a moment), and say so in the takeover event.
+                self.ended += procs.end_members(owner.pgid, owner.pgid_ticks)
+                owner, verdict = peek(self.lock_dir)
             if not verdict.stale:
                 return False, owner, None
         elif ticket is None and self.queue.has_waiters():
             return False, None, None
-        takeover = None
+        takeover, old = None, None
         with fs.guarded(self._guard()):
             # Re-judged under the guard: whoever took the guard before us may have replaced the lock.
             if fs.check_lock_path(self.lock_dir):
-                owner, verdict = peek(self.lock_dir)
+                old, verdict = peek(self.lock_dir)
                 if not verdict.stale:
-                    return False, owner, None
+                    return False, old, None
                 fs.remove_lock_dir(self.lock_dir)
                 takeover = verdict.reason
             if not fs.make_lock_dir(self.lock_dir):
                 return False, None, None  # made by something that does not take the guard
             token = secrets.token_hex(16)
-            record = self._record(token)
+            fence = fs.next_fence(self._guard(), old.fence if old else 0)
+            record = self._record(token, fence)
             try:
                 publish(self.lock_dir, record)
             except OSError as exc:
                 fs.remove_lock_dir(self.lock_dir)
                 raise fs.unwritable(self.lock_dir, exc) from None
-            self._token = token
+            self._token, self._fence = token, fence
+            if takeover is not None:  # under the guard: the holder we replaced can always learn of it
+                lost.log_takeover(
+                    self.repo.state_dir, takeover, old, self.pid, self.command, fence, self.ended
+                )
         self._take_baton()
         return True, record, takeover
+
+    def _join(self, timeout: float) -> bool:
+        """Work under the lock whose token we inherited (`michi lock run -- michi task ...`) instead of
+        waiting for it: only the live holder's token counts, and the hold stays the holder's. Several
+        michis under one holder (`cmd1 & cmd2 &`) still take turns, on a flock of their own."""
+        token = os.environ.get(TOKEN_ENV)
+        if not token or not fs.check_lock_path(self.lock_dir):
+            return False
+        owner, verdict = peek(self.lock_dir)
+        if owner is None or owner.token != token or verdict.stale or verdict.reason != "live":
+            return False
+        fd = fs.open_flock_file(self.repo.state_dir / NESTED_FILE)
+        waited = wait_flock(fd, timeout)
+        if waited is not None:
+            os.close(fd)
+            raise LockTimeout.waited(owner, waited, time.time(), str(self.lock_dir))
+        self._nested_fd = fd
+        self._token, self._fence, self._joined = token, owner.fence, True
+        self.record, self._renewed_at = owner, _clock()
+        return True
+
+    def _leave(self) -> None:
+        self._joined = False
+        if self._nested_fd is not None:
+            os.close(self._nested_fd)
+            self._nested_fd = None
 
     def _take_baton(self) -> None:
         fd = fs.open_flock_file(self._baton_path)
@@ -151,8 +208,11 @@ class RepoLock(LockInterface):
             raise RuntimeError("this RepoLock is already held; release it first")
         fs.exclude_lock(self.repo.common_dir)
         self._guard()
-        if self._pid_start is None:  # psutil loads here, not while we hold the guard
-            self._pid_start = process_start(self.pid)
+        self.ended = []
+        if self._join(timeout):
+            return
+        if self._pid_ticks is None:
+            self._pid_ticks = procs.start_ticks(self.pid)
         start = time.monotonic()
         deadline = start + max(0.0, timeout)
         ok, holder, takeover = self._attempt(None)
@@ -167,6 +227,7 @@ class RepoLock(LockInterface):
             events.append(self.repo.state_dir, "timeout", wait=round(waited, 6), command=self.command)
             raise LockTimeout.waited(holder, waited, time.time(), str(self.lock_dir))
         self._held_since = time.monotonic()
+        self._renewed_at = _clock()
         self.record = holder
         self._acquired = {"wait": round(waited, 6), "contended": contended, "takeover": takeover}
 
@@ -209,6 +270,12 @@ class RepoLock(LockInterface):
         token, self._token = self._token, None
         if token is None:
             return
+        if self._joined:  # the holder's lock, not ours: leave it held
+            if self._keeper is not None:
+                self._keeper.stop()
+                self._keeper = None
+            self._leave()
+            return
         try:
             if self._keeper is not None:
                 self._keeper.stop()
@@ -227,6 +294,9 @@ class RepoLock(LockInterface):
         token, self._token = self._token, None
         if token is None:
             raise LockLost("the repo lock is not held", hint="acquire it first")
+        if self._joined:
+            self._leave()
+            return token
         self._drop_baton()
         events.append(self.repo.state_dir, "acquire", command=self.command, **self._acquired)
         return token
@@ -235,6 +305,9 @@ class RepoLock(LockInterface):
         token = self._token
         if token is None:
             raise LockLost("the repo lock is not held", hint="acquire it first")
+        if self._joined:  # the holder renews its own lease; we only check it is still its lock
+            self.ensure_held()
+            return
         with fs.guarded(self._guard()):
             try:
                 owner = read_owner(self.lock_dir)
@@ -244,17 +317,36 @@ class RepoLock(LockInterface):
                 raise self._lost(owner)
             if self.ttl:
                 publish(self.lock_dir, replace(owner, expires=iso(time.time() + self.ttl)))
+        self._renewed_at = _clock()
 
-    def _lost(self, owner: Owner | None) -> LockLost:
-        now_by = f"PID {owner.pid} ({owner.command!r})" if owner else "nobody"
+    def set_group(self, pgid: int, ticks: int | None) -> None:
+        """Record the process group `lock run`'s command runs in: while any of it runs, the lock is not
+        stale even if michi dies (a taker ends the group first)."""
+        if self._joined or self._token is None:
+            return
+        with fs.guarded(self._guard()):
+            owner = read_owner(self.lock_dir)
+            if owner is not None and owner.token == self._token:
+                publish(self.lock_dir, replace(owner, pgid=pgid, pgid_ticks=ticks))
+
+    def _lost(self, owner: Owner | None, token: str | None = None) -> LockLost:
+        token = token or self._token or ""
+        paused = _clock() - self._renewed_at if self._renewed_at else None
+        message, details = lost.explain(self.repo.state_dir, token, self._fence, owner, paused, self.ttl)
         return LockLost(
-            f"lost the repo lock: it is now held by {now_by}",
-            hint="the lease ran out (raise lock_ttl?); nothing more was done; run the command again",
+            message,
+            hint="nothing more was done and nothing was pushed; run the command again (raise lock_ttl if "
+            "pauses this long are expected)",
             lock=str(self.lock_dir),
+            **details,
         )
 
     def ensure_held(self) -> None:
-        if self._token is None or _token_of(self.lock_dir) != self._token:
+        """Before each irreversible step: the record still carries our token and no later fence was
+        handed out in this repository (a stale fence means someone else has held the lock since)."""
+        if self._token is None:
+            raise LockLost("the repo lock is not held", hint="acquire it first")
+        if _token_of(self.lock_dir) != self._token or fs.read_fence(self._guard()) > self._fence:
             raise self._lost(peek(self.lock_dir)[0])
 
     def on_release_requested(self, handler: Callable[[], None]) -> None:

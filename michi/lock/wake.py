@@ -12,6 +12,7 @@ import fcntl
 import os
 import random
 import threading
+import time
 from pathlib import Path
 
 FIRST_STEP = 0.001
@@ -71,3 +72,18 @@ class Backoff:
         delay = self.step * random.uniform(0.5, 1.0)
         self.step = min(self.cap, self.step * 2)
         return delay
+
+
+def wait_flock(fd: int, timeout: float) -> float | None:
+    """Take an exclusive flock on `fd`, polling with backoff for up to `timeout` seconds: None once
+    taken, else how long we waited."""
+    start, backoff = time.monotonic(), Backoff(POLL_CAP)
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return None
+        except BlockingIOError:
+            waited = time.monotonic() - start
+            if waited >= timeout:
+                return waited
+            time.sleep(min(backoff.next(), max(0.0, timeout - waited)))

@@ -252,7 +252,7 @@ class Transaction:
             entries = [e.but(state=PUSHING, commit=tip) for e in built]
             journal.save(entries)
             faults.point("committed")
-            lock.ensure_held()
+            lock.ensure_held()  # our token and fence are still the latest (ADR 0003): else push nothing
             faults.point("pushing")
             with interruptions_deferred(lambda: self.pushed):
                 if self._push(tip, lock, functools.partial(_name_push, journal, entries)):
@@ -293,14 +293,7 @@ class Transaction:
         gets the push's pid (the journal names it, so the next holder can wait for an orphaned push)."""
         assert self.target.remote
         try:
-            result = git.push(
-                self.git,
-                self.target.remote,
-                tip,
-                self.target.branch,
-                {"MICHI_LOCK_TOKEN": lock.token or ""},
-                on_start=started,
-            )
+            result = git.push(self.git, self.target.remote, tip, self.target.branch, {}, on_start=started)
         except RemoteUnreachable as exc:
             if not exc.connected:
                 raise  # git never reached the remote: nothing landed, the caller may simply retry

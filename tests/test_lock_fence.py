@@ -1,0 +1,113 @@
+"""Fencing tokens (ADR 0003): every hold gets a higher fence than all before it in the repository; a
+holder that lost its lock (paused past its lease, taken over, cleared by force) learns what happened and
+michi's own transactions push nothing on a stale fence."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import git, run_michi
+from lockkit import new_lock, wait_until
+
+from michi.lock import LockLost, admin
+from michi.lock.procs import start_ticks
+from michi.repo import find_repo
+from michi.workflow import faults
+
+
+def test_fences_strictly_increase_and_show_in_status(cli, local_repo: Path) -> None:
+    seen = []
+    for _ in range(3):
+        lock = new_lock(local_repo)
+        lock.acquire(0)
+        seen.append(lock.fence)
+        status = cli(local_repo, "--json", "lock", "status").json()
+        assert status["fence"] == lock.fence and status["holder"]["fence"] == lock.fence
+        assert f"fence    {lock.fence}" in cli(local_repo, "lock", "status").stdout
+        lock.release()
+    assert seen == sorted(set(seen)) and seen[0] >= 1
+    assert cli(local_repo, "--json", "lock", "status").json()["last_fence"] == seen[-1]
+    assert f"last fence {seen[-1]}" in cli(local_repo, "lock", "status").stdout
+
+
+def test_a_takeover_leaves_the_old_holder_a_stale_fence(local_repo: Path) -> None:
+    old = new_lock(local_repo, ttl=0.3)
+    old.acquire(0)  # never renewed: its lease runs out
+    wait_until(lambda: run_michi(local_repo, "--json", "lock", "status").json()["stale"], 30, "expiry")
+    new = new_lock(local_repo, command="the newcomer")
+    new.acquire(0)
+    assert (new.fence or 0) > (old.fence or 0)
+    with pytest.raises(LockLost) as lost:
+        old.ensure_held()
+    assert "its lease expired" in lost.value.message and "the newcomer" in lost.value.message
+    assert lost.value.details["holder_fence"] == new.fence
+    new.release()
+    with pytest.raises(LockLost):
+        old.ensure_held()  # free again, but the fence moved on: still not ours
+
+
+def test_a_paused_holder_learns_it_was_paused_and_by_whom_it_was_replaced(local_repo: Path) -> None:
+    env = {**os.environ, "MICHI_LOCK_TTL": "1"}
+    script = "echo $MICHI_LOCK_FENCE > a.fence; echo $$ > a.pid; while :; do sleep 0.1; done"
+    holder = subprocess.Popen(
+        [sys.executable, "-m", "michi", "lock", "run", "--", "sh", "-c", script],
+        cwd=local_repo,
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    wait_until(
+        lambda: (local_repo / "a.pid").is_file() and (local_repo / "a.pid").read_text(), 60, "A's command"
+    )
+    holder.send_signal(signal.SIGSTOP)  # michi paused (debugger, suspend); its command runs on
+    try:
+        taker = run_michi(
+            local_repo,
+            "lock",
+            "run",
+            "--wait",
+            "60",
+            "--",
+            "sh",
+            "-c",
+            "echo $MICHI_LOCK_FENCE > b.fence",
+            env=env,
+        )
+        assert taker.exit_code == 0, taker.stderr
+    finally:
+        holder.send_signal(signal.SIGCONT)
+    assert holder.wait(60) == 75
+    stderr = holder.stderr.read() if holder.stderr else ""
+    assert "paused or starved" in stderr and "took it over" in stderr
+    a_fence, b_fence = int((local_repo / "a.fence").read_text()), int((local_repo / "b.fence").read_text())
+    assert b_fence > a_fence and f"fence {b_fence}" in stderr
+    assert start_ticks(int((local_repo / "a.pid").read_text())) is None  # stopped once michi woke up
+
+
+def test_a_transaction_pushes_nothing_on_a_stale_fence(cli, repo: Path, remote, monkeypatch) -> None:
+    assert cli(repo, "init").exit_code == 0
+    before = remote.head()
+    paths = find_repo(repo)
+    stealer = new_lock(repo, command="the stealer")
+    real_point = faults.point
+
+    def steal_at_commit(name: str) -> None:
+        if name == "committed":  # built the commit, about to push: someone clears the lock and takes it
+            admin.release(paths, token=None, force=True, yes=True)
+            stealer.acquire(0)
+        real_point(name)
+
+    monkeypatch.setattr(faults, "point", steal_at_commit)
+    result = cli(repo, "--json", "task", "add", "never pushed")
+    stealer.release()
+    assert result.exit_code == 75
+    error = result.json()["error"]
+    assert error["code"] == "lock_lost" and "nothing was pushed" in error["hint"]
+    assert "--force" in error["message"] and error["holder_fence"] > error["fence"]
+    assert remote.head() == before
+    assert git(remote.bare, "log", "--format=%s", "main").count("michi:") == 1  # only init's commit
