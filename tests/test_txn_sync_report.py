@@ -171,8 +171,10 @@ def test_lost_journal_after_the_push_landed_drops_the_local_copy(
     cli: Cli, remote: Remote, ready: Path
 ) -> None:
     cli(ready, "task", "add", "offline", "--offline")
+    assert cli(remote.clone("other"), "task", "add", "elsewhere").exit_code == 0  # so sync rebuilds it
     killed = run_michi(ready, "sync", env={"MICHI_FAULT": "pushed"})
     assert killed.exit_code == -9  # landed on the remote; the local branch still has the offline commit
+    assert git(ready, "rev-parse", "main") != remote.head()
     (ready / ".git/michi/journal.json").unlink()
     synced = cli(ready, "sync", "--json")
     assert synced.exit_code == 0, synced.stdout
