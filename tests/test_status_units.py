@@ -111,34 +111,6 @@ def test_status_shows_a_stale_lock_and_its_fence(cli, local_repo: Path) -> None:
     assert data["sync"]["remote"] is None and data["sync"]["ahead"] is None  # no remote: local only
 
 
-def test_the_free_lock_shortcut_answers_as_the_lock_package_does(local_repo: Path) -> None:
-    from michi.commands import status
-    from michi.lock import admin
-    from michi.lock.repolock import QUEUE_DIR
-    from michi.session import Session
-
-    assert status.QUEUE == QUEUE_DIR
-    session = Session(cwd=local_repo)
-    quick = status._free_lock(session)
-    full = {**admin.state(session.repo).to_json(), "age": None, "fence": None}
-    assert quick == full and list(quick) == list(full)
-    (session.repo.state_dir / status.QUEUE).mkdir(parents=True)
-    (session.repo.state_dir / status.QUEUE / "0001.123.abc.ticket").write_text("")
-    assert status._free_lock(session) is None  # someone queued: the lock package decides
-
-
-VOLATILE = {"checked", "age", "lease_left", "last_sync", "since_sync", "oldest_age"}
-
-
-def stable(value: object) -> object:
-    """A status document without the fields that move with the clock."""
-    if isinstance(value, dict):
-        return {k: stable(v) for k, v in value.items() if k not in VOLATILE}
-    if isinstance(value, list):
-        return [stable(v) for v in value]
-    return value
-
-
 def test_warm_status_json_imports_neither_rich_nor_gitpython(cli, repo: Path) -> None:
     import subprocess
     import sys

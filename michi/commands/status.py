@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import calendar
 import json
-import os
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -90,41 +89,7 @@ def _tasks(table: Table, problems: int, now: float) -> dict[str, Any]:
 
 # `lock status` for a free lock with nobody queued (pinned against `admin.state` in the tests): most statuses
 # see a free lock, and then two file-system calls answer without importing the lock package.
-QUEUE = "lock-queue"  # michi.lock.repolock.QUEUE_DIR
-
-
-def _free_lock(session: Session) -> dict[str, Any] | None:
-    repo = session.repo
-    try:
-        os.lstat(repo.lock_dir)
-        return None  # held (or a bad path): the lock package judges it
-    except FileNotFoundError:
-        pass
-    try:
-        if os.listdir(repo.state_dir / QUEUE):
-            return None
-    except FileNotFoundError:
-        pass
-    except OSError:
-        return None
-    return {
-        "lock": str(repo.lock_dir),
-        "held": False,
-        "stale": False,
-        "reason": None,
-        "holder": None,
-        "time_left": None,
-        "token_prefix": None,
-        "waiters": [],
-        "age": None,
-        "fence": None,
-    }
-
-
 def _lock(session: Session, now: float) -> dict[str, Any]:
-    quick = _free_lock(session)
-    if quick is not None:
-        return quick
     from michi.lock import admin
 
     state = admin.state(session.repo)
@@ -136,24 +101,8 @@ def _lock(session: Session, now: float) -> dict[str, Any]:
             data["age"] = round(max(0.0, now - session.repo.lock_dir.stat().st_mtime), 3)
         except OSError:
             data["age"] = None
-    data["fence"] = _fence(session, state.owner)
+    data["fence"] = state.owner.fence if state.owner is not None else None
     return data
-
-
-def _fence(session: Session, owner: Any) -> Any:
-    """The fencing token, where the lock record carries one (ADR 0003); older records have none. Read from
-    the record itself when this `Owner` does not know the field yet."""
-    if owner is None:
-        return None
-    if hasattr(owner, "fence"):
-        return owner.fence
-    from michi.lock.record import OWNER_FILE
-
-    try:
-        record = json.loads((session.repo.lock_dir / OWNER_FILE).read_bytes())
-    except (OSError, ValueError):
-        return None
-    return record.get("fence") if isinstance(record, dict) else None
 
 
 def remote_lock(session: Session, fetch: bool) -> dict[str, Any] | None:
