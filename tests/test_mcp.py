@@ -34,6 +34,7 @@ TOOLS = {
     "task_done",
     "task_annotate",
     "task_modify",
+    "task_log",
     "lock_status",
     "sync",
 }
@@ -97,10 +98,12 @@ def test_add_claim_done_lands_on_the_remote_with_the_agents_trailer(remote: Remo
                 await call(s, "task_add", description="write the docs", priority="H"),
                 await call(s, "task_next", claim=True),
                 await call(s, "task_done", id="1"),
+                await call(s, "task_log", id="1"),
             ]
 
-    (e1, added), (e2, claimed), (e3, done) = run(main)
-    assert not (e1 or e2 or e3)
+    (e1, added), (e2, claimed), (e3, done), (e4, history) = run(main)
+    assert not (e1 or e2 or e3 or e4)
+    assert history == run_michi(work, "--json", "task", "log", "1").json()
     assert added["id"] == 1 and added["transaction"]["pushed"] is True
     assert claimed["assignee"] == "agent-7" and claimed["state"] == "in_progress"
     assert done["state"] == "done"

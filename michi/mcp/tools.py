@@ -156,6 +156,12 @@ def task_modify(
     )
 
 
+def task_log(s: Session, id: str, fetch: bool = False) -> Any:
+    from michi.commands import task_log as cmd
+
+    return cmd.run(s, id, fetch, False)
+
+
 def lock_status(s: Session) -> Any:
     from michi.commands import lock_info
 
@@ -237,6 +243,12 @@ TOOLS: dict[str, tuple[Any, str, bool]] = {
         task_modify,
         "Change a task's fields: description, priority (H, M, L, '' clears), project, tags, dependencies.",
         True,
+    ),
+    "task_log": (
+        task_log,
+        "A task's history from git: when, who (agent and host), which command, what changed, the commit. "
+        "Read-only.",
+        False,
     ),
     "lock_status": (
         lock_status,
