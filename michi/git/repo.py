@@ -45,10 +45,8 @@ class Repo:
         self.paths = paths
         self.working_dir = str(paths.worktree)
         self.objects_dir = paths.common_dir / "objects"
-        self._batch: subprocess.Popen[bytes] | None = None
-        self._finalizer: Any = None
-        self._check: subprocess.Popen[bytes] | None = None
-        self._check_finalizer: Any = None
+        self._cat_files: dict[str, subprocess.Popen[bytes]] = {}  # "--batch" / "--batch-check"
+        self._finalizers: list[Any] = []
         # Answers that cannot change during one command (identity, remote URLs): asked once, before
         # the lock, never again inside it.
         self.memo: dict[str, Any] = {}
@@ -72,22 +70,19 @@ class Repo:
         return proc.returncode, proc.stdout, proc.stderr
 
     # -- objects ----------------------------------------------------------------------------------------
-    def _batch_process(self) -> subprocess.Popen[bytes]:
-        if self._batch is None or self._batch.poll() is not None:
-            self._batch = subprocess.Popen(
-                ["git", "cat-file", "--batch"],
+    def _ask(self, mode: str, spec: str) -> tuple[IO[bytes], list[bytes]]:
+        """Ask the persistent `git cat-file <mode>` about `spec`: its stdout and the answer's header."""
+        proc = self._cat_files.get(mode)
+        if proc is None or proc.poll() is not None:
+            proc = self._cat_files[mode] = subprocess.Popen(
+                ["git", "cat-file", mode],
                 cwd=self.working_dir,
                 env=self.env(),
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
             )
-            self._finalizer = weakref.finalize(self, _close, self._batch)
-        return self._batch
-
-    def cat(self, spec: str) -> tuple[bytes, bytes] | None:
-        """(type, content) of the object `spec` names (an oid, or `<tree>:<path>`), None when missing."""
-        proc = self._batch_process()
+            self._finalizers.append(weakref.finalize(self, _close, proc))
         stdin: IO[bytes] = proc.stdin  # type: ignore[assignment]
         stdout: IO[bytes] = proc.stdout  # type: ignore[assignment]
         stdin.write(spec.encode("utf-8", "surrogateescape") + b"\n")
@@ -95,7 +90,11 @@ class Repo:
         header = stdout.readline()
         if not header:
             raise GitFailed(f"git cat-file stopped while reading {spec}")
-        fields = header.split()
+        return stdout, header.split()
+
+    def cat(self, spec: str) -> tuple[bytes, bytes] | None:
+        """(type, content) of the object `spec` names (an oid, or `<tree>:<path>`), None when missing."""
+        stdout, fields = self._ask("--batch", spec)
         if len(fields) != 3:  # "<spec> missing", "<spec> ambiguous"
             return None
         data = stdout.read(int(fields[2]))
@@ -103,25 +102,9 @@ class Repo:
         return fields[1], data
 
     def kind(self, spec: str) -> str | None:
-        """The type of the object `spec` names ("blob", "tree", ...) without reading it, None when missing:
-        a persistent `cat-file --batch-check` (a `.tasks` tree may hold 50,000 entries)."""
-        if self._check is None or self._check.poll() is not None:
-            self._check = subprocess.Popen(
-                ["git", "cat-file", "--batch-check"],
-                cwd=self.working_dir,
-                env=self.env(),
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL,
-            )
-            self._check_finalizer = weakref.finalize(self, _close, self._check)
-        stdin: IO[bytes] = self._check.stdin  # type: ignore[assignment]
-        stdout: IO[bytes] = self._check.stdout  # type: ignore[assignment]
-        stdin.write(spec.encode("utf-8", "surrogateescape") + b"\n")
-        stdin.flush()
-        fields = stdout.readline().split()
-        if not fields:
-            raise GitFailed(f"git cat-file --batch-check stopped while reading {spec}")
+        """The type of the object `spec` names ("blob", "tree", ...) without reading it, None when missing
+        (a `.tasks` tree may hold 50,000 entries)."""
+        _, fields = self._ask("--batch-check", spec)
         return fields[1].decode() if len(fields) == 3 else None
 
     def read_object(self, oid: str) -> bytes:
@@ -146,9 +129,8 @@ class Repo:
         return oid
 
     def close(self) -> None:
-        for finalizer in (self._finalizer, self._check_finalizer):
-            if finalizer is not None:
-                finalizer()
+        for finalizer in self._finalizers:
+            finalizer()
 
 
 _last: Repo | None = None
