@@ -45,6 +45,8 @@ def main(argv: list[str]) -> int:
                 "notes": outcome.notes,
                 "attempts": outcome.attempts,
                 "recovered": outcome.recovered,
+                "refused": outcome.refused,
+                "renumbered": outcome.renumbered,
             }
         )
     )

@@ -58,7 +58,11 @@ def import_(
 
 
 def sync(ctx: typer.Context, wait: Wait = None) -> Any:
-    """Push pending offline work, fetch, and bring the local task branch up to date."""
+    """Push pending offline work, fetch, and bring the local task branch up to date.
+
+    Says what became of each pending operation: offline-added tasks that got a new id (another clone
+    took theirs), and operations that no longer apply (exit 4), e.g. an offline claim someone else won.
+    """
     from michi.commands import sync as sync_cmd
 
     return _done(sync_cmd.run(session(ctx), wait=wait))

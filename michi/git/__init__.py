@@ -9,9 +9,11 @@ push) and `objects` (blobs, trees, commits). GitPython itself is imported lazily
 
 from michi.git.core import NO_PROMPT as NO_PROMPT
 from michi.git.core import Head as Head
+from michi.git.core import commit_messages as commit_messages
 from michi.git.core import head as head
 from michi.git.core import is_ancestor as is_ancestor
 from michi.git.core import merge_base as merge_base
+from michi.git.core import messages_matching as messages_matching
 from michi.git.core import open_repo as open_repo
 from michi.git.core import read_tree_update as read_tree_update
 from michi.git.core import ref_oid as ref_oid

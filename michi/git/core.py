@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,8 +53,29 @@ def _exec(
 def _must(repo: Repo, *args: str, env: Mapping[str, str] | None = None) -> str:
     status, out, err = _exec(repo, *args, env=env)
     if status != 0:
-        raise GitFailed(f"git {args[0]} failed: {err.strip() or status}")
+        raise lock_held(err) or GitFailed(f"git {args[0]} failed: {err.strip() or status}")
     return str(out)
+
+
+# git's words when another git process holds (or a crashed one left) the lock file of a ref or the index.
+_LOCK_FILE = re.compile(r"Unable to create '([^']+\.lock)': File exists")
+
+
+def lock_held(err: str) -> GitFailed | None:
+    """The error to report when git failed because a `.lock` file is in its way, else None: it is
+    neither an unreachable remote nor changes in the work tree, and the fix is not to retry blindly."""
+    found = _LOCK_FILE.search(err)
+    if found is None:
+        return None
+    path = found.group(1)
+    what = "the index" if path.endswith("/index.lock") else path.rsplit("/.git/", 1)[-1].removesuffix(".lock")
+    return GitFailed(
+        f"git cannot update {what}: {path} exists (another git process is using it, or one crashed "
+        "and left it behind)",
+        code="git_lock_held",
+        hint=f"wait for the other git command to finish; if none is running, delete {path} and retry",
+        path=path,
+    )
 
 
 def ref_oid(repo: Repo, ref: str) -> str | None:
@@ -116,9 +138,41 @@ def read_tree_update(repo: Repo, old: str, new: str, env: Mapping[str, str] | No
     not differ keep every staged and unstaged change; git refuses (and changes nothing) when a path that
     differs has local changes. Returns git's refusal, or None on success."""
     status, _out, err = _exec(repo, "read-tree", "-m", "-u", old, new, env=env)
+    if status != 0 and (held := lock_held(err)) is not None:
+        raise held  # not a refusal: nothing in the work tree is in the way
     return None if status == 0 else (err.strip() or f"read-tree exited {status}")
 
 
 def update_ref(repo: Repo, ref: str, new: str, old: str | None, message: str) -> None:
     """Compare-and-swap a ref (old None = must not exist yet)."""
     _must(repo, "update-ref", "-m", message, ref, new, old if old is not None else "0" * 40)
+
+
+def messages_matching(repo: Repo, include: str, exclude: str | None, pattern: str) -> list[tuple[str, bytes]]:
+    """(oid, raw message) of the commits reachable from `include` but not `exclude` whose message has a
+    line matching the extended regex `pattern`; newest first. git filters in C: scanning a long history
+    costs one process and returns only the matches."""
+    args = ["log", "-z", "--format=%H%n%B", "--extended-regexp", f"--grep={pattern}", include]
+    if exclude:
+        args.append(f"^{exclude}")
+    return _log(repo, args)
+
+
+def commit_messages(repo: Repo, include: str, exclude: str | None) -> list[tuple[str, bytes]]:
+    """(oid, raw message) of the commits reachable from `include` but not `exclude`, oldest first."""
+    args = ["log", "-z", "--reverse", "--topo-order", "--format=%H%n%B", include]
+    if exclude:
+        args.append(f"^{exclude}")
+    return _log(repo, args)
+
+
+def _log(repo: Repo, args: list[str]) -> list[tuple[str, bytes]]:
+    status, out, err = _exec(repo, *args, raw=True)
+    if status != 0:
+        raise GitFailed(f"git log failed: {err.strip() or status}")
+    found = []
+    for record in bytes(out).split(b"\0"):
+        oid, _, message = record.strip(b"\n").partition(b"\n")
+        if oid:
+            found.append((oid.decode(), message))
+    return found

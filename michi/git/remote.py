@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
+import subprocess
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from michi.errors import GitFailed
-from michi.git.core import _exec, ref_oid
+from michi.git.core import NO_PROMPT, _exec, lock_held, ref_oid
 
 if TYPE_CHECKING:
     from git import Repo
@@ -54,11 +56,8 @@ def fetch_branch(repo: Repo, remote: str, branch: str) -> str | None:
     if status != 0:
         if "couldn't find remote ref" in err:
             return None
-        raise _remote_failure(err, remote)
+        raise lock_held(err) or _remote_failure(err, remote)
     return ref_oid(repo, tracking)
-
-
-# Reasons a remote gives when a concurrent push won the race for the ref: contention, not refusal.
 
 
 # Reasons a remote gives when a concurrent push won the race for the ref: contention, not refusal.
@@ -82,32 +81,56 @@ class PushResult:
     stale: bool  # rejected because the remote moved on: fetch and try again
 
 
-def push(repo: Repo, remote: str, commit: str, branch: str, env: Mapping[str, str]) -> PushResult:
+def _run_push(
+    repo: Repo, args: list[str], env: Mapping[str, str], on_start: Callable[[int], None] | None
+) -> tuple[int, str, str]:
+    """`git push` in its own session (a terminal Ctrl-C must not kill it half-way, ADR 0004), its pid
+    handed to `on_start` as soon as it exists: the push outlives a SIGKILLed michi, and the next holder
+    must be able to find it (see michi.workflow.orphans)."""
+    proc = subprocess.Popen(
+        ["git", *args],
+        cwd=repo.git.working_dir,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "LANGUAGE": "C", "LC_ALL": "C", **NO_PROMPT, **env},
+        start_new_session=True,
+    )
+    try:
+        if on_start is not None:
+            on_start(proc.pid)
+    finally:
+        out, err = proc.communicate()
+    return proc.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
+
+
+def push(
+    repo: Repo,
+    remote: str,
+    commit: str,
+    branch: str,
+    env: Mapping[str, str],
+    on_start: Callable[[int], None] | None = None,
+) -> PushResult:
     """Fast-forward-only push of `commit` to the remote branch (the remote serializes machines)."""
     from michi.errors import RemoteRejected
 
-    # Its own session: a Ctrl-C at the terminal must not kill git half-way through the push (ADR 0004).
-    status, out, err = _exec(
-        repo,
-        "push",
-        "--porcelain",
-        "--quiet",
-        remote,
-        f"{commit}:refs/heads/{branch}",
-        env=env,
-        own_session=True,
-    )
+    args = ["push", "--porcelain", "--quiet", remote, f"{commit}:refs/heads/{branch}"]
+    status, out, err = _run_push(repo, args, env, on_start)
     if status == 0:
         return PushResult(ok=True, stale=False)
     text = f"{out}\n{err}"
     if "[rejected]" in text and ("non-fast-forward" in text or "fetch first" in text or "stale info" in text):
         return PushResult(ok=False, stale=True)
-    if _rejection_reasons(str(out)) and all(r in _REF_RACES for r in _rejection_reasons(str(out))):
+    if _rejection_reasons(out) and all(r in _REF_RACES for r in _rejection_reasons(out)):
         return PushResult(ok=False, stale=True)  # another push held the remote's ref lock: retry
     if "[remote rejected]" in text or "[rejected]" in text:
         reason = next((ln.strip() for ln in text.splitlines() if "rejected]" in ln), err.strip())
+        said = " ".join(
+            ln[7:].strip() for ln in err.splitlines() if ln.startswith("remote:") and ln[7:].strip()
+        )
         raise RemoteRejected(
-            f"remote {remote!r} refused the push: {reason}",
+            f"remote {remote!r} refused the push: {reason}" + (f"; it said: {said[:300]}" if said else ""),
             hint="the remote's hooks or branch protection refused michi's commit; ask its admin, then retry",
         )
-    raise _remote_failure(err or str(out), remote)
+    raise _remote_failure(err or out, remote)

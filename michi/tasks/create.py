@@ -47,6 +47,16 @@ def room_for(tree: TaskTree, path: str) -> str:
 
 def add(tree: TaskTree, params: Mapping[str, Any], ctx: ApplyContext) -> Change:
     path = room_for(tree, task_path(str(params["domain"]), str(params["uuid"])))  # a fresh uuid4
+    existing = tree.read(path)
+    if existing is not None:
+        # Its uuid was fresh when the command ran, so this add already landed (ADR 0004): never overwrite
+        # the task, which may have changed since; applying it again changes nothing.
+        task = serialization.loads(existing, path)
+        return Change(
+            f"task add {task.id} (already there)",
+            result=[{"path": path, "record": serialization.to_record(task)}],
+            ids={task.uuid: task.id},
+        )
     allocator = ids.Allocator(tree, floor=int(params.get("floor", 0)))
     now = tw_date(ctx.now)
     task = Task(

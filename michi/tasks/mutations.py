@@ -39,7 +39,8 @@ def written(subject: str, pairs: list[tuple[str, Task]], extra: Mapping[str, byt
     writes.update(extra or {})
     trailers = {"Michi-Task": pairs[0][1].uuid} if len(pairs) == 1 else {}
     result = [{"path": p, "record": serialization.to_record(t)} for p, t in pairs]
-    return Change(subject, writes=writes, trailers=trailers, result=result)
+    ids = {t.uuid: t.id for _p, t in pairs}
+    return Change(subject, writes=writes, trailers=trailers, result=result, ids=ids)
 
 
 def load(tree: TaskTree, params: Mapping[str, Any], ctx: ApplyContext) -> tuple[str, Task]:

@@ -2,19 +2,23 @@
 
 Written before anything irreversible and cleared after the local branch is up to date. An entry left
 behind means its holder died (SIGKILL, power loss of the process) or worked offline: the next
-transaction applies its mutation again unless its commit already reached the remote.
+transaction applies its mutation again unless a commit carrying its `Michi-Txn` id already reached the
+remote (see `michi.workflow.landed`). Before each push the journal also names the push's process, so the
+next holder can make sure an orphaned push is over before it decides what landed (see `orphans`).
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from michi.atomic import write_atomic
 from michi.workflow.mutation import Mutation
 
 STARTED, PUSHING, OFFLINE = "started", "pushing", "offline"
+DAMAGED_SUFFIX = ".corrupt"
 
 
 @dataclass(frozen=True)
@@ -25,56 +29,82 @@ class Entry:
     agent: str | None
     state: str = STARTED
     commit: str | None = None  # the commit last built for it (pushed or about to be)
+    # The remote-tracking tip when the entry was first written: any commit carrying this txn that ever
+    # landed is on the remote branch after it, so recognising it means scanning only `base..tip`.
+    base: str | None = None
+    ids: dict[str, int] = field(default_factory=dict)  # numeric ids it gave, by uuid (offline: provisional)
 
     def but(self, **changes: object) -> Entry:
         return replace(self, **changes)  # type: ignore[arg-type]
 
 
+@dataclass(frozen=True)
+class PushProcess:
+    """The `git push` a holder started: it runs in its own session and outlives a SIGKILLed michi."""
+
+    pid: int
+    start: float  # process start time (psutil), so a reused pid is never mistaken for it
+    host: str
+    boot_id: str
+
+
 class Journal:
     def __init__(self, state_dir: Path) -> None:
         self.path = state_dir / "journal.json"
+        self.damaged = False  # set by load(): an unreadable journal was moved aside
+        self.push: PushProcess | None = None  # set by load(): the last holder's push, if it recorded one
 
     def load(self) -> list[Entry]:
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
+            entries = [_entry(e) for e in data.get("entries", [])]
+            push = data.get("push")
+            self.push = PushProcess(**push) if isinstance(push, dict) else None
         except FileNotFoundError:
             return []
-        except (OSError, ValueError):
-            # A journal we cannot read is a crash in the middle of writing it, which os.replace makes
-            # impossible; keep the evidence and start clean rather than block every command.
-            self.path.replace(self.path.with_suffix(".corrupt"))
+        except (OSError, ValueError, TypeError, KeyError, AttributeError):
+            # Only a damaged disk or a hand edit gets here (os.replace makes a half-written journal
+            # impossible). Keep the evidence and say so: the caller looks for the stranded work itself.
+            self.path.replace(self.path.with_suffix(DAMAGED_SUFFIX))
+            self.damaged = True
             return []
-        return [
-            Entry(
-                txn=e["txn"],
-                mutation=Mutation.from_json(e["mutation"]),
-                command=e.get("command", ""),
-                agent=e.get("agent"),
-                state=e.get("state", STARTED),
-                commit=e.get("commit"),
-            )
-            for e in data.get("entries", [])
-        ]
+        return entries
 
-    def save(self, entries: list[Entry]) -> None:
+    def save(self, entries: list[Entry], push: PushProcess | None = None) -> None:
         if not entries:
             self.clear()
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        body = {
-            "entries": [
-                {
-                    "txn": e.txn,
-                    "mutation": e.mutation.to_json(),
-                    "command": e.command,
-                    "agent": e.agent,
-                    "state": e.state,
-                    "commit": e.commit,
-                }
-                for e in entries
-            ]
-        }
+        body: dict[str, Any] = {"entries": [_record(e) for e in entries]}
+        if push is not None:
+            body["push"] = {"pid": push.pid, "start": push.start, "host": push.host, "boot_id": push.boot_id}
         write_atomic(self.path, json.dumps(body, indent=1).encode())
 
     def clear(self) -> None:
         self.path.unlink(missing_ok=True)
+
+
+def _entry(e: dict[str, Any]) -> Entry:
+    return Entry(
+        txn=str(e["txn"]),
+        mutation=Mutation.from_json(e["mutation"]),
+        command=str(e.get("command", "")),
+        agent=e.get("agent"),
+        state=str(e.get("state", STARTED)),
+        commit=e.get("commit"),
+        base=e.get("base"),
+        ids={str(k): int(v) for k, v in (e.get("ids") or {}).items()},
+    )
+
+
+def _record(e: Entry) -> dict[str, Any]:
+    return {
+        "txn": e.txn,
+        "mutation": e.mutation.to_json(),
+        "command": e.command,
+        "agent": e.agent,
+        "state": e.state,
+        "commit": e.commit,
+        "base": e.base,
+        "ids": e.ids,
+    }

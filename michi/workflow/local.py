@@ -124,9 +124,11 @@ def update_local(
         faults.point("local")  # index and work tree moved, branch not yet: recovery must cope
     try:
         git.update_ref(repo, ref, goal, local, "michi: update task branch")
-    except GitFailed:
+    except GitFailed as exc:
         # The branch moved under us (a commit made without the hook): put the index back where it was.
         if here:
             git.read_tree_update(repo, goal, local or git.EMPTY_TREE)
+        if exc.code == "git_lock_held":
+            raise  # not a moved branch: say which lock file is in the way
         return [f"local branch {target.branch} moved while michi worked; it was left as it is"]
     return []

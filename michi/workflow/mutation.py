@@ -59,6 +59,9 @@ class Change:
     deletes: frozenset[str] = frozenset()
     trailers: Mapping[str, str] = field(default_factory=dict)  # extra commit trailers, e.g. Michi-Task
     result: Any = None  # handed back to the caller when the transaction succeeds
+    # Numeric ids this change gives to tasks, by uuid. Offline they are provisional: the engine remembers
+    # them and reports any that differ when the change is applied again at sync (ADR 0007).
+    ids: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def empty(self) -> bool:

@@ -34,4 +34,7 @@ class TxnOutcome:
     attempts: int
     notes: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
-    recovered: int = 0  # operations of an earlier, interrupted michi process completed by this one
+    recovered: int = 0  # pending operations (interrupted or offline) now on the remote thanks to this run
+    landed_before: int = 0  # of those, how many were found on the remote already (an orphaned push)
+    refused: list[dict[str, Any]] = field(default_factory=list)  # pending operations that now refuse
+    renumbered: list[dict[str, Any]] = field(default_factory=list)  # offline-added tasks given a new id

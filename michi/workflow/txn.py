@@ -8,16 +8,18 @@ mutation refuses on a state that may be stale), then applies the mutation again 
 
 from __future__ import annotations
 
+import functools
 import random
 import re
 import socket
 import time
 import uuid
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from michi import git
 from michi.errors import GitFailed, MichiError, RemoteUnreachable, RepoBusy
-from michi.workflow import faults
+from michi.workflow import faults, orphans, recovery, stranded
 from michi.workflow.journal import OFFLINE, PUSHING, Entry, Journal
 from michi.workflow.local import checked_out_elsewhere, move_checkout, update_local
 from michi.workflow.mutation import ApplyContext, Change, Mutation
@@ -51,6 +53,10 @@ def _one_line(value: str) -> str:
 _MICHIS = re.compile(r"(?:.+/)?\.tasks/[^/]+\.json|\.michi/[^/]+|\.michi\.toml|\.tasks/\.keep")
 
 
+def _name_push(journal: Journal, entries: list[Entry], pid: int) -> None:
+    journal.save(entries, orphans.describe(pid))
+
+
 def _safe_path(path: str) -> str:
     parts = path.split("/")
     if (
@@ -81,6 +87,10 @@ class Transaction:
         self.identity = (author.rsplit(b" ", 2)[0], committer.rsplit(b" ", 2)[0])
         self.notes: list[str] = []
         self.leftover: list[Entry] = []  # a dead holder's or offline entries, read under the lock
+        self.report = recovery.Report()  # what became of them, in the application that counted
+        self.already: set[str] = set()  # txns of leftover entries found on the remote already
+        self.stranded: list[stranded.Stranded] = []  # sync only: michi commits no journal entry names
+        self.rescued: set[str] = set()  # txns of those that this run completes (or found landed)
         self.pushed = False  # this run's push landed: its journal entry must survive a late failure
         self.keep_entry = False  # the push's outcome is unknown: the next run must check the remote
         head = git.head(self.git)
@@ -113,8 +123,10 @@ class Transaction:
         self, base: str | None, leftover: list[Entry], mine: list[Entry]
     ) -> tuple[str | None, list[Entry], Any]:
         """Apply each entry's mutation in order, each on the tree the previous one produced. A leftover
-        entry that now refuses is dropped with a note; a refusal of this command's own entry is raised."""
+        entry that now refuses is dropped and reported; a refusal of this command's own entry is raised.
+        `self.report` describes this application (the last one is the one that lands)."""
         tip, built, result = base, [], None
+        report = recovery.Report()
         for entry in leftover + mine:
             ctx = ApplyContext(
                 now=time.time(), agent=entry.agent, host=self.host, state_dir=str(self.req.repo.state_dir)
@@ -124,23 +136,31 @@ class Transaction:
             except MichiError as exc:
                 if entry in mine:
                     raise
-                self.notes.append(
-                    f"an interrupted `michi {entry.command}` could not be completed: {exc.message}"
-                )
+                report.refuse(entry, exc.code, exc.message)
                 continue
             if not change.empty:
                 tip = self._commit(tip, change, entry)
-            built.append(entry.but(commit=tip if not change.empty else None))
+            if entry not in mine:
+                report.compare_ids(entry, dict(change.ids))
+            built.append(entry.but(commit=tip if not change.empty else None, ids=dict(change.ids)))
             if entry in mine:
                 result = change.result
+        self.report = report
         return tip, built, result
 
     def _pending(self, leftover: list[Entry], base: str | None) -> list[Entry]:
-        """Leftover entries whose commit is not yet in `base`: they still have to happen."""
+        """Leftover entries whose commit is not yet in the local `base`: they still have to happen."""
         return [e for e in leftover if not (e.commit and base and git.is_ancestor(self.git, e.commit, base))]
 
+    def _not_landed(self, leftover: list[Entry], tip: str | None) -> list[Entry]:
+        """Leftover entries whose `Michi-Txn` is not on the remote at `tip`, whatever commit carried it
+        there (ADR 0004): only those may be applied again. Costs one git process, and only on recovery."""
+        found = recovery.landed(self.git, tip, leftover)
+        self.already = set(found)
+        return [e for e in leftover if e.txn not in found]
+
     # -- the transaction ------------------------------------------------------------------------------
-    def run(self, mutations: list[Mutation], fetch: bool = False) -> TxnOutcome:
+    def run(self, mutations: list[Mutation], fetch: bool = False, rescue: bool = False) -> TxnOutcome:
         from michi.lock import RepoLock
 
         for m in mutations:
@@ -160,12 +180,23 @@ class Transaction:
             locked = time.monotonic()
             journal = Journal(self.req.repo.state_dir)
             leftover = self.leftover = journal.load()
-            mine = [Entry(uuid.uuid4().hex, m, self.req.command, self.req.agent) for m in mutations]
+            if journal.damaged:
+                self.notes.append(
+                    f"the journal could not be read and was kept as {journal.path.with_suffix('.corrupt')}"
+                )
+            # A dead holder's push may still be running: it must be over before we decide what landed.
+            waited = orphans.settle(journal.push) if leftover else None
+            if waited:
+                self.notes.append(waited)
+            tracking = git.ref_oid(self.git, self.target.remote_ref) if self.target.remote_ref else None
+            mine = [
+                Entry(uuid.uuid4().hex, m, self.req.command, self.req.agent, base=tracking) for m in mutations
+            ]
             journal.save(leftover + mine)
             faults.point("locked")
             try:
                 if self.target.online:
-                    outcome = self._online(lock, journal, leftover, mine, fetch)
+                    outcome = self._online(lock, journal, leftover, mine, fetch, rescue)
                 else:
                     outcome = self._local_only(journal, leftover, mine)
             except BaseException:
@@ -184,44 +215,55 @@ class Transaction:
         return outcome
 
     def _online(
-        self, lock: RepoLock, journal: Journal, leftover: list[Entry], mine: list[Entry], fetch: bool
+        self,
+        lock: RepoLock,
+        journal: Journal,
+        leftover: list[Entry],
+        mine: list[Entry],
+        fetch: bool,
+        rescue: bool,
     ) -> TxnOutcome:
         assert self.target.remote and self.target.remote_ref
         old_remote = git.ref_oid(self.git, self.target.remote_ref)
         base, fetched = old_remote, False
         if fetch or leftover or base is None:
             base, fetched = self._fetch(), True
+        if rescue:
+            local = git.ref_oid(self.git, self.target.local_ref)
+            self.stranded = stranded.find(self.git, local, base, {e.txn for e in leftover})
         retries = self.req.config.push_retries
         for attempt in range(1, retries + 1):
-            pending = self._pending(leftover, base)
+            pending = self._not_landed(leftover, base) if leftover else []
+            start = self._rescue(base) if self.stranded else base
             try:
-                tip, built, result = self._apply_all(base, pending, mine)
+                tip, built, result = self._apply_all(start, pending, mine)
             except MichiError:
                 if fetched:
                     raise
                 base, fetched = self._fetch(), True  # refuse only on fresh state
                 continue
-            landed = {e.txn for e in leftover}
+            landed = {e.txn for e in leftover} | self.rescued
             if tip == base:
                 journal.save([])
                 notes = self._update_local(old_remote, base, landed)
                 return self._outcome(
-                    result, None, pushed=False, attempts=attempt, notes=notes, recovered=len(leftover)
+                    result, None, pushed=False, attempts=attempt, notes=notes, recovered=self._completed()
                 )
             assert tip is not None
-            journal.save([e.but(state=PUSHING, commit=tip) for e in built])
+            entries = [e.but(state=PUSHING, commit=tip) for e in built]
+            journal.save(entries)
             faults.point("committed")
             lock.ensure_held()
             faults.point("pushing")
             with interruptions_deferred(lambda: self.pushed):
-                if self._push(tip, lock):
+                if self._push(tip, lock, functools.partial(_name_push, journal, entries)):
                     self.pushed = True
                     faults.point("pushed")
                     notes = self._finish(old_remote, tip, landed | {e.txn for e in mine}, lock)
                     journal.save([])
                     self._touch_synced()
                     return self._outcome(
-                        result, tip, pushed=True, attempts=attempt, notes=notes, recovered=len(leftover)
+                        result, tip, pushed=True, attempts=attempt, notes=notes, recovered=self._completed()
                     )
             time.sleep(
                 random.uniform(0, min(1.0, 0.01 * 2**attempt))
@@ -233,12 +275,32 @@ class Transaction:
             hint="other clones are pushing heavily; retry, or raise push_retries in .michi.toml",
         )
 
-    def _push(self, tip: str, lock: RepoLock) -> bool:
-        """True when `tip` is on the remote; False when the remote moved on (fetch and retry)."""
+    def _completed(self) -> int:
+        """Pending operations now on the remote: found there, or applied and pushed by this run."""
+        return len(self.leftover) - len(self.report.refused) + len(self.rescued)
+
+    def _rescue(self, base: str | None) -> str | None:
+        """`base` plus the stranded michi commits not on the remote yet, replayed as they are."""
+        assert base is not None and self.target.remote  # stranded commits exist only ahead of a remote tip
+        exclude = git.merge_base(self.git, self.stranded[-1].oid, base)
+        found = recovery.find_txns(self.git, base, exclude, [c.txn for c in self.stranded])
+        todo = [c for c in self.stranded if c.txn not in found]
+        self.rescued = {c.txn for c in self.stranded}
+        self.already |= set(found)
+        return stranded.replay(self.git, todo, base, self.target.remote, self.target.branch) if todo else base
+
+    def _push(self, tip: str, lock: RepoLock, started: Callable[[int], None]) -> bool:
+        """True when `tip` is on the remote; False when the remote moved on (fetch and retry). `started`
+        gets the push's pid (the journal names it, so the next holder can wait for an orphaned push)."""
         assert self.target.remote
         try:
             result = git.push(
-                self.git, self.target.remote, tip, self.target.branch, {"MICHI_LOCK_TOKEN": lock.token or ""}
+                self.git,
+                self.target.remote,
+                tip,
+                self.target.branch,
+                {"MICHI_LOCK_TOKEN": lock.token or ""},
+                on_start=started,
             )
         except RemoteUnreachable as exc:
             if not exc.connected:
@@ -308,7 +370,8 @@ class Transaction:
                 faults.point("local")
             git.update_ref(self.git, ref, tip, local, "michi: commit task change")
         if self.target.offline:
-            # Earlier offline entries are already on the local branch (not rebuilt); add this run's.
+            # Earlier offline entries are already on the local branch (not rebuilt); add this run's. Their
+            # `ids` are provisional: the sync reports any that another clone took meanwhile.
             earlier = [e for e in leftover if e.state == OFFLINE]
             journal.save(earlier + [e.but(state=OFFLINE) for e in built if e.commit])
             notes.append("offline: committed locally, nothing was pushed; `michi sync` pushes it later")
@@ -339,13 +402,21 @@ class Transaction:
         marker.touch()
 
     def _outcome(self, result: Any, commit: str | None, **kw: Any) -> TxnOutcome:
-        notes = self.notes + kw.pop("notes", [])
+        notes = self.notes + self.report.notes() + kw.pop("notes", [])
+        if self.rescued:
+            notes.append(
+                f"{len(self.rescued)} michi commit(s) that no journal entry named were only on your local "
+                f"branch; they are on {self.target.remote} now"
+            )
         return TxnOutcome(
             result=result,
             commit=commit,
             branch=self.target.branch,
             remote=self.target.remote,
             notes=notes,
+            landed_before=len(self.already),
+            refused=self.report.refused,
+            renumbered=self.report.renumbered,
             **kw,
         )
 
@@ -356,4 +427,4 @@ def run_transaction(req: TxnRequest, mutation: Mutation) -> TxnOutcome:
 
 def sync(req: TxnRequest) -> TxnOutcome:
     """Fetch, push pending offline (or interrupted) work, and bring the local task branch up to date."""
-    return Transaction(req).run([], fetch=True)
+    return Transaction(req).run([], fetch=True, rescue=True)

@@ -1,0 +1,82 @@
+"""An earlier holder's `git push` that outlived it (ADR 0004).
+
+`git push` runs in its own session so a terminal Ctrl-C cannot cut it in half; the price is that it also
+outlives a SIGKILLed michi. Before the next holder decides what landed, that push must be over: the
+journal names its pid and start time, and the next holder waits for it (bounded), then ends its process
+group. Exactly-once does not depend on this (a landed transaction is recognised by its `Michi-Txn`
+trailer whatever commit carries it, see `recovery`), but a push still in flight would make the answer
+"not landed" provisional, and the outcome of the recovered command misleading.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import time
+
+from michi.workflow.journal import PushProcess
+
+# Long enough for a slow pre-receive hook (CI checks on the server) to finish, short enough that a hung
+# push does not hold every other michi command hostage.
+ORPHAN_WAIT = 30.0
+_KILL_GRACE = 2.0
+
+
+def describe(pid: int) -> PushProcess | None:
+    """The push process `pid` as the journal records it; None when it is already gone."""
+    from michi.lock.record import boot_id, process_start
+
+    start = process_start(pid)
+    if start is None:
+        return None
+    return PushProcess(pid=pid, start=start, host=socket.gethostname(), boot_id=boot_id())
+
+
+def _alive(push: PushProcess) -> bool:
+    from michi.lock.record import boot_id, process_start
+
+    if push.host != socket.gethostname() or (push.boot_id and push.boot_id != boot_id()):
+        return False  # another machine's push cannot be waited for; after a reboot it is gone
+    start = process_start(push.pid)
+    return start is not None and abs(start - push.start) <= 0.05  # else the pid was reused
+
+
+def _wait_gone(push: PushProcess, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    delay = 0.005
+    while _alive(push):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(delay)
+        delay = min(delay * 2, 0.1)
+    return True
+
+
+def settle(push: PushProcess | None, wait: float | None = None) -> str | None:
+    """Make sure the push a dead holder started is over; a note for the user when it was not yet.
+    `MICHI_ORPHAN_WAIT` (seconds) overrides the wait, e.g. 0 to stop such a push at once."""
+    if push is None or not _alive(push):
+        return None
+    if wait is None:
+        try:
+            wait = float(os.environ.get("MICHI_ORPHAN_WAIT") or ORPHAN_WAIT)
+        except ValueError:
+            wait = ORPHAN_WAIT
+    started = time.monotonic()
+    if _wait_gone(push, wait):
+        return f"waited {time.monotonic() - started:.1f}s for the push of an interrupted michi to finish"
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            if os.getpgid(push.pid) == push.pid:  # its own session (git.push): end git and its helpers
+                os.killpg(push.pid, sig)
+            else:
+                os.kill(push.pid, sig)
+        except ProcessLookupError:
+            break
+        if _wait_gone(push, _KILL_GRACE):
+            break
+    return (
+        f"the push of an interrupted michi (pid {push.pid}) was still running after {wait:.0f}s and was "
+        "stopped; what it landed was checked on the remote"
+    )

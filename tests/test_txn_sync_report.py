@@ -1,0 +1,227 @@
+"""`michi sync` says what became of pending work: renumbered offline tasks, refused offline operations,
+and michi commits stranded on the local branch by a damaged journal (ADR 0004)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import CliResult, Remote, git, run_michi
+from txnkit import assert_exactly_once
+
+from michi.tasks import create
+from michi.workflow.mutation import ApplyContext
+
+Cli = Callable[..., CliResult]
+
+
+@pytest.fixture
+def ready(cli: Cli, repo: Path) -> Path:
+    assert cli(repo, "init").exit_code == 0
+    assert cli(repo, "task", "add", "base 1").exit_code == 0
+    assert cli(repo, "task", "add", "base 2").exit_code == 0
+    return repo
+
+
+def test_sync_names_each_renumbered_offline_task(cli: Cli, remote: Remote, ready: Path) -> None:
+    mine = cli(ready, "task", "add", "my offline task", "--offline", "--json").json()
+    assert mine["id"] == 3  # provisional
+    other = remote.clone("other")
+    assert cli(other, "task", "add", "someone else's task", "--json").json()["id"] == 3
+
+    synced = cli(ready, "sync", "--json")
+    assert synced.exit_code == 0, synced.stdout
+    body = synced.json()
+    assert body["renumbered"] == [
+        {"uuid": mine["uuid"], "old": 3, "new": 4, "command": body["renumbered"][0]["command"]}
+    ]
+    assert body["recovered"] == 1 and body["refused"] == []
+    assert "1 task(s) renumbered" in body["message"]
+    assert cli(ready, "task", "show", mine["uuid"], "--json").json()["id"] == 4
+    assert_exactly_once(remote.bare)
+
+
+def test_sync_human_output_shows_old_and_new_id(cli: Cli, remote: Remote, ready: Path) -> None:
+    cli(ready, "task", "add", "my offline task", "--offline")
+    cli(remote.clone("other"), "task", "add", "theirs")
+    synced = cli(ready, "sync")
+    assert synced.exit_code == 0
+    assert "task 3 (added offline) is now task 4" in synced.stdout
+
+
+@pytest.mark.parametrize("json_mode", [False, True])
+def test_refused_offline_operation_is_reported_and_counted(
+    cli: Cli, remote: Remote, ready: Path, json_mode: bool
+) -> None:
+    assert cli(ready, "--agent", "x", "task", "claim", "2", "--offline").exit_code == 0
+    assert cli(ready, "task", "add", "offline new", "--offline").exit_code == 0
+    assert cli(remote.clone("other"), "--agent", "y", "task", "claim", "2").exit_code == 0
+
+    synced = cli(ready, "sync", *(["--json"] if json_mode else []))
+    assert synced.exit_code == 4  # part of the pending work did not land: a conflict, as for the command
+    if json_mode:
+        body = synced.json()
+        assert body["recovered"] == 1 and len(body["refused"]) == 1 and body["renumbered"] == []
+        refused = body["refused"][0]
+        assert refused["code"] == "claimed" and "claimed by y" in refused["reason"]
+        assert refused["command"]  # the command line (in-process runs see pytest's argv)
+        assert "pushed 1 pending change(s); 1 pending change(s) could not be applied" in body["message"]
+    else:
+        assert "pushed 1 pending change(s)" in synced.stdout
+        assert "` was not applied: task 2 is claimed by y" in synced.stdout
+    shown = cli(ready, "task", "show", "2", "--json").json()
+    assert (shown["state"], shown["assignee"]) == ("in_progress", "y")
+    assert not (ready / ".git/michi/journal.json").exists()  # nothing is pending any more
+    assert_exactly_once(remote.bare)
+
+
+def test_sync_with_nothing_pending_is_quiet(cli: Cli, ready: Path) -> None:
+    synced = cli(ready, "sync", "--json")
+    assert synced.exit_code == 0
+    assert synced.json()["message"] == "synced main with origin"
+    assert (synced.json()["recovered"], synced.json()["refused"], synced.json()["renumbered"]) == (0, [], [])
+
+
+class _Tree:
+    """Just enough of a TaskTree for `add`: files by path."""
+
+    def __init__(self, files: dict[str, bytes]) -> None:
+        self.files = files
+
+    commit = tree_oid = None
+
+    def read(self, path: str) -> bytes | None:
+        return self.files.get(path)
+
+
+def test_add_applied_again_never_overwrites_the_task(tmp_path: Path) -> None:
+    ctx = ApplyContext(now=1_700_000_000.0, agent=None, host="h", state_dir=str(tmp_path))
+    uuid = "00000000-0000-4000-8000-000000000001"
+    params: dict[str, Any] = {"uuid": uuid, "description": "x", "domain": "."}
+    first = create.add(_Tree({}), params, ctx)  # type: ignore[arg-type]
+    tree = _Tree(dict(first.writes))
+    record = json.loads(first.writes[first.result[0]["path"]])
+    record["michi_state"], record["michi_version"] = "done", 2  # another clone changed it since
+    tree.files[first.result[0]["path"]] = json.dumps(record).encode()
+    again = create.add(tree, params, ctx)  # type: ignore[arg-type]
+    assert again.empty
+    assert again.result[0]["record"]["michi_version"] == 2 and again.ids == {params["uuid"]: 1}
+
+
+def test_git_log_of_sync_is_one_commit_per_operation(cli: Cli, remote: Remote, ready: Path) -> None:
+    cli(ready, "task", "add", "a", "--offline")
+    cli(ready, "task", "annotate", "1", "note", "--offline")
+    assert cli(ready, "sync").exit_code == 0
+    subjects = git(remote.bare, "log", "--format=%s", "main").splitlines()
+    assert subjects[:2] == ["michi: task annotate 1", "michi: task add 3"]
+    assert_exactly_once(remote.bare)
+
+
+# --- a damaged journal must not strand offline work -----------------------------------------------------
+
+
+def _damage_journal(repo: Path) -> None:
+    journal = repo / ".git/michi/journal.json"
+    journal.write_bytes(journal.read_bytes()[:20])
+
+
+def test_damaged_journal_offline_work_is_completed_by_sync(cli: Cli, remote: Remote, ready: Path) -> None:
+    added = cli(ready, "task", "add", "OFFLINE WORK", "--offline", "--json").json()
+    _damage_journal(ready)
+    synced = cli(ready, "sync", "--json")
+    assert synced.exit_code == 0, synced.stdout
+    body = synced.json()
+    assert body["recovered"] == 1 and "pushed 1 pending change(s)" in body["message"]
+    assert any("journal could not be read" in n for n in body["notes"])
+    assert any("only on your local branch" in n for n in body["notes"])
+    assert (ready / ".git/michi/journal.corrupt").exists()  # the evidence is kept
+    shown = cli(ready, "task", "show", added["uuid"], "--json").json()
+    assert (shown["id"], shown["description"]) == (3, "OFFLINE WORK")
+    assert git(ready, "rev-parse", "HEAD") == remote.head()  # nothing left behind locally
+    assert_exactly_once(remote.bare)
+
+
+def test_damaged_journal_work_that_cannot_be_replayed_exits_5_with_the_way_out(
+    cli: Cli, remote: Remote, ready: Path
+) -> None:
+    cli(ready, "task", "add", "OFFLINE WORK", "--offline")
+    _damage_journal(ready)
+    assert cli(remote.clone("other"), "task", "add", "took id 3").exit_code == 0
+    before = {"remote": remote.head(), "local": git(ready, "rev-parse", "HEAD")}
+    synced = cli(ready, "sync", "--json")
+    assert synced.exit_code == 5
+    error = synced.json()["error"]
+    assert error["code"] == "stranded_commits"
+    assert "michi: task add 3" in error["message"] and ".michi/last-id" in error["message"]
+    assert "git log" in error["hint"] and "git rebase -i origin/main" in error["hint"]
+    assert {"remote": remote.head(), "local": git(ready, "rev-parse", "HEAD")} == before
+    human = cli(ready, "sync")
+    assert human.exit_code == 5 and "never reached origin/main" in human.stderr
+
+
+def test_lost_journal_after_the_push_landed_drops_the_local_copy(
+    cli: Cli, remote: Remote, ready: Path
+) -> None:
+    cli(ready, "task", "add", "offline", "--offline")
+    killed = run_michi(ready, "sync", env={"MICHI_FAULT": "pushed"})
+    assert killed.exit_code == -9  # landed on the remote; the local branch still has the offline commit
+    (ready / ".git/michi/journal.json").unlink()
+    synced = cli(ready, "sync", "--json")
+    assert synced.exit_code == 0, synced.stdout
+    assert "already landed" in synced.json()["message"]
+    assert git(ready, "rev-parse", "HEAD") == remote.head()
+    assert_exactly_once(remote.bare)
+
+
+# --- a lock file in git's way is named as such ---------------------------------------------------------
+
+
+def test_stale_remote_tracking_ref_lock_is_named_not_called_unreachable(
+    cli: Cli, remote: Remote, ready: Path
+) -> None:
+    assert cli(remote.clone("other"), "task", "add", "moves the remote").exit_code == 0
+    lock = ready / ".git/refs/remotes/origin/main.lock"
+    lock.touch()
+    synced = cli(ready, "sync", "--json")
+    assert synced.exit_code == 5
+    error = synced.json()["error"]
+    assert error["code"] == "git_lock_held" and "cannot reach" not in error["message"]
+    assert "refs/remotes/origin/main" in error["message"] and str(lock) in error["hint"]
+    lock.unlink()  # the fix the hint names
+    assert cli(ready, "sync").exit_code == 0
+
+
+def test_held_index_lock_is_named_not_called_local_changes(cli: Cli, remote: Remote, ready: Path) -> None:
+    lock = ready / ".git/index.lock"
+    lock.touch()
+    offline = cli(ready, "task", "add", "x", "--offline", "--json")
+    assert offline.exit_code == 5
+    error = offline.json()["error"]
+    assert error["code"] == "git_lock_held" and "changes" not in error["message"]
+    assert "the index" in error["message"] and str(lock) in error["hint"]
+    online = cli(ready, "task", "add", "y", "--json")  # lands; only the local update must wait
+    assert online.exit_code == 0
+    notes = " ".join(online.json()["transaction"]["notes"])
+    assert "index.lock exists" in notes and "work tree has changes" not in notes
+    lock.unlink()
+    assert cli(ready, "sync").exit_code == 0
+    assert git(ready, "rev-parse", "HEAD") == remote.head()
+    assert git(ready, "status", "--porcelain") == ""
+
+
+def test_engine_reports_a_refused_pending_operation_once(remote: Remote) -> None:
+    from test_txn import drive, names_on
+
+    mine, other = remote.clone("mine"), remote.clone("other")
+    assert drive(mine, "x", "--offline", "--refuse").returncode == 0
+    assert drive(mine, "y", "--offline").returncode == 0
+    assert drive(other, "x").returncode == 0
+    proc = drive(mine, "-", "--sync")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["recovered"] == 1 and [r["code"] for r in out["refused"]] == ["conflict"]
+    assert sum("was not applied" in n for n in out["notes"]) == 1
+    assert names_on(remote.bare) == ["x", "y"]
