@@ -8,7 +8,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-SUITES = ["bench_lock", "bench_txn", "bench_tasks", "bench_hook"]
+SUITES = ["bench_lock", "bench_txn", "bench_tasks", "bench_hook", "bench_scale"]
 
 
 def main(argv: list[str]) -> int:
