@@ -96,6 +96,11 @@ class _Tree:
     def read(self, path: str) -> bytes | None:
         return self.files.get(path)
 
+    def kind(self, path: str) -> str | None:
+        if path in self.files:
+            return "blob"
+        return "tree" if any(p.startswith(path + "/") for p in self.files) else None
+
 
 def test_add_applied_again_never_overwrites_the_task(tmp_path: Path) -> None:
     ctx = ApplyContext(now=1_700_000_000.0, agent=None, host="h", state_dir=str(tmp_path))

@@ -137,6 +137,12 @@ def read_tree_update(repo: Repo, old: str, new: str, env: Mapping[str, str] | No
     """Move the user's index and work tree from `old` to `new` the way `git checkout` does: paths that do
     not differ keep every staged and unstaged change; git refuses (and changes nothing) when a path that
     differs has local changes. Returns git's refusal, or None on success."""
+    if env is None:
+        from michi.git.checkout import move_paths
+
+        done, refused = move_paths(repo, old, new)  # only the few paths that differ (ADR 0009)
+        if done:
+            return refused
     status, _out, err = _exec(repo, "read-tree", "-m", "-u", old, new, env=env)
     if status != 0 and (held := lock_held(err)) is not None:
         raise held  # not a refusal: nothing in the work tree is in the way
