@@ -111,3 +111,29 @@ def test_a_deleted_file_takes_its_empty_folder_along(work: Path) -> None:
     assert not (work / "dom").exists()
     assert git(work, "diff-index", "--cached", "--name-only", old) == ""
     assert git(work, "diff-files", "--name-only") == ""
+
+
+@pytest.mark.parametrize("users_file", [False, True])
+def test_a_folder_that_becomes_a_file(work: Path, users_file: bool) -> None:
+    (work / "api" / ".tasks").mkdir(parents=True)
+    (work / "api" / ".tasks" / "x.json").write_text("x\n")
+    git(work, "add", "-A")
+    git(work, "commit", "-qm", "folder")
+    old = git(work, "rev-parse", "HEAD")
+    git(work, "rm", "-q", "-r", "--cached", "api")
+    scratch = work / ".git" / "scratch-blob"
+    scratch.write_text("a file now\n")
+    blob = git(work, "hash-object", "-w", str(scratch))
+    git(work, "update-index", "--add", "--cacheinfo", f"100644,{blob},api/.tasks")
+    new = git(work, "commit-tree", git(work, "write-tree"), "-p", old, "-m", "file")
+    git(work, "read-tree", old)  # index back at old, work tree untouched
+    if users_file:
+        (work / "api" / ".tasks" / "mine.txt").write_text("mine\n")
+    before = _state(work)
+    done, refused = move_paths(mgit.open_repo(work), old, new)
+    assert done
+    if users_file:
+        assert refused and _state(work) == before
+    else:
+        assert refused is None
+        assert (work / "api" / ".tasks").read_text() == "a file now\n"

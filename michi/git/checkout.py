@@ -42,14 +42,14 @@ def _git_stdin(repo: Repo, args: list[str], data: bytes) -> tuple[int, str]:
     return proc.returncode, proc.stderr.decode("utf-8", "replace")
 
 
-def _refusal(repo: Repo, old: str, paths: list[str], added: list[str]) -> str | None:
+def _refusal(repo: Repo, old: str, paths: list[str], added: list[str], deleted: set[str]) -> str | None:
     """Why moving `paths` away from `old` would lose something of the user's, or None when it would not."""
     # One process for the common case: empty means the index holds old's version of every path and no
     # work tree file is even stat-dirty. Otherwise the exact checks decide (a touched but unchanged file
     # must not block michi, as it does not block read-tree).
     status, out, err = _exec(repo, "diff-index", "-z", "--name-only", "--no-renames", old, "--", *paths)
     if status == 0 and not out:
-        return _untracked(repo, added)
+        return _untracked(repo, added, deleted)
     status, staged, err = _exec(
         repo, "diff-index", "--cached", "-z", "--name-only", "--no-renames", old, "--", *paths
     )
@@ -64,15 +64,27 @@ def _refusal(repo: Repo, old: str, paths: list[str], added: list[str]) -> str | 
         return err.strip() or f"diff exited {status}"
     if _names(unstaged):
         return f"error: your local changes to {_names(unstaged)[0]} would be overwritten"
-    return _untracked(repo, added)
+    return _untracked(repo, added, deleted)
 
 
-def _untracked(repo: Repo, added: list[str]) -> str | None:
+def _untracked(repo: Repo, added: list[str], deleted: set[str]) -> str | None:
+    """Something of the user's where a file is to be added. A folder is fine when all it holds are files
+    this move deletes (a folder that becomes a file, as read-tree allows)."""
     assert repo.working_tree_dir is not None
     top = Path(repo.working_tree_dir)
     for path in added:
-        if os.path.lexists(top / path):
-            return f"error: the untracked file {path} would be overwritten"
+        where = top / path
+        if not os.path.lexists(where):
+            continue
+        if where.is_dir() and not where.is_symlink():
+            inside = [
+                Path(folder, name).relative_to(top).as_posix()
+                for folder, _dirs, names in os.walk(where)
+                for name in names
+            ]
+            if all(p in deleted for p in inside):
+                continue
+        return f"error: the untracked file {path} would be overwritten"
     return None
 
 
@@ -105,7 +117,8 @@ def move_paths(repo: Repo, old: str, new: str) -> tuple[bool, str | None]:
     before = {p: o for p, (o, _n) in diff.items()}  # what to put back if writing the files fails
     paths = sorted(changes)
     added = [p for p in paths if before.get(p) is None]
-    refused = _refusal(repo, old, paths, added)
+    deleted = {p for p in paths if changes[p] is None}
+    refused = _refusal(repo, old, paths, added, deleted)
     if refused is not None:
         return True, refused
     info = b"".join(_index_line(p, changes[p]) for p in paths)
@@ -114,21 +127,25 @@ def move_paths(repo: Repo, old: str, new: str) -> tuple[bool, str | None]:
         if (held := lock_held(err)) is not None:
             raise held
         return True, err.strip() or f"update-index exited {status}"
-    written = [p for p in paths if changes[p] is not None]
-    status, err = _git_stdin(
-        repo,
-        ["checkout-index", "-f", "-u", "-z", "--stdin"],
-        b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in written),
-    )
-    if status != 0:  # put the index back: nothing of this move may remain
+    _remove(repo, sorted(deleted))  # first: a folder that becomes a file must be gone before it is written
+    status, err = _checkout(repo, [p for p in paths if changes[p] is not None])
+    if status != 0:  # put index and files back: nothing of this move may remain
         _git_stdin(
             repo,
             ["update-index", "-z", "--index-info"],
             b"".join(_index_line(p, before.get(p)) for p in paths),
         )
+        _checkout(repo, [p for p in paths if before[p] is not None])
         return True, err.strip() or f"checkout-index exited {status}"
-    _remove(repo, [p for p in paths if changes[p] is None])
     return True, None
+
+
+def _checkout(repo: Repo, paths: list[str]) -> tuple[int, str]:
+    """Write `paths` from the index to the work tree, recording their stat data in the index."""
+    if not paths:
+        return 0, ""
+    data = b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in paths)
+    return _git_stdin(repo, ["checkout-index", "-f", "-u", "-z", "--stdin"], data)
 
 
 def _index_line(path: str, entry: tuple[int, str] | None) -> bytes:
