@@ -1,5 +1,5 @@
 """michi as the repository grows (100, 1k, 10k, 50k tasks in one domain) against Taskwarrior on the
-same tasks, in one run: fresh processes, medians, ratios (ADR 0009).
+same tasks, in one run: fresh processes, medians, ratios (ADR 0014).
 
 `python bench/run.py scale`; MICHI_BENCH_SCALE=100,1000 for a quicker run. The repositories are built
 once with `git fast-import` (50,000 `michi task add` calls would take hours) and cached in

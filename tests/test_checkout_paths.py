@@ -1,4 +1,4 @@
-"""Moving the user's index and work tree by the changed paths only (ADR 0009): the same promise as
+"""Moving the user's index and work tree by the changed paths only (ADR 0014): the same promise as
 `git read-tree -m -u`, checked against real git."""
 
 from __future__ import annotations

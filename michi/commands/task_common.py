@@ -13,7 +13,7 @@ from michi.durations import duration
 from michi.results import Result
 from michi.session import Session
 from michi.tasks import serialization
-from michi.tasks.index import CACHE_NAME, Index, for_tree, load_checked, save_checked
+from michi.tasks.index import CACHE_NAME, Index, for_tree, light, load_checked, save_checked
 from michi.tasks.query import COLUMNS, VIEW_KEYS, Table, compact, table_of, view
 
 if TYPE_CHECKING:
@@ -44,12 +44,18 @@ def _notes(synced_at: float | None, branch: str, problems: int) -> list[str]:
 
 
 def read(session: Session, fetch: bool = False) -> Snap:
-    """The task branch as last synced: no lock, no network unless `fetch`."""
+    """The task branch as last synced: no lock, no network unless `fetch`. The index answers paths and ids
+    from the small cache and reads the records only when asked (ADR 0014)."""
     from michi.workflow import read_snapshot
 
     snap = read_snapshot(session.repo, session.config, fetch=fetch)
-    index = for_tree(snap, session.repo.state_dir)
-    return Snap(index, _notes(snap.synced_at, snap.branch, len(index.problems)))
+    index = light(snap, session.repo.state_dir)
+    return Snap(index, _notes(snap.synced_at, snap.branch, index.problem_count))
+
+
+# Apply functions that read every task inside the lock: the command loads the index before it, so the
+# critical section only applies the fresh commit's diff (ADR 0014).
+_READS_ALL = {"michi.tasks.pool:next_claim", "michi.tasks.pool:reap", "michi.tasks.create:import_tasks"}
 
 
 def read_table(session: Session, fetch: bool = False) -> tuple[Table, list[str]]:
@@ -79,8 +85,10 @@ def read_table(session: Session, fetch: bool = False) -> tuple[Table, list[str]]
 
 
 def transact(session: Session, mutation: Mutation, wait: float | None, offline: bool) -> TxnOutcome:
-    from michi.workflow import TxnRequest, run_transaction
+    from michi.workflow import TxnRequest, read_snapshot, run_transaction
 
+    if mutation.apply in _READS_ALL:
+        for_tree(read_snapshot(session.repo, session.config), session.repo.state_dir)
     req = TxnRequest(
         repo=session.repo,
         config=session.with_overrides(lock_wait=wait),

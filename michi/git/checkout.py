@@ -1,4 +1,4 @@
-"""Moving the user's index and work tree between two commits that differ in a few paths (ADR 0009).
+"""Moving the user's index and work tree between two commits that differ in a few paths (ADR 0014).
 
 `git read-tree -m -u old new` reads both trees and the whole index: at 50,000 task files that is a
 quarter of a second inside the lock for every transaction, though a commit of michi's changes one or two

@@ -140,7 +140,7 @@ def read_tree_update(repo: Repo, old: str, new: str, env: Mapping[str, str] | No
     if env is None:
         from michi.git.checkout import move_paths
 
-        done, refused = move_paths(repo, old, new)  # only the few paths that differ (ADR 0009)
+        done, refused = move_paths(repo, old, new)  # only the few paths that differ (ADR 0014)
         if done:
             return refused
     status, _out, err = _exec(repo, "read-tree", "-m", "-u", old, new, env=env)
