@@ -23,4 +23,15 @@ txn.Transaction.run = _timed  # type: ignore[method-assign]
 
 from michi.cli.main import main  # noqa: E402
 
-raise SystemExit(main(sys.argv[1:]))
+try:
+    code = main(sys.argv[1:])
+finally:
+    if os.environ.get("MICHI_BENCH_RSS"):
+        import resource
+
+        peak = max(
+            resource.getrusage(who).ru_maxrss for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+        )
+        with open(os.environ["MICHI_BENCH_RSS"], "w") as out:
+            out.write(f"{peak}\n")  # KiB on Linux: the largest of michi and the git processes it ran
+raise SystemExit(code)

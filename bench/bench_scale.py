@@ -156,6 +156,34 @@ def measure(count: int, env: dict[str, str], task: str | None, repeat: int) -> d
         shutil.rmtree(root, ignore_errors=True)
 
 
+def bulk_import(count: int, env: dict[str, str], task: str | None) -> dict[str, float]:
+    """Every task of the cached export into an empty repository: michi import (commits and pushes) against
+    `task import` into an empty Taskwarrior data folder; one run each (they take seconds)."""
+    cached = build(count, env, task)
+    root = tempdir(f"import-{count}")
+    try:
+        sh(["git", "init", "-q", "--bare", "-b", "main", "origin.git"], root, env)
+        sh(["git", "clone", "-q", "origin.git", "work"], root, env)
+        work = root / "work"
+        runenv = {**env, "MICHI_BENCH_TIMINGS": str(root / "t.jsonl"), "MICHI_BENCH_RSS": str(root / "rss")}
+        runenv.pop("PYTHONDONTWRITEBYTECODE", None)
+        sh([*DRIVER, "init"], work, runenv)
+        start = time.perf_counter()
+        sh([*DRIVER, "--json", "import", str(cached / "export.json")], work, runenv)
+        out = {"import": time.perf_counter() - start, "import_mb": int((root / "rss").read_text()) / 1024}
+        out["import_commits"] = float(sh(["git", "rev-list", "--count", "main"], root / "origin.git", env))
+        if task:
+            (root / "twdata").mkdir()
+            rc = root / "taskrc"
+            rc.write_text(f"data.location={root / 'twdata'}\nconfirmation=off\nverbose=nothing\n")
+            start = time.perf_counter()
+            sh([task, "import", str(cached / "export.json")], root, {**env, "TASKRC": str(rc)})
+            out["tw_import"] = time.perf_counter() - start
+        return out
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
 ROWS = [
     ("michi task add (ms)", "add"),
     ("  lock held per add (ms)", "add_hold"),
@@ -195,6 +223,14 @@ def main() -> None:
                 + " |"
             )
     print(f"(medians of {repeat} fresh processes each; 2 shared cores: noisy, compare within a run)")
+    if os.environ.get("MICHI_BENCH_IMPORT", "1") != "0":
+        big = sizes[-1]
+        imp = bulk_import(big, env, task)
+        text = f"bulk import of {big:,} tasks: michi {imp['import']:.1f} s, peak {imp['import_mb']:.0f} MB"
+        text += f", {imp['import_commits'] - 1:.0f} import commits"
+        if "tw_import" in imp:
+            text += f"; Taskwarrior {imp['tw_import']:.1f} s; ratio {imp['import'] / imp['tw_import']:.1f}x"
+        print(text)
 
 
 if __name__ == "__main__":
