@@ -88,7 +88,7 @@ def transact(session: Session, mutation: Mutation, wait: float | None, offline: 
     from michi.workflow import TxnRequest, read_snapshot, run_transaction
 
     if mutation.apply in _READS_ALL:
-        for_tree(read_snapshot(session.repo, session.config), session.repo.state_dir)
+        for_tree(read_snapshot(session.repo, session.config), session.repo.state_dir).tasks  # noqa: B018
     req = TxnRequest(
         repo=session.repo,
         config=session.with_overrides(lock_wait=wait),

@@ -106,7 +106,20 @@ class Index:
         for path, oid in wanted.items():
             record, problem = _parse(path, blobs[oid])
             entries[path] = (oid, record, problem)
-        return cls(tree.tree_oid, entries)
+        index = cls(tree.tree_oid, entries)
+        if cached is not None and "tasks" in cached.__dict__:
+            # Task objects of unchanged files carry over: inside the lock only the diff's are built.
+            before: dict[str, Task] = cached.tasks
+            kept: dict[str, Task] = {}
+            for path, entry in entries.items():
+                made = before.get(path)
+                if made is None or cached.entries[path][0] != entry[0]:
+                    if entry[1] is None:
+                        continue
+                    made = serialization.from_trusted(entry[1])
+                kept[path] = made
+            index.__dict__["tasks"] = kept
+        return index
 
     @cached_property
     def tasks(self) -> dict[str, Task]:

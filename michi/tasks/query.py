@@ -123,7 +123,7 @@ class Filter:
         fields = (rec["michi_state"], get("tags") or (), get("project"), get("michi_assignee"))
         if not self._plain(domain_of(path), *fields):
             return False
-        return not self.ready or is_ready(serialization.from_trusted(rec), index, now)
+        return not self.ready or is_ready(index.tasks[path], index, now)
 
     def pick(self, table: Table) -> list[str]:
         """The JSON of the matching tasks of a list-cache table, by id. Not for `ready`: that needs other
