@@ -137,3 +137,22 @@ def test_a_folder_that_becomes_a_file(work: Path, users_file: bool) -> None:
     else:
         assert refused is None
         assert (work / "api" / ".tasks").read_text() == "a file now\n"
+
+
+def test_known_changes_move_like_the_diff(work: Path) -> None:
+    """The transaction passes the paths it changed; the move must be the same as from the trees' diff."""
+    old, new = _next(work)
+    listed = git(work, "ls-tree", "-r", new, "--", ".tasks/b.json", ".tasks/d.json").splitlines()
+    known: dict[str, tuple[int, str] | None] = {".tasks/c.json": None}
+    for line in listed:
+        meta, path = line.split("\t")
+        known[path] = (int(meta.split()[0], 8), meta.split()[2])
+    (work / "notes.txt").write_text("unstaged edit\n")
+    assert move_paths(mgit.open_repo(work), old, new, known) == (True, None)
+    assert git(work, "diff-index", "--cached", "--name-only", new) == ""
+    assert git(work, "diff-files", "--name-only") == "notes.txt"
+    assert not (work / ".tasks" / "c.json").exists()
+    (work / ".tasks" / "b.json").write_text("mine\n")
+    back = {".tasks/b.json": None}  # a wrong claim would be caught by the checks, not obeyed blindly
+    done, refused = move_paths(mgit.open_repo(work), new, old, back)
+    assert done and refused and (work / ".tasks" / "b.json").read_text() == "mine\n"

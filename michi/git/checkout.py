@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,6 +24,8 @@ if TYPE_CHECKING:
 # Above this many changed paths one read-tree is cheaper than the per-path work (and a first checkout of a
 # whole task branch is such a case).
 MAX_PATHS = 200
+Entry = tuple[int, str] | None  # (mode, blob oid), None when the path is absent
+LITERAL = {"GIT_LITERAL_PATHSPECS": "1"}  # a path is a name, never a pattern
 
 
 def _names(out: str) -> list[str]:
@@ -47,18 +50,20 @@ def _refusal(repo: Repo, old: str, paths: list[str], added: list[str], deleted: 
     # One process for the common case: empty means the index holds old's version of every path and no
     # work tree file is even stat-dirty. Otherwise the exact checks decide (a touched but unchanged file
     # must not block michi, as it does not block read-tree).
-    status, out, err = _exec(repo, "diff-index", "-z", "--name-only", "--no-renames", old, "--", *paths)
+    status, out, err = _exec(
+        repo, "diff-index", "-z", "--name-only", "--no-renames", old, "--", *paths, env=LITERAL
+    )
     if status == 0 and not out:
         return _untracked(repo, added, deleted)
     status, staged, err = _exec(
-        repo, "diff-index", "--cached", "-z", "--name-only", "--no-renames", old, "--", *paths
+        repo, "diff-index", "--cached", "-z", "--name-only", "--no-renames", old, "--", *paths, env=LITERAL
     )
     if status != 0:
         return err.strip() or f"diff-index exited {status}"
     if _names(staged):
         return f"error: your staged changes to {_names(staged)[0]} would be overwritten"
     status, unstaged, err = _exec(
-        repo, "diff", "-z", "--name-only", "--no-renames", "--no-ext-diff", "--", *paths
+        repo, "diff", "-z", "--name-only", "--no-renames", "--no-ext-diff", "--", *paths, env=LITERAL
     )
     if status != 0:
         return err.strip() or f"diff exited {status}"
@@ -88,9 +93,6 @@ def _untracked(repo: Repo, added: list[str], deleted: set[str]) -> str | None:
     return None
 
 
-Entry = tuple[int, str] | None  # (mode, blob oid), None when the path is absent
-
-
 def _diff(repo: Repo, old: str, new: str) -> dict[str, tuple[Entry, Entry]]:
     """path -> (its entry in old, its entry in new), for the paths that differ (one git process)."""
     out = _must(repo, "diff-tree", "-r", "-z", "--no-renames", old, new)
@@ -106,9 +108,27 @@ def _diff(repo: Repo, old: str, new: str) -> dict[str, tuple[Entry, Entry]]:
     return diff
 
 
-def move_paths(repo: Repo, old: str, new: str) -> tuple[bool, str | None]:
-    """(done, refusal): done is False when the change is too large for this path (use read-tree)."""
-    diff = _diff(repo, old, new)
+def _known(repo: Repo, old: str, known: Mapping[str, Entry]) -> dict[str, tuple[Entry, Entry]]:
+    """The diff from `old`, given the new entry of every path that differs: the old entries come from one
+    `ls-tree` of those paths, far cheaper than a diff of two 50,000-entry trees."""
+    out = _must(repo, "ls-tree", "-z", "--full-tree", old, "--", *known, env=LITERAL)
+    before: dict[str, Entry] = {}
+    for record in out.split("\0"):
+        meta, _, path = record.partition("\t")
+        if meta:
+            mode, kind, oid = meta.split(" ")
+            before[path] = (int(mode, 8), oid) if kind == "blob" else None
+    return {p: (before.get(p), n) for p, n in known.items() if before.get(p) != n}
+
+
+def move_paths(
+    repo: Repo, old: str, new: str, known: Mapping[str, Entry] | None = None
+) -> tuple[bool, str | None]:
+    """(done, refusal): done is False when the change is too large for this path (use read-tree).
+    `known`, when given, is every path that differs from `old` to `new` with its entry in `new`."""
+    diff = (
+        _known(repo, old, known) if known is not None and len(known) <= MAX_PATHS else _diff(repo, old, new)
+    )
     if not diff:
         return True, None
     if len(diff) > MAX_PATHS:
