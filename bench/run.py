@@ -18,6 +18,7 @@ SUITES = [
     "bench_remote_lock",
     "bench_mcp",
     "bench_status",
+    "bench_scale",
 ]
 
 

@@ -33,6 +33,9 @@ def export(session: Session, *, every_domain: bool, domain: str | None, fetch: b
     return Export([taskwarrior.export_record(t, domains.domain_of(p)) for p, t in found])
 
 
+IMPORT_CHUNK = 10_000  # tasks per import commit: 50,000 tasks land as 5 commits (ADR 0015)
+
+
 class ImportConflict(Conflict):
     code = "import_conflict"
 
@@ -62,13 +65,29 @@ def import_file(
         top = session.repo.worktree
         home = where if named is None else domains.resolve_imported(top, named, record["uuid"])
         records.append({"record": record, "domain": home})
-    params = {"records": records, "force": force}
-    outcome = task_common.transact(
-        session, Mutation("michi.tasks.create:import_tasks", params), wait, offline
-    )
+    # A handful of commits, one transaction each (ADR 0015): each journal entry and commit stays bounded,
+    # and a repeated import after a failure skips what already landed (records match by uuid).
+    merged: dict[str, list[Any]] = {}
+    results: list[Any] = []
+    txn: dict[str, Any] = {}
+    for start in range(0, max(len(records), 1), IMPORT_CHUNK):
+        params = {"records": records[start : start + IMPORT_CHUNK], "force": force}
+        outcome = task_common.transact(
+            session, Mutation("michi.tasks.create:import_tasks", params), wait, offline
+        )
+        for key, values in outcome.result["report"].items():
+            merged.setdefault(key, []).extend(values)
+        results += outcome.result["tasks"]
+        info = task_common.txn_info(outcome)
+        txn = {
+            **info,
+            "commit": info["commit"] or txn.get("commit"),
+            "notes": txn.get("notes", []) + info["notes"],
+        }
+        txn["pushed"] = bool(info["pushed"] or txn.get("pushed"))
     snap = task_common.read(session)
-    tasks = task_common.views(outcome.result["tasks"], snap.index)
-    result = task_common.Changed(tasks, task_common.txn_info(outcome), outcome.result["report"])
+    tasks = task_common.views(results, snap.index)
+    result = task_common.Changed(tasks, txn, merged)
     conflicts = result.report["conflicts"]
     if conflicts:
         report = result.to_json()

@@ -13,7 +13,7 @@ from michi.commands.freshness import How, is_stale
 from michi.results import Result
 from michi.session import Session
 from michi.tasks import serialization
-from michi.tasks.index import CACHE_NAME, Index, for_tree, load_checked, save_checked
+from michi.tasks.index import CACHE_NAME, Index, for_tree, light, load_checked, save_checked
 from michi.tasks.query import VIEW_KEYS, compact, view
 from michi.tasks.table import COLUMNS, Table, table_of
 
@@ -40,14 +40,20 @@ def _notes(age: str, problems: int) -> list[str]:
 
 
 def read(session: Session, mode: How | bool = How.CACHED) -> Snap:
-    """The task branch, fetched first as `mode` says (freshness; True: --fetch); no lock."""
+    """The task branch, fetched first as `mode` says (freshness; True: --fetch); no lock. The index
+    answers paths and ids from the small cache and reads the records only when asked (ADR 0015)."""
     if isinstance(mode, bool):
         mode = How.FETCH if mode else How.CACHED
     got = freshness.read_snapshot(session, mode)
     snap = got.snapshot
-    index = for_tree(snap, session.repo.state_dir)
+    index = light(snap, session.repo.state_dir)
     age = freshness.note(snap.synced_at, snap.branch, snap.remote, mode, got.fetched, got.failure)
-    return Snap(index, _notes(age, len(index.problems)), snap.ref)
+    return Snap(index, _notes(age, index.problem_count), snap.ref)
+
+
+# Apply functions that read every task inside the lock: the command loads the index before it, so the
+# critical section only applies the fresh commit's diff (ADR 0015).
+_READS_ALL = {"michi.tasks.pool:next_claim", "michi.tasks.pool:reap", "michi.tasks.create:import_tasks"}
 
 
 class TableRead(NamedTuple):
@@ -105,8 +111,10 @@ def split_tags(values: list[str]) -> list[str]:
 
 
 def transact(session: Session, mutation: Mutation, wait: float | None, offline: bool) -> TxnOutcome:
-    from michi.workflow import TxnRequest, run_transaction
+    from michi.workflow import TxnRequest, read_snapshot, run_transaction
 
+    if mutation.apply in _READS_ALL:
+        for_tree(read_snapshot(session.repo, session.config), session.repo.state_dir).tasks  # noqa: B018
     req = TxnRequest(
         repo=session.repo,
         config=session.with_overrides(lock_wait=wait),

@@ -122,10 +122,22 @@ def merge_base(repo: Repo, a: str, b: str) -> str | None:
     return str(out).strip() if status == 0 and out else None
 
 
-def read_tree_update(repo: Repo, old: str, new: str, env: Mapping[str, str] | None = None) -> str | None:
+def read_tree_update(
+    repo: Repo,
+    old: str,
+    new: str,
+    env: Mapping[str, str] | None = None,
+    known: Mapping[str, tuple[int, str] | None] | None = None,
+) -> str | None:
     """Move the user's index and work tree from `old` to `new` the way `git checkout` does: paths that do
     not differ keep every staged and unstaged change; git refuses (and changes nothing) when a path that
     differs has local changes. Returns git's refusal, or None on success."""
+    if env is None:
+        from michi.git.checkout import move_paths
+
+        done, refused = move_paths(repo, old, new, known)  # only the few paths that differ (ADR 0015)
+        if done:
+            return refused
     status, _out, err = _exec(repo, "read-tree", "-m", "-u", old, new, env=env)
     if status != 0 and (held := lock_held(err)) is not None:
         raise held  # not a refusal: nothing in the work tree is in the way

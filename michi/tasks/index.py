@@ -3,6 +3,11 @@
 Built from the `TaskTree` and cached under the repository's state dir keyed by content: the cache records
 the tree it describes and each file's blob oid, and is brought up to date with `changed_task_files` before
 it answers, so it is never stale; a cache that cannot be read or diffed is rebuilt from the files.
+
+Changing commands need only a task's path, the ids and the highest id before the lock (ADR 0015): `light`
+answers those from a second, small cache (path -> id, a tenth of the records' size), brought up to date
+the same way, and loads the records only when something asks for them. The last index a process built is
+kept in memory, so an apply function inside the lock only applies the fresh commit's diff to it.
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ from __future__ import annotations
 import json
 import marshal
 import zlib
+from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,6 +29,7 @@ if TYPE_CHECKING:  # not at run time: `list` answers from its cache without load
     from michi.workflow.mutation import TaskTree
 
 CACHE_NAME = "task-index.v2"  # v2: the caps and checks of ADR 0006 (records v1 believed may be corrupt)
+IDS_NAME = "task-ids.v1"  # (tree, path -> michi_id or None for a file that does not parse), checksummed
 # path -> (blob oid, the file's record when it parsed, the problem when it did not)
 Entry = tuple[str, dict[str, Any] | None, str | None]
 
@@ -36,9 +43,36 @@ def _parse(path: str, data: bytes) -> tuple[dict[str, Any] | None, str | None]:
 
 
 class Index:
-    def __init__(self, tree: str | None, entries: dict[str, Entry]) -> None:
+    def __init__(
+        self,
+        tree: str | None,
+        entries: dict[str, Entry] | None = None,
+        *,
+        ids: dict[str, int | None] | None = None,
+        loader: Callable[[], dict[str, Entry]] | None = None,
+    ) -> None:
+        """Either `entries` (every record), or `ids` and a `loader` that reads the records when asked."""
         self.tree = tree
-        self.entries = entries
+        if entries is not None:
+            self.__dict__["entries"] = entries
+        self._ids = ids
+        self._loader = loader
+
+    @cached_property
+    def entries(self) -> dict[str, Entry]:
+        assert self._loader is not None
+        return self._loader()
+
+    @cached_property
+    def ids(self) -> dict[str, int | None]:
+        """path -> michi_id (None: the file does not parse)."""
+        if self._ids is not None and "entries" not in self.__dict__:
+            return self._ids
+        return {p: (e[1]["michi_id"] if e[1] is not None else None) for p, e in self.entries.items()}
+
+    @property
+    def problem_count(self) -> int:
+        return sum(1 for i in self.ids.values() if i is None)
 
     @classmethod
     def build(cls, tree: TaskTree, cached: Index | None = None) -> Index:
@@ -72,7 +106,20 @@ class Index:
         for path, oid in wanted.items():
             record, problem = _parse(path, blobs[oid])
             entries[path] = (oid, record, problem)
-        return cls(tree.tree_oid, entries)
+        index = cls(tree.tree_oid, entries)
+        if cached is not None and "tasks" in cached.__dict__:
+            # Task objects of unchanged files carry over: inside the lock only the diff's are built.
+            before: dict[str, Task] = cached.tasks
+            kept: dict[str, Task] = {}
+            for path, entry in entries.items():
+                made = before.get(path)
+                if made is None or cached.entries[path][0] != entry[0]:
+                    if entry[1] is None:
+                        continue
+                    made = serialization.from_trusted(entry[1])
+                kept[path] = made
+            index.__dict__["tasks"] = kept
+        return index
 
     @cached_property
     def tasks(self) -> dict[str, Task]:
@@ -86,14 +133,14 @@ class Index:
     @cached_property
     def by_uuid(self) -> dict[str, str]:
         """uuid -> path, from file names, so a corrupt file can still be named by its uuid."""
-        return {p.rsplit("/", 1)[-1][:-5]: p for p in self.entries}
+        return {p.rsplit("/", 1)[-1][:-5]: p for p in self.ids}
 
     @cached_property
     def by_id(self) -> dict[int, list[str]]:
         found: dict[int, list[str]] = {}
-        for path, entry in self.entries.items():
-            if entry[1] is not None:
-                found.setdefault(entry[1]["michi_id"], []).append(path)
+        for path, michi_id in self.ids.items():
+            if michi_id is not None:
+                found.setdefault(michi_id, []).append(path)
         return found
 
     @property
@@ -104,8 +151,8 @@ class Index:
         """Dependencies as ids for people and agents; a uuid no task file has stays a uuid."""
         out: list[int | str] = []
         for uuid in uuids:
-            entry = self.entries.get(self.by_uuid.get(uuid, ""))
-            out.append(entry[1]["michi_id"] if entry and entry[1] else uuid)
+            michi_id = self.ids.get(self.by_uuid.get(uuid, ""))
+            out.append(uuid if michi_id is None else michi_id)
         return out
 
     def find(self, ref: str) -> str:
@@ -125,8 +172,8 @@ class Index:
             raise AmbiguousId(f"{ref!r} names {len(paths)} tasks", hint="use more of the uuid", ref=ref)
         if not paths:
             hint = "see 'michi task list --all'"
-            if self.problems:
-                hint += f"; {len(self.problems)} task file(s) could not be read, see 'michi doctor'"
+            if self.problem_count:
+                hint += f"; {self.problem_count} task file(s) could not be read, see 'michi doctor'"
             raise TaskNotFound(f"no task {ref!r}", hint=hint, ref=ref)
         return paths[0]
 
@@ -158,6 +205,7 @@ def _write(state_dir: Path, name: str, data: bytes) -> None:
 
 def save_cache(state_dir: Path, index: Index) -> None:
     _write(state_dir, CACHE_NAME, marshal.dumps((index.tree, index.entries)))
+    save_checked(state_dir, IDS_NAME, (index.tree, index.ids))
 
 
 def save_checked(state_dir: Path, name: str, value: Any) -> None:
@@ -178,9 +226,40 @@ def load_checked(state_dir: Path, name: str) -> Any:
         return None
 
 
+# The last full index this process built or read, by state dir: inside the lock, an apply function brings
+# it up to the fresh commit by its diff instead of reading the whole cache again.
+_last: dict[Path, Index] = {}
+
+
 def for_tree(tree: TaskTree, state_dir: Path, save: bool = True) -> Index:
-    cached = load_cache(state_dir)
+    cached = _last.get(state_dir) or load_cache(state_dir)
     index = Index.build(tree, cached)
+    _last[state_dir] = index
     if save and index.tree is not None and (cached is None or cached.tree != index.tree):
         save_cache(state_dir, index)
     return index
+
+
+def light(tree: TaskTree, state_dir: Path) -> Index:
+    """Paths and ids of `tree` from the small cache; the records are read only if something asks."""
+    if tree.tree_oid is None:
+        return Index(None, {})
+    cached = load_checked(state_dir, IDS_NAME)
+    try:
+        old_tree, ids = cached
+        if not (isinstance(old_tree, str) and isinstance(ids, dict)):
+            raise TypeError
+        if old_tree != tree.tree_oid:
+            delta = tree.changed_task_files(old_tree)
+            gone = [p for p, oid in delta.items() if oid is None]
+            wanted = {p: oid for p, oid in delta.items() if oid is not None}
+            blobs = tree.read_blobs(set(wanted.values())) if wanted else {}
+            for path in gone:
+                ids.pop(path, None)
+            for path, oid in wanted.items():
+                record, _problem = _parse(path, blobs[oid])
+                ids[path] = None if record is None else record["michi_id"]
+            save_checked(state_dir, IDS_NAME, (tree.tree_oid, ids))
+    except Exception:  # no cache, a damaged one, or a tree gone from the repository: the full way
+        return for_tree(tree, state_dir)
+    return Index(tree.tree_oid, ids=ids, loader=lambda: for_tree(tree, state_dir).entries)

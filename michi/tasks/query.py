@@ -87,7 +87,7 @@ class Filter:
         fields = (rec["michi_state"], get("tags") or (), get("project"), get("michi_assignee"))
         if not self._plain(domain_of(path), *fields):
             return False
-        return not self.ready or is_ready(serialization.from_trusted(rec), index, now)
+        return not self.ready or is_ready(index.tasks[path], index, now)
 
     def pick(self, table: Table) -> list[int]:
         """The rows of a list table (`michi.tasks.table`) that match, in table order. Not for `ready`: that

@@ -11,7 +11,7 @@ is lost, the branch is just behind, as after a `git fetch`.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING
 
 from michi import git
@@ -59,13 +59,20 @@ def _replay(repo: Repo, base: str, new_tip: str, commits: list[str], drop: Colle
     return parent
 
 
-def move_checkout(repo: Repo, local: str | None, goal: str, interrupted: Collection[str]) -> str | None:
+def move_checkout(
+    repo: Repo,
+    local: str | None,
+    goal: str,
+    interrupted: Collection[str],
+    known: Mapping[str, tuple[int, str] | None] | None = None,
+) -> str | None:
     """Move index and work tree from `local` to `goal`; None on success, else git's refusal.
 
     A michi process killed between moving the index and moving the branch (ADR 0004) left the index at
     one of the `interrupted` commits while the branch still names `local`; moving from there finishes
-    its work. git refuses, changing nothing, unless the index really matches the commit it moves from."""
-    refused = git.read_tree_update(repo, local or git.EMPTY_TREE, goal)
+    its work. git refuses, changing nothing, unless the index really matches the commit it moves from.
+    `known`, when given, is every path that differs from `local` to `goal` (the transaction's own edits)."""
+    refused = git.read_tree_update(repo, local or git.EMPTY_TREE, goal, known=known if local else None)
     for commit in interrupted:
         if refused is None:
             break
@@ -82,6 +89,7 @@ def update_local(
     new_tip: str,
     drop: Collection[str],
     interrupted: Collection[str] = (),
+    known: Mapping[str, tuple[int, str] | None] | None = None,
 ) -> list[str]:
     """Move the local task branch to `new_tip` plus the user's own local commits. Returns notes."""
     ref = target.local_ref
@@ -98,7 +106,10 @@ def update_local(
         goal = new_tip
     elif local == old_remote or git.is_ancestor(repo, local, new_tip):
         goal = new_tip
+        if local != old_remote:
+            known = None  # the transaction's edits start at old_remote, not at local
     else:
+        known = None
         base = git.merge_base(repo, local, new_tip)
         own = git.rev_list(repo, new_tip, local)
         replayed = None if base is None else _replay(repo, base, new_tip, own, drop)
@@ -115,7 +126,7 @@ def update_local(
             ]
         goal = replayed
     if here:
-        refused = move_checkout(repo, local, goal, interrupted)
+        refused = move_checkout(repo, local, goal, interrupted, known if local is not None else None)
         if refused is not None:
             return [
                 f"local branch {target.branch} was not updated because your work tree has changes "

@@ -92,6 +92,10 @@ class Transaction:
         self.rescued: set[str] = set()  # txns of those that this run completes (or found landed)
         self.pushed = False  # this run's push landed: its journal entry must survive a late failure
         self.keep_entry = False  # the push's outcome is unknown: the next run must check the remote
+        # path -> new entry for every path the last application's commits changed, from its start: moving
+        # the checkout by these needs no diff of two (possibly 50,000-entry) trees (ADR 0015).
+        self.changed: dict[str, tuple[int, str] | None] = {}
+        self.known: dict[str, tuple[int, str] | None] | None = None  # `changed`, when it starts at local
         head = git.head(self.git)
         if head.branch is None:
             self.notes.append(f"HEAD is detached; tasks were written to branch {self.target.branch}")
@@ -114,6 +118,7 @@ class Transaction:
         changes.update({_safe_path(p): None for p in change.deletes})
         base_tree = git.tree_of(self.git, parent) if parent else None
         tree = git.edit_tree(self.git, base_tree, changes)
+        self.changed.update(changes)
         return git.write_commit(
             self.git, tree, [parent] if parent else [], self._headers(), _message(change, entry, self.host)
         )
@@ -126,6 +131,7 @@ class Transaction:
         `self.report` describes this application (the last one is the one that lands)."""
         tip, built, result = base, [], None
         report = recovery.Report()
+        self.changed = {}
         for entry in leftover + mine:
             ctx = ApplyContext(
                 now=time.time(), agent=entry.agent, host=self.host, state_dir=str(self.req.repo.state_dir)
@@ -232,6 +238,7 @@ class Transaction:
             self.stranded = stranded.find(self.git, local, base, {e.txn for e in leftover})
         retries = self.req.config.push_retries
         for attempt in range(1, retries + 1):
+            self.known = None
             pending = self._not_landed(leftover, base) if leftover else []
             start = self._rescue(base) if self.stranded else base
             try:
@@ -249,6 +256,7 @@ class Transaction:
                     result, None, pushed=False, attempts=attempt, notes=notes, recovered=self._completed()
                 )
             assert tip is not None
+            self.known = self.changed if start == old_remote else None
             entries = [e.but(state=PUSHING, commit=tip) for e in built]
             journal.save(entries)
             faults.point("committed")
@@ -352,7 +360,7 @@ class Transaction:
             faults.point("committed")
             if here:
                 interrupted = [e.commit for e in leftover if e.commit and e.state != OFFLINE]
-                refused = move_checkout(self.git, local, tip, interrupted)
+                refused = move_checkout(self.git, local, tip, interrupted, self.changed)
                 if refused is not None:
                     raise GitFailed(
                         "your work tree has changes in task files michi must change "
@@ -377,7 +385,8 @@ class Transaction:
         if tip is None:
             return []
         interrupted = [e.commit for e in self.leftover if e.commit]
-        return update_local(self.git, self.req.repo, self.target, old_remote, tip, landed, interrupted)
+        known = self.known if tip != old_remote else None
+        return update_local(self.git, self.req.repo, self.target, old_remote, tip, landed, interrupted, known)
 
     def _push_all(self, tip: str, lock: RepoLock) -> list[str]:
         local = git.ref_oid(self.git, self.target.local_ref)

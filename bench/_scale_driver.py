@@ -1,0 +1,37 @@
+"""One michi CLI command in a fresh process, as `python -m michi` runs it, that also writes the
+transaction's own timings (`outcome.timings`) as JSON to the file named by MICHI_BENCH_TIMINGS."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+from michi.workflow import txn
+
+_run = txn.Transaction.run
+
+
+def _timed(self: txn.Transaction, *args: object, **kw: object) -> txn.TxnOutcome:
+    outcome = _run(self, *args, **kw)  # type: ignore[arg-type]
+    with open(os.environ["MICHI_BENCH_TIMINGS"], "a") as out:
+        out.write(json.dumps(outcome.timings) + "\n")
+    return outcome
+
+
+txn.Transaction.run = _timed  # type: ignore[method-assign]
+
+from michi.cli.main import main  # noqa: E402
+
+try:
+    code = main(sys.argv[1:])
+finally:
+    if os.environ.get("MICHI_BENCH_RSS"):
+        import resource
+
+        peak = max(
+            resource.getrusage(who).ru_maxrss for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+        )
+        with open(os.environ["MICHI_BENCH_RSS"], "w") as out:
+            out.write(f"{peak}\n")  # KiB on Linux: the largest of michi and the git processes it ran
+raise SystemExit(code)

@@ -1,0 +1,238 @@
+"""michi as the repository grows (100, 1k, 10k, 50k tasks in one domain) against Taskwarrior on the
+same tasks, in one run: fresh processes, medians, ratios (ADR 0015).
+
+`python bench/run.py scale`; MICHI_BENCH_SCALE=100,1000 for a quicker run. The repositories are built
+once with `git fast-import` (50,000 `michi task add` calls would take hours) and cached in
+`bench/.cache/` (gitignored); each measurement works on a fresh copy of the cached remote.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+import uuid as uuidlib
+from pathlib import Path
+
+from _util import isolated_git_env, sh, tempdir
+
+from michi.tasks import serialization
+from michi.tasks.model import Task, tw_date
+
+HERE = Path(__file__).resolve().parent
+CACHE = HERE / ".cache" / "scale"
+DRIVER = [sys.executable, str(HERE / "_scale_driver.py")]
+FORMAT = "1"  # bump when the generated repository changes
+
+
+def _records(count: int) -> list[Task]:
+    now = tw_date(1_700_000_000)
+    rng = uuidlib.UUID(int=count)  # deterministic uuids: the same repository on every machine
+    return [
+        Task(
+            uuid=str(uuidlib.uuid5(rng, str(n))),
+            id=n,
+            description=f"task number {n}",
+            entry=now,
+            modified=now,
+            priority="HML"[n % 3],
+            tags=("bench",),
+            project="p",
+        )
+        for n in range(1, count + 1)
+    ]
+
+
+def _fast_import(bare: Path, tasks: list[Task], env: dict[str, str]) -> None:
+    """One commit holding every task file and the id counter, fed to `git fast-import`."""
+    chunks = [b"commit refs/heads/main\ncommitter Bench <bench@example.invalid> 1700000000 +0000\n"]
+    msg = b"bench: tasks"
+    chunks.append(b"data %d\n%s\n" % (len(msg), msg))
+    counter = f"{len(tasks)}\n".encode()
+    chunks.append(b"M 100644 inline .michi/last-id\ndata %d\n%s\n" % (len(counter), counter))
+    for task in tasks:
+        data = serialization.dumps(task)
+        name = task.uuid.encode()
+        chunks.append(b"M 100644 inline .tasks/%s.json\ndata %d\n%s\n" % (name, len(data), data))
+    subprocess.run(["git", "fast-import", "--quiet"], cwd=bare, env=env, input=b"".join(chunks), check=True)
+
+
+def build(count: int, env: dict[str, str], task: str | None) -> Path:
+    """The cached folder for `count` tasks: origin.git, export.json and (with Taskwarrior) twdata/."""
+    where = CACHE / f"{count}-v{FORMAT}"
+    if (where / "done").exists():
+        return where
+    shutil.rmtree(where, ignore_errors=True)
+    where.mkdir(parents=True)
+    tasks = _records(count)
+    sh(["git", "init", "-q", "--bare", "-b", "main", "origin.git"], where, env)
+    _fast_import(where / "origin.git", tasks, env)
+    (where / "export.json").write_bytes(b"[" + b",".join(serialization.dumps(t) for t in tasks) + b"]\n")
+    if task:
+        (where / "twdata").mkdir()
+        sh([task, "import", str(where / "export.json")], where, _tw_env(where, env))
+    (where / "done").write_text("")
+    return where
+
+
+def _tw_env(where: Path, env: dict[str, str]) -> dict[str, str]:
+    rc = where / "taskrc"
+    rc.write_text(f"data.location={where / 'twdata'}\nconfirmation=off\njson.array=on\nverbose=nothing\n")
+    return {**env, "TASKDATA": str(where / "twdata"), "TASKRC": str(rc)}
+
+
+class Michi:
+    """A fresh clone of a copy of the cached remote; commands run as fresh processes."""
+
+    def __init__(self, cached: Path, root: Path, env: dict[str, str]) -> None:
+        self.root = root
+        sh(["git", "clone", "-q", "--bare", str(cached / "origin.git"), "origin.git"], root, env)
+        sh(["git", "clone", "-q", "origin.git", "work"], root, env)
+        self.work = root / "work"
+        self.timings = root / "timings.jsonl"
+        self.env = {**env, "MICHI_BENCH_TIMINGS": str(self.timings), "MICHI_AGENT": "bench"}
+        self.env.pop("PYTHONDONTWRITEBYTECODE", None)  # users have bytecode
+
+    def run(self, *args: str) -> float:
+        """Wall time of one changing command; its transaction's timings go to self.timings."""
+        start = time.perf_counter()
+        sh([*DRIVER, "--json", *args], self.work, self.env)
+        return time.perf_counter() - start
+
+    def read(self, *args: str) -> float:
+        """Wall time of one read, as `python -m michi` runs it (the driver would import the engine)."""
+        start = time.perf_counter()
+        sh([sys.executable, "-m", "michi", "--json", *args], self.work, self.env)
+        return time.perf_counter() - start
+
+    def holds(self) -> list[float]:
+        lines = self.timings.read_text().splitlines() if self.timings.exists() else []
+        self.timings.unlink(missing_ok=True)
+        return [json.loads(line)["lock_hold"] for line in lines]
+
+    def drop_caches(self) -> None:
+        for name in ("task-index.v2", "task-list.v1"):
+            (self.work / ".git" / "michi" / name).unlink(missing_ok=True)
+
+
+def _ms(samples: list[float]) -> float:
+    return statistics.median(samples) * 1000
+
+
+def measure(count: int, env: dict[str, str], task: str | None, repeat: int) -> dict[str, float]:
+    cached = build(count, env, task)
+    root = tempdir(f"scale-{count}")
+    try:
+        m = Michi(cached, root, env)
+        out: dict[str, float] = {}
+        m.read("task", "list")  # the first read pays for the cache
+        m.holds()
+        counter = iter(range(10**6))
+        adds = [m.run("task", "add", f"new {next(counter)}") for _ in range(repeat)]
+        out["add"], out["add_hold"] = _ms(adds), _ms(m.holds())
+        dones = [m.run("task", "done", str(n)) for n in range(1, repeat + 1)]
+        out["done"], out["done_hold"] = _ms(dones), _ms(m.holds())
+        claims = [m.run("task", "next", "--claim") for _ in range(repeat)]
+        out["claim"], out["claim_hold"] = _ms(claims), _ms(m.holds())
+        cold, warm, export = [], [], []
+        twenv = _tw_env(cached, env) if task else None
+        for _ in range(max(3, repeat // 2)):
+            m.drop_caches()
+            cold.append(m.read("task", "list"))
+            warm.append(m.read("task", "list"))
+            if task and twenv:
+                start = time.perf_counter()
+                sh([task, "export"], root, twenv)
+                export.append(time.perf_counter() - start)
+        out["cold"], out["warm"] = _ms(cold), _ms(warm)
+        if export:
+            out["export"] = _ms(export)
+        return out
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def bulk_import(count: int, env: dict[str, str], task: str | None) -> dict[str, float]:
+    """Every task of the cached export into an empty repository: michi import (commits and pushes) against
+    `task import` into an empty Taskwarrior data folder; one run each (they take seconds)."""
+    cached = build(count, env, task)
+    root = tempdir(f"import-{count}")
+    try:
+        sh(["git", "init", "-q", "--bare", "-b", "main", "origin.git"], root, env)
+        sh(["git", "clone", "-q", "origin.git", "work"], root, env)
+        work = root / "work"
+        runenv = {**env, "MICHI_BENCH_TIMINGS": str(root / "t.jsonl"), "MICHI_BENCH_RSS": str(root / "rss")}
+        runenv.pop("PYTHONDONTWRITEBYTECODE", None)
+        sh([*DRIVER, "init"], work, runenv)
+        start = time.perf_counter()
+        sh([*DRIVER, "--json", "import", str(cached / "export.json")], work, runenv)
+        out = {"import": time.perf_counter() - start, "import_mb": int((root / "rss").read_text()) / 1024}
+        out["import_commits"] = float(sh(["git", "rev-list", "--count", "main"], root / "origin.git", env))
+        if task:
+            (root / "twdata").mkdir()
+            rc = root / "taskrc"
+            rc.write_text(f"data.location={root / 'twdata'}\nconfirmation=off\nverbose=nothing\n")
+            start = time.perf_counter()
+            sh([task, "import", str(cached / "export.json")], root, {**env, "TASKRC": str(rc)})
+            out["tw_import"] = time.perf_counter() - start
+        return out
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+ROWS = [
+    ("michi task add (ms)", "add"),
+    ("  lock held per add (ms)", "add_hold"),
+    ("michi task done (ms)", "done"),
+    ("  lock held per done (ms)", "done_hold"),
+    ("michi task next --claim (ms)", "claim"),
+    ("  lock held per claim (ms)", "claim_hold"),
+    ("michi task list --json, cold cache (ms)", "cold"),
+    ("michi task list --json, warm (ms)", "warm"),
+    ("Taskwarrior task export (ms)", "export"),
+]
+
+
+def main() -> None:
+    sizes = [int(s) for s in os.environ.get("MICHI_BENCH_SCALE", "100,1000,10000,50000").split(",")]
+    repeat = int(os.environ.get("MICHI_BENCH_REPEAT", "5"))
+    env = isolated_git_env(tempdir("home"))
+    task = shutil.which("task")
+    results = {n: measure(n, env, task, repeat) for n in sizes}
+    print("| tasks | " + " | ".join(f"{n:,}" for n in sizes) + " |")
+    print("|---|" + "---|" * len(sizes))
+    for label, key in ROWS:
+        cells = [f"{results[n][key]:.0f}" if key in results[n] else "-" for n in sizes]
+        print(f"| {label} | " + " | ".join(cells) + " |")
+    first = sizes[0]
+    for key in ("add", "done", "claim"):
+        print(
+            f"| {key} at n vs at {first:,} (x) | "
+            + " | ".join(f"{results[n][key] / results[first][key]:.2f}" for n in sizes)
+            + " |"
+        )
+    if task:
+        for key in ("cold", "warm"):
+            print(
+                f"| list {key} / task export (x) | "
+                + " | ".join(f"{results[n][key] / results[n]['export']:.2f}" for n in sizes)
+                + " |"
+            )
+    print(f"(medians of {repeat} fresh processes each; 2 shared cores: noisy, compare within a run)")
+    if os.environ.get("MICHI_BENCH_IMPORT", "1") != "0":
+        big = sizes[-1]
+        imp = bulk_import(big, env, task)
+        text = f"bulk import of {big:,} tasks: michi {imp['import']:.1f} s, peak {imp['import_mb']:.0f} MB"
+        text += f", {imp['import_commits'] - 1:.0f} import commits"
+        if "tw_import" in imp:
+            text += f"; Taskwarrior {imp['tw_import']:.1f} s; ratio {imp['import'] / imp['tw_import']:.1f}x"
+        print(text)
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(HERE))
+    main()

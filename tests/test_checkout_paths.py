@@ -1,0 +1,158 @@
+"""Moving the user's index and work tree by the changed paths only (ADR 0015): the same promise as
+`git read-tree -m -u`, checked against real git."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from conftest import git
+
+from michi import git as mgit
+from michi.git.checkout import move_paths
+
+
+@pytest.fixture
+def work(tmp_path: Path) -> Path:
+    repo = tmp_path / "w"
+    git(tmp_path, "init", "-q", "-b", "main", str(repo))
+    (repo / ".tasks").mkdir()
+    for name in ("a", "b", "c"):
+        (repo / ".tasks" / f"{name}.json").write_text(f"{name} 1\n")
+    (repo / "notes.txt").write_text("mine\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "one")
+    return repo
+
+
+def _next(repo: Path) -> tuple[str, str]:
+    """A second commit (b changed, c deleted, d added), built without moving HEAD, index or files."""
+    old = git(repo, "rev-parse", "HEAD").strip()
+    env = {"GIT_INDEX_FILE": str(repo / ".git" / "scratch-index")}
+    git(repo, "read-tree", old, env=env)
+    for name, text in (("b", "b 2\n"), ("d", "d 1\n")):
+        scratch = repo / ".git" / "scratch-blob"
+        scratch.write_text(text)
+        blob = git(repo, "hash-object", "-w", str(scratch))
+        git(repo, "update-index", "--add", "--cacheinfo", f"100644,{blob},.tasks/{name}.json", env=env)
+    git(repo, "update-index", "--force-remove", ".tasks/c.json", env=env)
+    tree = git(repo, "write-tree", env=env).strip()
+    new = git(repo, "commit-tree", tree, "-p", old, "-m", "two").strip()
+    return old, new
+
+
+def _state(repo: Path) -> tuple[str, dict[str, bytes]]:
+    files = {
+        str(p.relative_to(repo)): p.read_bytes()
+        for p in repo.rglob("*")
+        if p.is_file() and ".git" not in p.parts
+    }
+    return git(repo, "ls-files", "-s"), files
+
+
+def test_moves_only_changed_paths_and_keeps_the_users_work(work: Path) -> None:
+    old, new = _next(work)
+    (work / "notes.txt").write_text("unstaged edit\n")
+    (work / "staged.txt").write_text("staged\n")
+    git(work, "add", "staged.txt")
+    (work / ".tasks" / "a.json").write_text("a edited by hand\n")  # a does not change: it stays as is
+    repo = mgit.open_repo(work)
+    assert move_paths(repo, old, new) == (True, None)
+    assert (work / ".tasks" / "b.json").read_text() == "b 2\n"
+    assert (work / ".tasks" / "d.json").read_text() == "d 1\n"
+    assert not (work / ".tasks" / "c.json").exists()
+    assert (work / ".tasks" / "a.json").read_text() == "a edited by hand\n"
+    assert (work / "notes.txt").read_text() == "unstaged edit\n"
+    # The index holds the new commit's task files (plus the user's staged file), with valid stat data.
+    assert git(work, "diff-index", "--cached", "--name-only", new).split() == ["staged.txt"]
+    assert git(work, "diff-files", "--name-only").split() == [".tasks/a.json", "notes.txt"]
+
+
+@pytest.mark.parametrize("case", ["staged", "unstaged", "deleted", "untracked"])
+def test_refuses_and_changes_nothing_when_the_user_has_work_in_the_way(work: Path, case: str) -> None:
+    old, new = _next(work)
+    if case == "staged":
+        (work / ".tasks" / "b.json").write_text("mine\n")
+        git(work, "add", ".tasks/b.json")
+    elif case == "unstaged":
+        (work / ".tasks" / "c.json").write_text("mine\n")
+    elif case == "deleted":
+        (work / ".tasks" / "b.json").unlink()
+    else:
+        (work / ".tasks" / "d.json").write_text("untracked, mine\n")
+    before = _state(work)
+    done, refused = move_paths(mgit.open_repo(work), old, new)
+    assert done and refused
+    assert _state(work) == before
+    # read-tree agrees that this move must be refused; it would overwrite a deleted file (the user's
+    # deletion) where michi refuses: a deletion is the user's work too.
+    if case != "deleted":
+        assert mgit.read_tree_update(mgit.open_repo(work), old, new, env={"MICHI_X": "1"}) is not None
+
+
+def test_a_touched_but_unchanged_file_does_not_block(work: Path) -> None:
+    old, new = _next(work)
+    path = work / ".tasks" / "b.json"
+    stat = path.stat()
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 5_000_000_000))
+    assert move_paths(mgit.open_repo(work), old, new) == (True, None)
+    assert path.read_text() == "b 2\n"
+
+
+def test_a_deleted_file_takes_its_empty_folder_along(work: Path) -> None:
+    old = git(work, "rev-parse", "HEAD").strip()
+    (work / "dom" / ".tasks").mkdir(parents=True)
+    (work / "dom" / ".tasks" / "x.json").write_text("x\n")
+    git(work, "add", "-A")
+    git(work, "commit", "-qm", "dom")
+    new = git(work, "rev-parse", "HEAD").strip()
+    assert move_paths(mgit.open_repo(work), new, old) == (True, None)
+    assert not (work / "dom").exists()
+    assert git(work, "diff-index", "--cached", "--name-only", old) == ""
+    assert git(work, "diff-files", "--name-only") == ""
+
+
+@pytest.mark.parametrize("users_file", [False, True])
+def test_a_folder_that_becomes_a_file(work: Path, users_file: bool) -> None:
+    (work / "api" / ".tasks").mkdir(parents=True)
+    (work / "api" / ".tasks" / "x.json").write_text("x\n")
+    git(work, "add", "-A")
+    git(work, "commit", "-qm", "folder")
+    old = git(work, "rev-parse", "HEAD")
+    git(work, "rm", "-q", "-r", "--cached", "api")
+    scratch = work / ".git" / "scratch-blob"
+    scratch.write_text("a file now\n")
+    blob = git(work, "hash-object", "-w", str(scratch))
+    git(work, "update-index", "--add", "--cacheinfo", f"100644,{blob},api/.tasks")
+    new = git(work, "commit-tree", git(work, "write-tree"), "-p", old, "-m", "file")
+    git(work, "read-tree", old)  # index back at old, work tree untouched
+    if users_file:
+        (work / "api" / ".tasks" / "mine.txt").write_text("mine\n")
+    before = _state(work)
+    done, refused = move_paths(mgit.open_repo(work), old, new)
+    assert done
+    if users_file:
+        assert refused and _state(work) == before
+    else:
+        assert refused is None
+        assert (work / "api" / ".tasks").read_text() == "a file now\n"
+
+
+def test_known_changes_move_like_the_diff(work: Path) -> None:
+    """The transaction passes the paths it changed; the move must be the same as from the trees' diff."""
+    old, new = _next(work)
+    listed = git(work, "ls-tree", "-r", new, "--", ".tasks/b.json", ".tasks/d.json").splitlines()
+    known: dict[str, tuple[int, str] | None] = {".tasks/c.json": None}
+    for line in listed:
+        meta, path = line.split("\t")
+        known[path] = (int(meta.split()[0], 8), meta.split()[2])
+    (work / "notes.txt").write_text("unstaged edit\n")
+    assert move_paths(mgit.open_repo(work), old, new, known) == (True, None)
+    assert git(work, "diff-index", "--cached", "--name-only", new) == ""
+    assert git(work, "diff-files", "--name-only") == "notes.txt"
+    assert not (work / ".tasks" / "c.json").exists()
+    (work / ".tasks" / "b.json").write_text("mine\n")
+    back = {".tasks/b.json": None}  # a wrong claim would be caught by the checks, not obeyed blindly
+    done, refused = move_paths(mgit.open_repo(work), new, old, back)
+    assert done and refused and (work / ".tasks" / "b.json").read_text() == "mine\n"
