@@ -8,16 +8,15 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 
 import pytest
 from conftest import Remote, git, run_michi
+from gitdaemon import git_daemon
 
 from michi.lock.record import process_start
 from michi.lock.remote_record import REF
@@ -29,44 +28,6 @@ INCREMENT = (
     "set -e; git pull -q --rebase origin main; n=$(cat counter); echo $((n + 1)) > counter; "
     'git commit -qam "count $((n + 1)) fence $MICHI_LOCK_FENCE"; git push -q origin HEAD:main'
 )
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@contextlib.contextmanager
-def git_daemon(root: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """Serve `root`'s bare repositories at git://127.0.0.1:PORT/, pushes allowed; yields the base URL."""
-    port = _free_port()
-    daemon = subprocess.Popen(
-        [
-            "git",
-            "daemon",
-            "--reuseaddr",
-            "--export-all",
-            "--enable=receive-pack",
-            "--listen=127.0.0.1",
-            f"--port={port}",
-            f"--base-path={root}",
-            str(root),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        url = f"git://127.0.0.1:{port}"
-        deadline = time.monotonic() + 60
-        while subprocess.run(["git", "ls-remote", f"{url}/origin.git"], capture_output=True).returncode:
-            assert time.monotonic() < deadline and daemon.poll() is None, "git daemon did not come up"
-            time.sleep(0.05)
-        yield url, daemon
-    finally:
-        if daemon.poll() is None:
-            daemon.terminate()
-            daemon.wait(timeout=10)
 
 
 def michi(cwd: Path, *args: str) -> subprocess.Popen[str]:

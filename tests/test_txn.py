@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -13,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from conftest import Remote, git
+from gitdaemon import git_daemon
 
 DRIVER = Path(__file__).with_name("txn_driver.py")
 
@@ -258,40 +258,10 @@ def test_four_clones_ten_transactions_each_converge(remote: Remote) -> None:
     _race(remote, str(remote.bare), clones=4, per_clone=10)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.mark.slow
 def test_four_clones_converge_over_git_daemon(remote: Remote) -> None:
-    port = _free_port()
-    daemon = subprocess.Popen(
-        [
-            "git",
-            "daemon",
-            "--reuseaddr",
-            "--export-all",
-            "--enable=receive-pack",
-            "--listen=127.0.0.1",
-            f"--port={port}",
-            f"--base-path={remote.root}",
-            str(remote.root),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        url = f"git://127.0.0.1:{port}/origin.git"
-        deadline = time.monotonic() + 30
-        while subprocess.run(["git", "ls-remote", url], capture_output=True).returncode != 0:
-            assert time.monotonic() < deadline and daemon.poll() is None, "git daemon did not come up"
-            time.sleep(0.05)
-        _race(remote, url, clones=4, per_clone=10)
-    finally:
-        daemon.terminate()
-        daemon.wait(timeout=10)
+    with git_daemon(remote.root) as (url, _daemon):
+        _race(remote, f"{url}/origin.git", clones=4, per_clone=10)
 
 
 def test_user_commits_are_pushed_only_with_push_all(remote: Remote, repo: Path) -> None:
