@@ -115,8 +115,27 @@ def _proc_start(pid: int) -> tuple[bool, float | None]:
     return True, float(fields[19]) / os.sysconf("SC_CLK_TCK") + _boot_time_cache
 
 
+class Stamped:
+    """What the local and the remote lock's records share: `created` and `expires` written as ISO text,
+    read back as epoch seconds; the record's JSON is its fields."""
+
+    created: str
+    expires: str | None
+
+    @property
+    def created_ts(self) -> float:
+        return parse_iso(self.created) or 0.0
+
+    @property
+    def expires_ts(self) -> float | None:
+        return parse_iso(self.expires)
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(asdict(self))  # type: ignore[call-overload]  # every subclass is a dataclass
+
+
 @dataclass(frozen=True)
-class Owner:
+class Owner(Stamped):
     pid: int
     host: str
     boot_id: str
@@ -148,17 +167,6 @@ class Owner:
             agent=agent,
             fence=fence,
         )
-
-    @property
-    def created_ts(self) -> float:
-        return parse_iso(self.created) or 0.0
-
-    @property
-    def expires_ts(self) -> float | None:
-        return parse_iso(self.expires)
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
 
     @classmethod
     def from_json(cls, data: Any) -> Owner:

@@ -12,10 +12,10 @@ import json
 import os
 import socket
 import time
-from dataclasses import asdict, dataclass, replace
-from typing import Any, Self
+from dataclasses import dataclass, replace
+from typing import Self
 
-from michi.lock.record import iso, parse_iso
+from michi.lock.record import Stamped, iso, parse_iso
 
 REF = "refs/michi/lock"
 FENCE_ENV = "MICHI_LOCK_FENCE"
@@ -28,7 +28,7 @@ class CorruptRemoteRecord(Exception):
 
 
 @dataclass(frozen=True)
-class RemoteRecord:
+class RemoteRecord(Stamped):
     state: str  # held | free
     fence: int  # strictly increasing over every holder of this remote's lock
     token: str  # the holder's secret; also kept in a free record (who released last)
@@ -70,17 +70,6 @@ class RemoteRecord:
     def released(self) -> RemoteRecord:
         now = time.time()
         return replace(self, state="free", renewed=iso(now) or "", expires=None)
-
-    @property
-    def created_ts(self) -> float:
-        return parse_iso(self.created) or 0.0
-
-    @property
-    def expires_ts(self) -> float | None:
-        return parse_iso(self.expires)
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
 
     def dumps(self) -> str:
         return json.dumps(self.to_json(), indent=2) + "\n"
