@@ -263,7 +263,7 @@ class Transaction:
             lock.ensure_held()  # our token and fence are still the latest (ADR 0003): else push nothing
             faults.point("pushing")
             with interruptions_deferred(lambda: self.pushed):
-                if self._push(tip, lock, functools.partial(_name_push, journal, entries)):
+                if self._push(tip, functools.partial(_name_push, journal, entries)):
                     self.pushed = True
                     faults.point("pushed")
                     notes = self._finish(old_remote, tip, landed | {e.txn for e in mine}, lock)
@@ -296,7 +296,7 @@ class Transaction:
         self.already |= set(found)
         return stranded.replay(self.git, todo, base, self.target.remote, self.target.branch) if todo else base
 
-    def _push(self, tip: str, lock: RepoLock, started: Callable[[int], None]) -> bool:
+    def _push(self, tip: str, started: Callable[[int], None]) -> bool:
         """True when `tip` is on the remote; False when the remote moved on (fetch and retry). `started`
         gets the push's pid (the journal names it, so the next holder can wait for an orphaned push)."""
         assert self.target.remote
