@@ -4,18 +4,15 @@ the JSON array in the same order a person sees. Real git repositories, and the r
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from twkit import taskwarrior
 
 from michi.tasks.order import BadSort, arrange, parse
 from michi.tasks.table import COLUMNS
-
-TASK = shutil.which("task")
 
 
 @pytest.fixture
@@ -124,24 +121,12 @@ def test_missing_values_come_last_either_way() -> None:
         parse("urgency,colour")
 
 
-@pytest.mark.skipif(TASK is None and os.environ.get("MICHI_REQUIRE_TASKWARRIOR") != "1", reason="no task")
 def test_urgency_order_is_taskwarriors(cli, ready: Path, tmp_path: Path) -> None:
     """The same tasks in Taskwarrior 2.6: `task export` reports the urgencies list orders by."""
-    assert TASK is not None, "Taskwarrior's 'task' binary is required (MICHI_REQUIRE_TASKWARRIOR=1)"
+    tw = taskwarrior(tmp_path)
     _varied(cli, ready)
     exported = cli(ready, "export", "--all")
     (tmp_path / "michi.json").write_text(exported.stdout)
-    data = tmp_path / "twdata"
-    data.mkdir()
-    rc = tmp_path / "taskrc"
-    rc.write_text(f"data.location={data}\nconfirmation=off\njson.array=on\nverbose=nothing\nhooks=off\n")
-    env = {**os.environ, "TASKDATA": str(data), "TASKRC": str(rc)}
-
-    def tw(*args: str) -> str:
-        proc = subprocess.run([TASK, *args], capture_output=True, text=True, env=env, timeout=60)
-        assert proc.returncode == 0, proc.stderr
-        return proc.stdout
-
     tw("import", str(tmp_path / "michi.json"))
     theirs = {t["uuid"]: t["urgency"] for t in json.loads(tw("export"))}
     ours = cli(ready, "task", "list", "--json").json()

@@ -7,35 +7,17 @@ MICHI_REQUIRE_TASKWARRIOR=1 (CI), where a missing binary fails.
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from conftest import git
-
-TASK = shutil.which("task")
+from twkit import taskwarrior
 
 
 @pytest.fixture
-def tw(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    if TASK is None:
-        if os.environ.get("MICHI_REQUIRE_TASKWARRIOR") == "1":
-            pytest.fail("Taskwarrior's 'task' binary is required (MICHI_REQUIRE_TASKWARRIOR=1)")
-        pytest.skip("Taskwarrior's 'task' binary is not installed")
-    data = tmp_path / "twdata"
-    data.mkdir()
-    rc = tmp_path / "taskrc"
-    rc.write_text(f"data.location={data}\nconfirmation=off\njson.array=on\nverbose=nothing\nhooks=off\n")
-    env = {**os.environ, "TASKDATA": str(data), "TASKRC": str(rc)}
-
-    def run(*args: str) -> str:
-        proc = subprocess.run([TASK, *args], capture_output=True, text=True, env=env, timeout=60)
-        assert proc.returncode == 0, proc.stderr
-        return proc.stdout
-
-    return run
+def tw(tmp_path: Path) -> Callable[..., str]:
+    return taskwarrior(tmp_path)
 
 
 def _populate(cli, repo: Path) -> None:

@@ -7,36 +7,22 @@ MICHI_REQUIRE_TASKWARRIOR=1 (CI), where a missing binary fails.
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
 import time
 from pathlib import Path
 
 import pytest
+from twkit import taskwarrior
 
 from michi.commands import task_common
 from michi.session import Session
 from michi.tasks.query import urgencies
 
-TASK = shutil.which("task")
-
 
 def _taskwarrior_export(tmp_path: Path, michi_export: str) -> list[dict[str, object]]:
-    if TASK is None:
-        if os.environ.get("MICHI_REQUIRE_TASKWARRIOR") == "1":
-            pytest.fail("Taskwarrior's 'task' binary is required (MICHI_REQUIRE_TASKWARRIOR=1)")
-        pytest.skip("Taskwarrior's 'task' binary is not installed")
-    data = tmp_path / "twdata"
-    data.mkdir()
-    rc = tmp_path / "taskrc"
-    rc.write_text(f"data.location={data}\nconfirmation=off\njson.array=on\nverbose=nothing\nhooks=off\n")
-    env = {**os.environ, "TASKDATA": str(data), "TASKRC": str(rc)}
+    tw = taskwarrior(tmp_path)
     (tmp_path / "michi.json").write_text(michi_export)
-    for args in (["import", str(tmp_path / "michi.json")], ["export"]):
-        proc = subprocess.run([TASK, *args], capture_output=True, text=True, env=env, timeout=60)
-        assert proc.returncode == 0, proc.stderr
-    return list(json.loads(proc.stdout))
+    tw("import", str(tmp_path / "michi.json"))
+    return list(json.loads(tw("export")))
 
 
 def test_urgency_equals_taskwarriors_export(cli, repo: Path, tmp_path: Path) -> None:
