@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from _util import isolated_git_env, row, sh, tempdir, timed
-from bench_tasks import MICHI, _populate, timed_pair
+from bench_tasks import MICHI, populated, timed_pair
 
 
 def main() -> None:
@@ -21,11 +21,7 @@ def main() -> None:
     root = tempdir("status")
     env = isolated_git_env(root)
     try:
-        sh(["git", "init", "-q", "--bare", "-b", "main", "origin.git"], root, env)
-        sh(["git", "clone", "-q", "origin.git", "work"], root, env)
-        work = root / "work"
-        _populate(work, count)
-        sh("git add -A && git commit -qm tasks && git push -q origin HEAD:main", work, env)
+        work, _export = populated(root, env, count)
         for n in range(1, 6):  # a few live claims, as a swarm has
             sh([*MICHI, "--agent", f"agent-{n}", "task", "claim", str(n)], work, env)
         print(f"{count} tasks, 5 claims")

@@ -50,16 +50,22 @@ def timed_pair(
     return a, b
 
 
+def populated(root: Path, env: dict[str, str], count: int) -> tuple[Path, Path]:
+    """`root/work`, a clone of `root/origin.git` holding `count` tasks, pushed; and their export."""
+    sh(["git", "init", "-q", "--bare", "-b", "main", "origin.git"], root, env)
+    sh(["git", "clone", "-q", "origin.git", "work"], root, env)
+    work = root / "work"
+    export = _populate(work, count)
+    sh("git add -A && git commit -qm tasks && git push -q origin HEAD:main", work, env)
+    return work, export
+
+
 def main() -> None:
     count = int(os.environ.get("MICHI_BENCH_TASKS", "10000"))
     root = tempdir("tasks")
     env = isolated_git_env(root)
     try:
-        sh(["git", "init", "-q", "--bare", "-b", "main", "origin.git"], root, env)
-        sh(["git", "clone", "-q", "origin.git", "work"], root, env)
-        work = root / "work"
-        export = _populate(work, count)
-        sh("git add -A && git commit -qm tasks && git push -q origin HEAD:main", work, env)
+        work, export = populated(root, env, count)
         sh(["git", "clone", "-q", "origin.git", "raw"], root, env)
         print(f"{count} tasks")
         list_cmd = [*MICHI, "--json", "task", "list"]
