@@ -1,5 +1,15 @@
 """What the start-up benchmarks share: a prepared interpreter, the repositories, the raw git sequence,
-and the import-time breakdown by top-level package."""
+and the import-time breakdown by top-level package.
+
+The interpreter (`PYTHON`, and `MICHI` runs michi with it) is by default a bare venv under
+`bench/.cache/` built from the running one: `python -m venv --without-pip` plus a `base.pth` naming the
+running interpreter's site-packages, so it sees the same packages (typer, rich, ...) but runs none of
+that site-packages' `.pth` start-up hooks. A user's install (pipx, uv tool, a venv) has none of the
+hooks a development machine collects (an editable-install finder, a sandbox's CA injector: ~50 ms per
+process here, more than michi's `--version`), and michi is timed as users run it (ADR 0010).
+`MICHI_BENCH_PYTHON=system` times with the running interpreter as it is; any other value is an
+interpreter's path.
+"""
 
 from __future__ import annotations
 
@@ -9,12 +19,43 @@ import os
 import re
 import subprocess
 import sys
+import sysconfig
 from collections import Counter
 from pathlib import Path
 
 from _util import sh
 
-MICHI = [sys.executable, "-m", "michi"]
+CACHE = Path(__file__).resolve().parent / ".cache"
+
+
+def bench_python() -> str:
+    """The interpreter the fresh-process benchmarks run (see the module docstring)."""
+    wanted = os.environ.get("MICHI_BENCH_PYTHON", "venv")
+    if wanted == "system":
+        return sys.executable
+    if wanted != "venv":
+        return wanted
+    base = sysconfig.get_paths()["purelib"]
+    venv = CACHE / f"python{sys.version_info[0]}.{sys.version_info[1]}-venv"
+    python = venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+    pth = Path(sysconfig.get_paths(vars={"base": str(venv), "platbase": str(venv)})["purelib"]) / "base.pth"
+    fresh = python.exists() and pth.exists() and pth.read_text() == base + "\n"
+    if not fresh:
+        subprocess.run([sys.executable, "-m", "venv", "--clear", "--without-pip", str(venv)], check=True)
+        pth.parent.mkdir(parents=True, exist_ok=True)
+        pth.write_text(base + "\n")
+    return str(python)
+
+
+def interpreter_note() -> str:
+    """One line saying which interpreter the timed processes run."""
+    if sys.executable == PYTHON:
+        return f"interpreter: {PYTHON} (the running one, with its site-packages' .pth hooks)"
+    return f"interpreter: {PYTHON} (a bare venv on {sys.executable}: no site-packages .pth hooks)"
+
+
+PYTHON = bench_python()
+MICHI = [PYTHON, "-m", "michi"]
 # The raw sequence an agent would script without michi. With `flock` the caller holds the lock, so the
 # mkdir/rmdir pair is left out there (RAW_BODY).
 RAW_BODY = """set -e
@@ -66,7 +107,7 @@ def michi_clone(root: Path, name: str, env: dict[str, str], tasks: int, picks: i
         f"for n in range({picks}):\n"
         "    assert main(['--json', 'task', 'add', f'pick {n}', '--domain', 'pick']) == 0\n"
     )
-    subprocess.run([sys.executable, "-c", script], cwd=work, env=env, check=True, capture_output=True)
+    subprocess.run([PYTHON, "-c", script], cwd=work, env=env, check=True, capture_output=True)
     sh([*MICHI, "--json", "task", "list"], work, env)
     return work
 
@@ -77,7 +118,7 @@ LINE = re.compile(r"import time:\s+(\d+) \|\s+\d+ \|\s*(\S+)")
 def import_breakdown(args: list[str], cwd: Path, env: dict[str, str], top: int = 8) -> str:
     """Self import time by top-level package for one run of `michi ARGS` (`python -X importtime`)."""
     proc = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "michi", *args],
+        [PYTHON, "-X", "importtime", "-m", "michi", *args],
         cwd=cwd,
         env=env,
         capture_output=True,

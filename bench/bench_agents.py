@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from _startup import MICHI, RAW_BODY, bare_with_clone, michi_clone, prepared_env
+from _startup import MICHI, RAW_BODY, bare_with_clone, interpreter_note, michi_clone, prepared_env
 from _util import isolated_git_env, tempdir
 
 
@@ -77,6 +77,7 @@ def main() -> None:
     for run in range(runs):
         raw_rates.append(total / _swarm(agents, adds, raw_add(run), raw, env))
         michi_rates.append(total / _swarm(agents, adds, michi_add(run), work, env))
+    print(interpreter_note())
     print(f"{agents} agents x {adds} adds on one clone, {runs} alternating runs (noisy on a busy machine)")
     raw_med, michi_med = statistics.median(raw_rates), statistics.median(michi_rates)
     print(f"raw git sequence, serial under flock  {raw_med:6.2f} adds/s  (runs: {_rates(raw_rates)})")

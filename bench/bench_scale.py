@@ -18,6 +18,7 @@ import time
 import uuid as uuidlib
 from pathlib import Path
 
+from _startup import MICHI, PYTHON, interpreter_note, prepared_env
 from _util import isolated_git_env, sh, tempdir
 
 from michi.tasks import serialization
@@ -25,7 +26,7 @@ from michi.tasks.model import Task, tw_date
 
 HERE = Path(__file__).resolve().parent
 CACHE = HERE / ".cache" / "scale"
-DRIVER = [sys.executable, str(HERE / "_scale_driver.py")]
+DRIVER = [PYTHON, str(HERE / "_scale_driver.py")]
 FORMAT = "1"  # bump when the generated repository changes
 
 
@@ -106,7 +107,7 @@ class Michi:
     def read(self, *args: str) -> float:
         """Wall time of one read, as `python -m michi` runs it (the driver would import the engine)."""
         start = time.perf_counter()
-        sh([sys.executable, "-m", "michi", "--json", *args], self.work, self.env)
+        sh([*MICHI, "--json", *args], self.work, self.env)
         return time.perf_counter() - start
 
     def holds(self) -> list[float]:
@@ -200,7 +201,8 @@ ROWS = [
 def main() -> None:
     sizes = [int(s) for s in os.environ.get("MICHI_BENCH_SCALE", "100,1000,10000,50000").split(",")]
     repeat = int(os.environ.get("MICHI_BENCH_REPEAT", "5"))
-    env = isolated_git_env(tempdir("home"))
+    env = prepared_env(isolated_git_env(tempdir("home")))
+    print(interpreter_note())
     task = shutil.which("task")
     results = {n: measure(n, env, task, repeat) for n in sizes}
     print("| tasks | " + " | ".join(f"{n:,}" for n in sizes) + " |")

@@ -6,6 +6,10 @@ rmdir` on its own local bare remote) for the changing ones. Goals (ADR 0010): `-
 `python -c pass`, `--help` within 4x, `task list --json` at 100 tasks within 2.5x; `task add`, `start`,
 `done`, `claim` and `next --claim` within 1.5x of the raw sequence. Then the import-time breakdown by
 top-level package, so a regression shows its cause. `MICHI_BENCH_N` sets the rounds (default 15).
+
+The interpreter is a bare venv without this machine's site-packages `.pth` hooks, as a user's install
+has (bench/_startup.py); the running interpreter's own `python -c pass` is timed alongside, so the
+difference shows. `MICHI_BENCH_PYTHON=system` times everything with the running interpreter instead.
 """
 
 from __future__ import annotations
@@ -17,7 +21,16 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from _startup import MICHI, RAW, bare_with_clone, import_breakdown, michi_clone, prepared_env
+from _startup import (
+    MICHI,
+    PYTHON,
+    RAW,
+    bare_with_clone,
+    import_breakdown,
+    interpreter_note,
+    michi_clone,
+    prepared_env,
+)
 from _util import isolated_git_env, sh, tempdir
 
 GOALS = {"--version": 2.0, "--help": 4.0, "task --help": 4.0, "task list --json": 2.5}
@@ -48,7 +61,7 @@ def main() -> None:
     names = (f"n{n}" for n in range(10**6))
     ids = iter(range(tasks, 0, -1))  # start, done and claim each take the next id down from the top
     cmds: dict[str, Callable[[], list[str]]] = {
-        "python -c pass": lambda: [sys.executable, "-c", "pass"],
+        "python -c pass": lambda: [PYTHON, "-c", "pass"],
         "raw git sequence": lambda: ["bash", "-c", RAW, "raw", next(names)],
         "--version": lambda: [*MICHI, "--version"],
         "--help": lambda: [*MICHI, "--help"],
@@ -69,6 +82,8 @@ def main() -> None:
             "--domain=pick",
         ],
     }
+    if sys.executable != PYTHON:  # the machine's interpreter, .pth hooks and all: for comparison only
+        cmds = {"python -c pass (machine's python)": lambda: [sys.executable, "-c", "pass"], **cmds}
     base = {name: "python -c pass" for name in GOALS} | {
         name: "raw git sequence" for name in cmds if name.startswith("task ") and name not in GOALS
     }
@@ -81,6 +96,7 @@ def main() -> None:
             sh(args, where, env)
             if round_:  # the first round warms caches, bytecode and the OS's file cache
                 samples[name].append(time.perf_counter() - start)
+    print(interpreter_note())
     print(f"{rounds} rounds, {tasks} tasks; medians are noisy on a busy machine, ratios less so")
     _table(samples, base)
     print("import time by top-level package (self ms, one run each; `python -X importtime`):")

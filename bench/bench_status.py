@@ -12,14 +12,16 @@ import statistics
 import sys
 from pathlib import Path
 
+from _startup import MICHI, interpreter_note, prepared_env
 from _util import isolated_git_env, row, sh, tempdir, timed
-from bench_tasks import MICHI, populated, timed_pair
+from bench_tasks import populated, timed_pair
 
 
 def main() -> None:
     count = int(os.environ.get("MICHI_BENCH_TASKS", "10000"))
     root = tempdir("status")
-    env = isolated_git_env(root)
+    env = prepared_env(isolated_git_env(root))
+    print(interpreter_note())
     try:
         work, _export = populated(root, env, count)
         for n in range(1, 6):  # a few live claims, as a swarm has

@@ -14,12 +14,11 @@ import uuid as uuidlib
 from collections.abc import Callable
 from pathlib import Path
 
+from _startup import MICHI, interpreter_note, prepared_env
 from _util import isolated_git_env, row, sh, tempdir, timed
 
 from michi.tasks import serialization
 from michi.tasks.model import Task, tw_date
-
-MICHI = [sys.executable, "-m", "michi"]
 
 
 def _populate(work: Path, count: int) -> Path:
@@ -63,10 +62,11 @@ def populated(root: Path, env: dict[str, str], count: int) -> tuple[Path, Path]:
 def main() -> None:
     count = int(os.environ.get("MICHI_BENCH_TASKS", "10000"))
     root = tempdir("tasks")
-    env = isolated_git_env(root)
+    env = prepared_env(isolated_git_env(root))
     try:
         work, export = populated(root, env, count)
         sh(["git", "clone", "-q", "origin.git", "raw"], root, env)
+        print(interpreter_note())
         print(f"{count} tasks")
         list_cmd = [*MICHI, "--json", "task", "list"]
         cold = timed(lambda: sh(list_cmd, work, env), repeat=1, warmup=0)  # builds the cache
