@@ -10,11 +10,30 @@ import contextlib
 import os
 from pathlib import Path
 
+# As tempfile.mkstemp opens its files, without importing tempfile (random, shutil: ~8 ms per process).
+_FLAGS = (
+    os.O_WRONLY
+    | os.O_CREAT
+    | os.O_EXCL
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+    | getattr(os, "O_BINARY", 0)
+)
+
+
+def _temp_file(path: Path) -> tuple[int, str]:
+    """A new file `.NAME.RANDOM.tmp` beside `path`, readable by its owner only, opened for writing."""
+    for _ in range(100):
+        tmp = os.path.join(path.parent, f".{path.name}.{os.urandom(6).hex()}.tmp")
+        try:
+            return os.open(tmp, _FLAGS, 0o600), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temporary name beside {path}")
+
 
 def write_atomic(path: Path, data: bytes, *, mode: int = 0o644) -> None:
-    import tempfile  # lazily: the pre-commit hook imports modules that use this, but never writes
-
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = _temp_file(path)
     try:
         with os.fdopen(fd, "wb") as out:
             out.write(data)

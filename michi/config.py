@@ -7,7 +7,6 @@ bad value anywhere is one usage error naming where it came from, the key and wha
 from __future__ import annotations
 
 import os
-import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
@@ -100,16 +99,44 @@ def _apply(config: Config, values: Mapping[str, Any], where: Callable[[str], str
     return replace(config, **changes)
 
 
+def _no_settings(text: str) -> bool:
+    """True for a file of blank lines, comments and at most one `[michi]` header, as `michi init` writes
+    it: what tomllib would read as no settings, known without running its parser (~5 ms of regexes)."""
+    headers = 0
+    for raw in text.split("\n"):
+        line = raw.removesuffix("\r")
+        if not line.isprintable():  # tabs, control characters: let tomllib judge
+            return False
+        line = line.strip(" ")
+        if line == "[michi]":
+            headers += 1
+        elif line and not line.startswith("#"):
+            return False
+    return headers <= 1
+
+
+def _read(config_file: Path) -> dict[str, Any]:
+    try:
+        text = config_file.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{config_file.name}: not valid TOML ({exc})", hint="fix the file") from None
+    if _no_settings(text):
+        return {}
+    import tomllib  # only for a file that sets something (ADR 0010)
+
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{config_file.name}: not valid TOML ({exc})", hint="fix the file") from None
+    except RecursionError:  # a committed file nested 100,000 deep must not stop every command
+        raise ConfigError(f"{config_file.name}: nested too deep", hint="fix the file") from None
+
+
 def load(config_file: Path | None, environ: Mapping[str, str] | None = None, **flags: Any) -> Config:
     """File, then environment, then flags (a flag left as None does not override)."""
     config = Config()
     if config_file is not None and config_file.is_file():
-        try:
-            data = tomllib.loads(config_file.read_text(encoding="utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"{config_file.name}: not valid TOML ({exc})", hint="fix the file") from None
-        except RecursionError:  # a committed file nested 100,000 deep must not stop every command
-            raise ConfigError(f"{config_file.name}: nested too deep", hint="fix the file") from None
+        data = _read(config_file)
         config = _apply(config, data.get("michi", data), lambda _n: str(config_file.name))
     env = os.environ if environ is None else environ
     from_env = {name: env[key.env] for name, key in KEYS.items() if env.get(key.env, "") != ""}

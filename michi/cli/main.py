@@ -6,7 +6,6 @@ import sys
 from collections.abc import Sequence
 
 from michi import __version__
-from michi.errors import ExitCode, Interrupted, MichiError, UsageError
 
 
 def split_json_flag(argv: Sequence[str]) -> tuple[list[str], bool]:
@@ -44,8 +43,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Answered before typer loads (its import alone costs more than Python's start-up); the root
         # command declares --version too, for every other spelling (`michi -C x --version`).
         sys.stdout.write(version_line(json_mode) + "\n")
-        return ExitCode.OK
+        return 0
     from michi.cli import render
+    from michi.errors import ExitCode, Interrupted, MichiError, UsageError
 
     try:
         from michi.cli.app import build_app, click_exceptions

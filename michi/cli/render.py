@@ -8,9 +8,16 @@ from collections.abc import Callable
 from functools import singledispatch
 from typing import Any
 
-from michi.cli.views import look
 from michi.errors import MichiError
 from michi.results import Result
+
+
+def _reset_look() -> None:
+    """Back to the default look after an output that shows none (JSON, errors). The look module (and
+    the dataclasses behind it) loads only when a command set a look or a person is shown something."""
+    look = sys.modules.get("michi.cli.views.look")
+    if look is not None:
+        look.take()
 
 
 @singledispatch
@@ -32,7 +39,7 @@ def defer_views(register: Callable[[], None]) -> None:
 def emit(result: Result, json_mode: bool) -> int:
     """Print `result` once: its JSON, or its view for people in the look the command asked for."""
     if json_mode:
-        look.take()
+        _reset_look()
         serialised = getattr(result, "json_text", None)  # TaskList holds its JSON already (ADR 0008)
         if serialised is not None:
             body = str(serialised())
@@ -40,6 +47,8 @@ def emit(result: Result, json_mode: bool) -> int:
             body = json.dumps(result.to_json(), ensure_ascii=False, separators=(",", ":"))
         sys.stdout.write(body + "\n")
     else:
+        from michi.cli.views import look
+
         while _deferred_views:
             _deferred_views.pop()()
         view = human(result)  # before `take`: a view may read the look (--wide)
@@ -54,7 +63,7 @@ def emit(result: Result, json_mode: bool) -> int:
 
 
 def fail(exc: MichiError, json_mode: bool) -> int:
-    look.take()
+    _reset_look()
     for note in exc.notes:  # as with results: notes on stderr, so stdout stays one JSON document
         sys.stderr.write(f"michi: {note}\n")
     if json_mode:

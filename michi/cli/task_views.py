@@ -9,7 +9,6 @@ from functools import cache
 from typing import Any
 
 from michi.cli import render
-from michi.cli.views import look
 
 
 def done(result: Any, *, wide: bool = False, no_color: bool = False) -> Any:
@@ -18,7 +17,10 @@ def done(result: Any, *, wide: bool = False, no_color: bool = False) -> Any:
     views are registered only when a person's output is rendered: they import result types --json never
     needs (ADR 0010)."""
     render.defer_views(register)
-    look.set_look(look.Look(color=not no_color, wide=wide))
+    if wide or no_color:  # else the default look stays: its module is not even imported (ADR 0010)
+        from michi.cli.views import look
+
+        look.set_look(look.Look(color=not no_color, wide=wide))
     for note in getattr(result, "notes", None) or []:
         sys.stderr.write(f"michi: {note}\n")
     return result
@@ -38,6 +40,8 @@ def register() -> None:
 
         if not result.tasks:
             return f"no {result.title}"
+        from michi.cli.views import look
+
         r, wide = result, look.current().wide
         table = TaskTable(r.tasks, time.time(), r.urgency, r.blocked, r.viewer, wide)
         return _group(table, counts(result.tasks, result.blocked))

@@ -7,7 +7,6 @@ token; `renew` and `release` find the record by that token and swap it, like any
 from __future__ import annotations
 
 import os
-import socket
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -15,6 +14,7 @@ from typing import Any
 from michi.durations import stamp
 from michi.errors import UsageError
 from michi.git import lockref
+from michi.host import hostname
 from michi.lock import remote_errors as errors
 from michi.lock.record import process_start
 from michi.lock.remote import OnWait, RemoteLock, View
@@ -198,6 +198,6 @@ def status(session: Session) -> RemoteStatus:
     lock = open_lock(session, ttl=None, command="lock status --remote")
     view = lock.read()
     running = None
-    if view.held and view.record is not None and view.record.host == socket.gethostname():
+    if view.held and view.record is not None and view.record.host == hostname():
         running = process_start(view.record.pid) is not None
     return RemoteStatus(lock.remote, view, time.time(), running)

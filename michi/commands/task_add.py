@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import uuid
-
 from michi.commands import task_common
 from michi.errors import UsageError
 from michi.session import Session
 from michi.tasks import domains
 from michi.tasks.errors import TaskNotFound
 from michi.tasks.model import PRIORITIES
+from michi.unique import uuid4
 
 
 def priority(value: str | None) -> str | None:
@@ -55,7 +54,7 @@ def run(
     snap = task_common.read(session)
     known, later = split_refs(snap, depends)
     params = {
-        "uuid": str(uuid.uuid4()),
+        "uuid": uuid4(),
         "description": description,
         "domain": where,
         "priority": priority(prio) or None,

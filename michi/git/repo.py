@@ -9,7 +9,6 @@ it is small: run git with a fixed locale, read objects, write blobs, trees and c
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import subprocess
 import weakref
@@ -17,6 +16,11 @@ import zlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
+
+try:  # CPython's built-in SHA-1: hashlib loads OpenSSL first (~5 ms per process) for a few small objects
+    from _sha1 import sha1  # type: ignore[import-not-found]
+except ImportError:  # pragma: no cover - other interpreters
+    from hashlib import sha1
 
 from michi.errors import GitFailed
 from michi.git.plain import child_env
@@ -116,7 +120,7 @@ class Repo:
     def store(self, kind: bytes, data: bytes) -> str:
         """Write a loose object as git does (zlib, read-only file renamed into place); returns its oid."""
         raw = b"%s %d\0" % (kind, len(data)) + data
-        oid = hashlib.sha1(raw).hexdigest()
+        oid: str = sha1(raw).hexdigest()
         folder = self.objects_dir / oid[:2]
         target = folder / oid[2:]
         if target.exists():

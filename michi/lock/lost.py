@@ -4,7 +4,6 @@ the token it ended, so the loser can be told, not just "not held" (ADR 0003)."""
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +24,8 @@ REASONS = {
 
 def token_hash(token: str) -> str:
     """What the event log keeps instead of a token (the token itself is a pass)."""
+    import hashlib  # only on a takeover: hashlib loads OpenSSL (~5 ms)
+
     return hashlib.sha256(token.encode()).hexdigest()[:16]
 
 

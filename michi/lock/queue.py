@@ -10,12 +10,12 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import secrets
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from michi.lock.fs import ensure_dir
+from michi.unique import token_hex
 
 SUFFIX = ".ticket"
 
@@ -33,7 +33,7 @@ class Queue:
     def join(self, pid: int) -> Ticket:
         ensure_dir(self.folder)
         # CLOCK_MONOTONIC is one clock for every process on the machine, and NTP never steps it back.
-        name = f"{time.monotonic_ns():020d}.{pid}.{secrets.token_hex(3)}{SUFFIX}"
+        name = f"{time.monotonic_ns():020d}.{pid}.{token_hex(3)}{SUFFIX}"
         tmp = self.folder / f".{name}.tmp"
         fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
         fcntl.flock(fd, fcntl.LOCK_EX)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import stat
 import sys
 import time
@@ -18,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from michi.atomic import write_atomic
+from michi.host import hostname
 from michi.lock import procs
 
 OWNER_FILE = "owner.json"
@@ -157,7 +157,7 @@ class Owner(Stamped):
         now = time.time()
         return cls(
             pid=pid,
-            host=socket.gethostname(),
+            host=hostname(),
             boot_id=boot_id(),
             pid_ticks=procs.start_ticks(pid),
             created=iso(now) or "",
@@ -267,9 +267,7 @@ class Judgement:
 
 def same_machine(owner: Owner) -> bool:
     """Same host and, where known, same boot: only then do its PIDs mean anything here."""
-    return owner.host == socket.gethostname() and not (
-        owner.boot_id and boot_id() and owner.boot_id != boot_id()
-    )
+    return owner.host == hostname() and not (owner.boot_id and boot_id() and owner.boot_id != boot_id())
 
 
 def judge(owner: Owner | None, *, lock_mtime: float, now: float | None = None) -> Judgement:
@@ -284,7 +282,7 @@ def judge(owner: Owner | None, *, lock_mtime: float, now: float | None = None) -
             return Judgement(False, "publishing")
         return Judgement(True, "no_record")
     expires = owner.expires_ts
-    if owner.host != socket.gethostname():
+    if owner.host != hostname():
         return (
             Judgement(True, "expired") if expires is not None and now >= expires else Judgement(False, "live")
         )

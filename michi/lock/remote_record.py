@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import time
 from dataclasses import dataclass, replace
 from typing import Self
 
+from michi.host import hostname
 from michi.lock.record import Stamped, iso, parse_iso
 
 REF = "refs/michi/lock"
@@ -53,7 +53,7 @@ class RemoteRecord(Stamped):
             state="held",
             fence=fence,
             token=os.urandom(16).hex(),
-            host=socket.gethostname(),
+            host=hostname(),
             pid=os.getpid() if pid is None else pid,
             agent=agent,
             command=command,

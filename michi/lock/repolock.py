@@ -9,13 +9,12 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import secrets
-import socket
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 
+from michi.host import hostname
 from michi.lock import events, fs, lost, procs
 from michi.lock.errors import LockContention, LockLost, LockTimeout
 from michi.lock.interface import LockInterface
@@ -25,6 +24,7 @@ from michi.lock.record import TOKEN_ENV, CorruptRecord, Judgement, Owner, boot_i
 from michi.lock.record import write_owner as publish
 from michi.lock.wake import POLL_CAP, WATCH_CAP, Backoff, Waker, is_flocked, wait_flock
 from michi.repo import RepoPaths
+from michi.unique import token_hex
 
 BATON_FILE = "lock.baton"
 NESTED_FILE = "lock.nested"  # michis working under one inherited lock take turns on this flock
@@ -110,7 +110,7 @@ class RepoLock(LockInterface):
         now = time.time()
         return Owner(
             pid=self.pid,
-            host=socket.gethostname(),
+            host=hostname(),
             boot_id=boot_id(),
             pid_ticks=self._pid_ticks,
             created=iso(now) or "",
@@ -145,7 +145,7 @@ class RepoLock(LockInterface):
                 takeover = verdict.reason
             if not fs.make_lock_dir(self.lock_dir):
                 return False, None, None  # made by something that does not take the guard
-            token = secrets.token_hex(16)
+            token = token_hex(16)
             fence = fs.next_fence(self._guard(), old.fence if old else 0)
             record = self._record(token, fence)
             try:

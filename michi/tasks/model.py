@@ -30,7 +30,18 @@ def tw_date(epoch: float) -> str:
 
 
 def parse_tw_date(text: str) -> float:
-    return float(calendar.timegm(time.strptime(text, DATE_FORMAT)))
+    """Epoch seconds of a Taskwarrior date, as `strptime(text, DATE_FORMAT)` reads it. The usual form
+    (ASCII digits, in range) is read by slicing: strptime's first call costs milliseconds of imports and
+    regular expressions in every process, and each call ~10 us on a cold list (ADR 0010)."""
+    if len(text) == 16 and text[8] == "T" and text[15] == "Z":
+        digits = text[:8] + text[9:15]
+        if digits.isascii() and digits.isdigit():
+            year, month, day = int(digits[:4]), int(digits[4:6]), int(digits[6:8])
+            hour, minute, second = int(digits[8:10]), int(digits[10:12]), int(digits[12:])
+            in_range = year and 1 <= month <= 12 and hour < 24 and minute < 60 and second <= 61
+            if in_range and 1 <= day <= calendar.monthrange(year, month)[1]:
+                return float(calendar.timegm((year, month, day, hour, minute, second)))
+    return float(calendar.timegm(time.strptime(text, DATE_FORMAT)))  # the rest: strptime decides
 
 
 def is_tw_date(text: object) -> bool:

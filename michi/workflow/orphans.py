@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import time
 
+from michi.host import hostname
 from michi.workflow.journal import PushProcess
 
 # Long enough for a slow pre-receive hook (CI checks on the server) to finish, short enough that a hung
@@ -30,13 +30,13 @@ def describe(pid: int) -> PushProcess | None:
     start = process_start(pid)
     if start is None:
         return None
-    return PushProcess(pid=pid, start=start, host=socket.gethostname(), boot_id=boot_id())
+    return PushProcess(pid=pid, start=start, host=hostname(), boot_id=boot_id())
 
 
 def _alive(push: PushProcess) -> bool:
     from michi.lock.record import boot_id, process_start
 
-    if push.host != socket.gethostname() or (push.boot_id and push.boot_id != boot_id()):
+    if push.host != hostname() or (push.boot_id and push.boot_id != boot_id()):
         return False  # another machine's push cannot be waited for; after a reboot it is gone
     start = process_start(push.pid)
     return start is not None and abs(start - push.start) <= 0.05  # else the pid was reused

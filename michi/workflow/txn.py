@@ -11,14 +11,14 @@ from __future__ import annotations
 import functools
 import random
 import re
-import socket
 import time
-import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from michi import git
 from michi.errors import GitFailed, MichiError, RemoteUnreachable, RepoBusy
+from michi.host import hostname
+from michi.unique import uuid4_hex
 from michi.workflow import faults, orphans, recovery, stranded
 from michi.workflow.journal import OFFLINE, PUSHING, Entry, Journal
 from michi.workflow.local import checked_out_elsewhere, move_checkout, update_local
@@ -71,7 +71,7 @@ def _safe_path(path: str) -> str:
 class Transaction:
     def __init__(self, req: TxnRequest) -> None:
         self.req = req
-        self.host = socket.gethostname()
+        self.host = hostname()
         self.started = time.monotonic()
         busy = git.operation_in_progress(req.repo.git_dir)
         if busy:
@@ -194,9 +194,7 @@ class Transaction:
             if waited:
                 self.notes.append(waited)
             tracking = git.ref_oid(self.git, self.target.remote_ref) if self.target.remote_ref else None
-            mine = [
-                Entry(uuid.uuid4().hex, m, self.req.command, self.req.agent, base=tracking) for m in mutations
-            ]
+            mine = [Entry(uuid4_hex(), m, self.req.command, self.req.agent, base=tracking) for m in mutations]
             journal.save(leftover + mine)
             faults.point("locked")
             try:
