@@ -8,23 +8,43 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
 from michi.errors import ConfigError
+from michi.plain import Plain
 
 
-@dataclass(frozen=True)
-class Config:
-    lock_ttl: float = 300.0  # seconds a lock lease lasts without renewal (ADR 79: 5 minutes)
-    lock_wait: float = 30.0  # seconds a locking command waits for the lock; 0 = one try
-    remote: str = "origin"  # the remote that is the source of truth
-    branch: str = ""  # the task branch; empty = the remote's default branch
-    claim_ttl: float = 3600.0  # seconds an agent's claim lasts; 0 = no expiry
-    push_retries: int = 20  # attempts to push before giving up when other clones keep winning
-    allow_hand_edits: bool = False  # let the pre-commit hook pass hand edits of .tasks/ files
-    read_max_age: float = 60.0  # seconds after the last sync `list` and `show` fetch before answering
+class Config(Plain):
+    __slots__ = (
+        "allow_hand_edits",
+        "branch",
+        "claim_ttl",
+        "lock_ttl",
+        "lock_wait",
+        "push_retries",
+        "read_max_age",
+        "remote",
+    )
+
+    def __init__(
+        self,
+        lock_ttl: float = 300.0,  # seconds a lock lease lasts without renewal (ADR 79: 5 minutes)
+        lock_wait: float = 30.0,  # seconds a locking command waits for the lock; 0 = one try
+        remote: str = "origin",  # the remote that is the source of truth
+        branch: str = "",  # the task branch; empty = the remote's default branch
+        claim_ttl: float = 3600.0,  # seconds an agent's claim lasts; 0 = no expiry
+        push_retries: int = 20,  # attempts to push before giving up when other clones keep winning
+        allow_hand_edits: bool = False,  # let the pre-commit hook pass hand edits of .tasks/ files
+        read_max_age: float = 60.0,  # seconds after the last sync `list` and `show` fetch before answering
+    ) -> None:
+        self.lock_ttl, self.lock_wait, self.remote, self.branch = lock_ttl, lock_wait, remote, branch
+        self.claim_ttl, self.push_retries = claim_ttl, push_retries
+        self.allow_hand_edits, self.read_max_age = allow_hand_edits, read_max_age
+
+    def replace(self, **changes: Any) -> Config:
+        """A copy with `changes` (as `dataclasses.replace`)."""
+        return Config(**{**{name: getattr(self, name) for name in self._fields}, **changes})
 
 
 def _seconds(value: Any) -> float:
@@ -62,11 +82,11 @@ def _flag(value: Any) -> bool:
     raise ValueError
 
 
-@dataclass(frozen=True)
-class Key:
-    parse: Callable[[Any], Any]
-    env: str
-    allowed: str
+class Key(Plain):
+    __slots__ = ("allowed", "env", "parse")
+
+    def __init__(self, parse: Callable[[Any], Any], env: str, allowed: str) -> None:
+        self.parse, self.env, self.allowed = parse, env, allowed
 
 
 KEYS: dict[str, Key] = {
@@ -79,7 +99,7 @@ KEYS: dict[str, Key] = {
     "allow_hand_edits": Key(_flag, "MICHI_ALLOW_HAND_EDITS", "true or false"),
     "read_max_age": Key(_seconds, "MICHI_READ_MAX_AGE", "a number of seconds >= 0 (0 = always fetch)"),
 }
-assert set(KEYS) == {f.name for f in fields(Config)}
+assert set(KEYS) == set(Config._fields)
 
 
 def _apply(config: Config, values: Mapping[str, Any], where: Callable[[str], str]) -> Config:
@@ -96,7 +116,7 @@ def _apply(config: Config, values: Mapping[str, Any], where: Callable[[str], str
             raise ConfigError(
                 f"{where(name)}: {name} = {raw!r} is not allowed", hint=f"{name} must be {key.allowed}"
             ) from None
-    return replace(config, **changes)
+    return config.replace(**changes)
 
 
 def _no_settings(text: str) -> bool:

@@ -11,21 +11,24 @@ work tree to name, so the lock lives inside the shared git dir instead: still on
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 from michi.errors import NotARepository
+from michi.plain import Plain
 
 LOCK_NAME = ".michi.lock"
 CONFIG_NAME = ".michi.toml"
 
 
-@dataclass(frozen=True)
-class RepoPaths:
-    worktree: Path  # top of the work tree this command runs in
-    git_dir: Path  # this work tree's git dir (differs from common_dir in linked work trees)
-    common_dir: Path  # the repository's shared git dir: refs, objects, info/exclude
-    main_worktree: Path | None  # top of the main work tree; None when the git dir is not `<top>/.git`
+class RepoPaths(Plain):
+    __slots__ = ("common_dir", "git_dir", "main_worktree", "worktree")
+
+    def __init__(self, worktree: Path, git_dir: Path, common_dir: Path, main_worktree: Path | None) -> None:
+        self.worktree = worktree  # top of the work tree this command runs in
+        self.git_dir = git_dir  # this work tree's git dir (differs from common_dir in linked work trees)
+        self.common_dir = common_dir  # the repository's shared git dir: refs, objects, info/exclude
+        # top of the main work tree; None when the git dir is not `<top>/.git`
+        self.main_worktree = main_worktree
 
     @property
     def lock_dir(self) -> Path:

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
+
+from michi.plain import Plain
 
 
 class Result:
-    """Base of every command result. Subclasses are frozen dataclasses; `to_json` is the agent contract."""
+    """Base of every command result: a frozen dataclass, or a `Plain` record on the start-up path (ADR
+    0010); either way read-only. `to_json` is the agent contract."""
 
     exit_code: int = 0
 
     def to_json(self) -> Any:
-        """Every result is a dataclass; its fields are its JSON unless it overrides this."""
+        """A dataclass result's fields are its JSON unless it overrides this (`Plain` results do)."""
+        import dataclasses  # results that keep the default are dataclasses; imported when one is shown
+
         return dataclasses.asdict(self)  # type: ignore[call-overload]
 
     def summary(self) -> str:
@@ -20,12 +24,14 @@ class Result:
         return ""
 
 
-@dataclasses.dataclass(frozen=True)
-class Message(Result):
+class Message(Result, Plain):
     """A result that is a sentence and some fields, e.g. 'Initialised michi in ...'."""
 
-    text: str
-    data: dict[str, Any] = dataclasses.field(default_factory=dict)
+    __slots__ = ("data", "text")
+
+    def __init__(self, text: str, data: dict[str, Any] | None = None) -> None:
+        self.text = text
+        self.data = {} if data is None else data
 
     def to_json(self) -> Any:
         return {"message": self.text, **self.data}

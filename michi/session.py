@@ -5,25 +5,34 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from michi import config as config_mod
+from michi.plain import Plain
 from michi.repo import RepoPaths, find_repo
 
 
-@dataclass
-class Session:
-    cwd: Path = field(default_factory=Path.cwd)
-    json: bool = False
-    agent: str | None = None
-    overrides: dict[str, Any] = field(default_factory=dict)
-    argv: list[str] = field(default_factory=list)
-    # Called while a changing command waits for the repo lock (holder, seconds waited): a spinner for a
-    # person, progress notifications for an MCP client.
-    on_wait: Callable[[Any, float], None] | None = None
+class Session(Plain):
+    __slots__ = ("__dict__", "agent", "argv", "cwd", "json", "on_wait", "overrides")  # dict: cached_property
+
+    def __init__(
+        self,
+        cwd: Path | None = None,
+        json: bool = False,
+        agent: str | None = None,
+        overrides: dict[str, Any] | None = None,
+        argv: list[str] | None = None,
+        on_wait: Callable[[Any, float], None] | None = None,
+    ) -> None:
+        self.cwd = Path.cwd() if cwd is None else cwd
+        self.json, self.agent = json, agent
+        self.overrides = {} if overrides is None else overrides
+        self.argv = [] if argv is None else argv
+        # Called while a changing command waits for the repo lock (holder, seconds waited): a spinner for a
+        # person, progress notifications for an MCP client.
+        self.on_wait = on_wait
 
     @cached_property
     def repo(self) -> RepoPaths:

@@ -13,18 +13,36 @@ import pytest
 from michi import __version__
 
 HEAVY = ("git", "pydantic", "rich", "typer", "psutil")
-# Runs michi's entry point in a fresh interpreter, then reports the exit code and the heavy packages loaded.
-PROBE = f"""
+# Standard modules michi itself keeps off its start-up path (typer may still bring some of them): a config
+# parser for a file that sets nothing, random names without uuid or secrets, atomic writes without
+# tempfile, the host name without socket, git's SHA-1 without OpenSSL, dates without strptime; and michi's
+# own modules for people's output and errors.
+LEAN = (
+    "tomllib",
+    "tempfile",
+    "socket",
+    "secrets",
+    "_strptime",
+    "hashlib",
+    "michi.cli.views.look",
+)
+# Runs michi's entry point in a fresh interpreter, then reports the exit code and which of the watched
+# modules `main` loaded (what the interpreter's own start-up loaded, e.g. through .pth files, is not michi's).
+PROBE = """
 import json, sys
+watch = json.loads(sys.argv.pop(1))
+before = set(sys.modules)
 from michi.cli.main import main
 code = main(sys.argv[1:])
 sys.stdout.flush()
-print(json.dumps([code, sorted(m for m in {HEAVY!r} if m in sys.modules)]), file=sys.stderr)
+print(json.dumps([code, sorted(m for m in watch if m in sys.modules and m not in before)]), file=sys.stderr)
 """
 
 
-def loaded(cwd: Path, *args: str) -> tuple[int, set[str]]:
-    proc = subprocess.run([sys.executable, "-c", PROBE, *args], cwd=cwd, capture_output=True, text=True)
+def loaded(cwd: Path, *args: str, watch: tuple[str, ...] = HEAVY) -> tuple[int, set[str]]:
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE, json.dumps(watch), *args], cwd=cwd, capture_output=True, text=True
+    )
     code, modules = json.loads(proc.stderr.strip().splitlines()[-1])
     return code, set(modules)
 
@@ -38,9 +56,10 @@ def ready(cli, repo: Path) -> Path:
 
 
 def test_version_and_the_hook_import_nothing_heavy(local_repo: Path) -> None:
-    assert loaded(local_repo, "--version") == (0, set())
-    assert loaded(local_repo, "--json", "--version") == (0, set())
-    assert loaded(local_repo, "hook", "run") == (0, set())
+    everything = (*HEAVY, *LEAN, "michi.errors", "typing", "json", "dataclasses")
+    assert loaded(local_repo, "--version", watch=everything) == (0, set())
+    assert loaded(local_repo, "--json", "--version", watch=everything) == (0, set())
+    assert loaded(local_repo, "hook", "run", watch=(*HEAVY, *LEAN)) == (0, set())
 
 
 def test_help_builds_no_git(local_repo: Path) -> None:
@@ -71,3 +90,26 @@ def test_another_spelling_of_version_goes_through_typer(local_repo: Path) -> Non
         text=True,
     )
     assert (proc.returncode, proc.stdout) == (0, f"michi {__version__}\n")
+
+
+def test_json_task_commands_keep_michis_own_imports_lean(ready: Path) -> None:
+    """`michi init` writes a config file of comments: reading it needs no TOML parser."""
+    assert "[michi]" in (ready / ".michi.toml").read_text()
+    assert loaded(ready, "--json", "task", "list", watch=LEAN) == (0, set())
+    assert loaded(ready, "--json", "task", "add", "two", watch=LEAN) == (0, set())
+    assert loaded(ready, "--json", "task", "show", "1", watch=LEAN) == (0, set())
+    (ready / ".michi.toml").unlink()
+    assert loaded(ready, "--json", "task", "list", watch=LEAN) == (0, set())
+
+
+def test_a_config_that_sets_something_is_parsed(ready: Path) -> None:
+    (ready / ".michi.toml").write_text("[michi]\nclaim_ttl = 60\n")
+    assert loaded(ready, "--json", "task", "list", watch=("tomllib",)) == (0, {"tomllib"})
+
+
+def test_people_output_loads_the_look_and_rich(ready: Path) -> None:
+    """The control for the tests above: the watched modules do load when their work is done."""
+    assert loaded(ready, "task", "list", watch=("rich", "michi.cli.views.look")) == (
+        0,
+        {"rich", "michi.cli.views.look"},
+    )

@@ -8,12 +8,12 @@ read says on stderr which state it answered from, errors included.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING
 
 from michi.durations import duration
 from michi.errors import GitFailed
+from michi.plain import Plain
 from michi.session import Session
 
 if TYPE_CHECKING:
@@ -40,11 +40,13 @@ def is_stale(synced_at: float | None, max_age: float) -> bool:
     return synced_at is None or max_age <= 0 or time.time() - synced_at >= max_age
 
 
-@dataclass(frozen=True)
-class Read:
-    snapshot: Snapshot
-    fetched: bool
-    failure: str | None = None  # why an automatic refresh failed (the answer is then as last synced)
+class Read(Plain):
+    __slots__ = ("failure", "fetched", "snapshot")
+
+    def __init__(self, snapshot: Snapshot, fetched: bool, failure: str | None = None) -> None:
+        self.snapshot = snapshot
+        self.fetched = fetched
+        self.failure = failure  # why an automatic refresh failed (the answer is then as last synced)
 
 
 def read_snapshot(session: Session, mode: How) -> Read:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from michi import __version__
 from michi.commands import freshness
 from michi.commands.freshness import How, is_stale
+from michi.plain import Plain
 from michi.results import Result
 from michi.session import Session
 from michi.tasks import serialization
@@ -25,11 +25,12 @@ LIST_CACHE = "task-list.v1"
 LIST_FORMAT = f"michi {__version__} list/1 {CACHE_NAME} {','.join(COLUMNS)} {','.join(VIEW_KEYS)}"
 
 
-@dataclass(frozen=True)
-class Snap:
-    index: Index
-    notes: list[str]
-    ref: str = ""  # the ref read: the remote-tracking branch, or the local one (offline work, no remote)
+class Snap(Plain):
+    __slots__ = ("index", "notes", "ref")
+
+    def __init__(self, index: Index, notes: list[str], ref: str = "") -> None:
+        self.index, self.notes = index, notes
+        self.ref = ref  # the ref read: the remote-tracking branch, or the local one (offline work, no remote)
 
 
 def _notes(age: str, problems: int) -> list[str]:
@@ -140,43 +141,66 @@ def views(records: list[dict[str, Any]], index: Index) -> list[dict[str, Any]]:
     return [view(serialization.from_trusted(r["record"]), r["path"], index) for r in records]
 
 
-@dataclass(frozen=True)
-class TaskResult(Result):
+class TaskResult(Result, Plain):
     """One task: its JSON is the task shape, plus `transaction` when the command changed it."""
 
-    task: dict[str, Any]
-    txn: dict[str, Any] | None = None
-    notes: list[str] = field(default_factory=list)
+    __slots__ = ("notes", "task", "txn")
+
+    def __init__(
+        self, task: dict[str, Any], txn: dict[str, Any] | None = None, notes: list[str] | None = None
+    ) -> None:
+        self.task, self.txn = task, txn
+        self.notes = [] if notes is None else notes
 
     def to_json(self) -> Any:
         return {**self.task, "transaction": self.txn} if self.txn is not None else self.task
 
 
-@dataclass(frozen=True)
 class TaskDetail(TaskResult):
     """`show`: the task and, for people, its neighbours both ways (what it depends on, what depends on it:
     id, description and state each) and its urgency. Its JSON is the task shape alone."""
 
-    depends_on: list[dict[str, Any]] = field(default_factory=list)
-    blocks: list[dict[str, Any]] = field(default_factory=list)
-    urgency: float = 0.0
-    blocked: bool = False
-    viewer: str | None = None
+    __slots__ = ("blocked", "blocks", "depends_on", "urgency", "viewer")
+
+    def __init__(
+        self,
+        task: dict[str, Any],
+        txn: dict[str, Any] | None = None,
+        notes: list[str] | None = None,
+        depends_on: list[dict[str, Any]] | None = None,
+        blocks: list[dict[str, Any]] | None = None,
+        urgency: float = 0.0,
+        blocked: bool = False,
+        viewer: str | None = None,
+    ) -> None:
+        super().__init__(task, txn, notes)
+        self.depends_on = [] if depends_on is None else depends_on
+        self.blocks = [] if blocks is None else blocks
+        self.urgency, self.blocked, self.viewer = urgency, blocked, viewer
 
 
-@dataclass(frozen=True)
-class TaskList(Result):
+class TaskList(Result, Plain):
     """Several tasks, in the order people and agents both see (ADR 0014): its JSON is an array of task
     shapes. The tasks come as their JSON text, as the list cache keeps them (ADR 0008): 10,000 tasks are
     joined, not rebuilt as dicts to be serialised again. `urgency` and `blocked` (one per task) are for the
     people's view, which orders and dims by them; the JSON contract leaves them out."""
 
-    fragments: list[str]
-    notes: list[str] = field(default_factory=list)
-    title: str = "tasks"
-    urgency: list[float] = field(default_factory=list)
-    blocked: list[bool] = field(default_factory=list)
-    viewer: str | None = None  # the agent that asked: people see its own claims stand out
+    __slots__ = ("blocked", "fragments", "notes", "title", "urgency", "viewer")
+
+    def __init__(
+        self,
+        fragments: list[str],
+        notes: list[str] | None = None,
+        title: str = "tasks",
+        urgency: list[float] | None = None,
+        blocked: list[bool] | None = None,
+        viewer: str | None = None,
+    ) -> None:
+        self.fragments, self.title = fragments, title
+        self.notes = [] if notes is None else notes
+        self.urgency = [] if urgency is None else urgency
+        self.blocked = [] if blocked is None else blocked
+        self.viewer = viewer  # the agent that asked: people see its own claims stand out
 
     @classmethod
     def of(cls, tasks: list[dict[str, Any]], notes: list[str], title: str = "tasks") -> TaskList:
@@ -194,14 +218,21 @@ class TaskList(Result):
         return "[" + ",".join(self.fragments) + "]"
 
 
-@dataclass(frozen=True)
-class Changed(Result):
+class Changed(Result, Plain):
     """A changing command over several tasks (reap, import): the tasks and the transaction."""
 
-    tasks: list[dict[str, Any]]
-    txn: dict[str, Any]
-    report: dict[str, Any] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
+    __slots__ = ("notes", "report", "tasks", "txn")
+
+    def __init__(
+        self,
+        tasks: list[dict[str, Any]],
+        txn: dict[str, Any],
+        report: dict[str, Any] | None = None,
+        notes: list[str] | None = None,
+    ) -> None:
+        self.tasks, self.txn = tasks, txn
+        self.report = {} if report is None else report
+        self.notes = [] if notes is None else notes
 
     def to_json(self) -> Any:
         return {"tasks": self.tasks, **self.report, "transaction": self.txn}

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -14,12 +13,15 @@ from michi.git.plain import config_get
 from michi.git.repo import NO_PROMPT as NO_PROMPT
 from michi.git.repo import Repo, output
 from michi.git.repo import open_repo as open_repo
+from michi.plain import Plain
 
 
-@dataclass(frozen=True)
-class Head:
-    branch: str | None  # None when detached
-    oid: str | None  # None when the branch is unborn
+class Head(Plain):
+    __slots__ = ("branch", "oid")
+
+    def __init__(self, branch: str | None, oid: str | None) -> None:
+        self.branch = branch  # None when detached
+        self.oid = oid  # None when the branch is unborn
 
 
 def _exec(

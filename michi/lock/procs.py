@@ -12,20 +12,20 @@ Without /proc (macOS) a process is judged only alive or gone, by `kill(pid, 0)`.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+
+from michi.plain import Plain
 
 PROC = "/proc"
 HAS_PROC = os.path.isdir(f"{PROC}/self")
 _GONE_STATES = ("Z", "X", "x")  # zombie or dead: killed but not yet reaped is gone for our purposes
 
 
-@dataclass(frozen=True)
-class Stat:
-    pid: int
-    state: str
-    ppid: int
-    pgrp: int
-    ticks: int  # start time, clock ticks after boot
+class Stat(Plain):
+    __slots__ = ("pgrp", "pid", "ppid", "state", "ticks")
+
+    def __init__(self, pid: int, state: str, ppid: int, pgrp: int, ticks: int) -> None:
+        self.pid, self.state, self.ppid, self.pgrp = pid, state, ppid, pgrp
+        self.ticks = ticks  # start time, clock ticks after boot
 
     @property
     def running(self) -> bool:

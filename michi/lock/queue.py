@@ -11,19 +11,20 @@ import contextlib
 import fcntl
 import os
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from michi.lock.fs import ensure_dir
+from michi.plain import Plain
 from michi.unique import token_hex
 
 SUFFIX = ".ticket"
 
 
-@dataclass
-class Ticket:
-    name: str
-    fd: int
+class Ticket(Plain):
+    __slots__ = ("fd", "name")
+
+    def __init__(self, name: str, fd: int) -> None:
+        self.name, self.fd = name, fd
 
 
 class Queue:

@@ -19,6 +19,7 @@ from typing import Any
 from michi.atomic import write_atomic
 from michi.host import hostname
 from michi.lock import procs
+from michi.plain import Plain
 
 OWNER_FILE = "owner.json"
 RECORD_VERSION = 2
@@ -252,14 +253,16 @@ def write_owner(lock_dir: Path, owner: Owner) -> None:
     write_atomic(lock_dir / OWNER_FILE, (json.dumps(owner.to_json(), indent=2) + "\n").encode(), mode=0o600)
 
 
-@dataclass(frozen=True)
-class Judgement:
-    stale: bool
-    # live | orphans | expired | dead | pid_reused | rebooted | no_record | corrupt | publishing
-    reason: str
-    # Running members of a dead holder's process group (reason "orphans"): the lock is not stale while
-    # they run; whoever takes it over ends them first (ADR 0003).
-    orphans: tuple[int, ...] = ()
+class Judgement(Plain):
+    __slots__ = ("orphans", "reason", "stale")
+
+    def __init__(self, stale: bool, reason: str, orphans: tuple[int, ...] = ()) -> None:
+        self.stale = stale
+        # live | orphans | expired | dead | pid_reused | rebooted | no_record | corrupt | publishing
+        self.reason = reason
+        # Running members of a dead holder's process group (reason "orphans"): the lock is not stale while
+        # they run; whoever takes it over ends them first (ADR 0003).
+        self.orphans = orphans
 
     def __bool__(self) -> bool:  # pragma: no cover - guard against `if judgement:` mistakes
         raise TypeError("use judgement.stale")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from michi.plain import Plain
 from michi.tasks import serialization, urgency
 from michi.tasks.domains import domain_of
 from michi.tasks.index import Index
@@ -72,14 +72,21 @@ def compact(task_view: dict[str, Any]) -> str:
     return json.dumps(task_view, ensure_ascii=False, separators=(",", ":"))
 
 
-@dataclass(frozen=True)
-class Filter:
-    domain: str | None = None  # None: every domain
-    states: tuple[str, ...] = OPEN_STATES  # empty: every state
-    tags: tuple[str, ...] = ()
-    project: str | None = None
-    assignee: str | None = None
-    ready: bool = False
+class Filter(Plain):
+    __slots__ = ("assignee", "domain", "project", "ready", "states", "tags")
+
+    def __init__(
+        self,
+        domain: str | None = None,
+        states: tuple[str, ...] = OPEN_STATES,
+        tags: tuple[str, ...] = (),
+        project: str | None = None,
+        assignee: str | None = None,
+        ready: bool = False,
+    ) -> None:
+        self.domain = domain  # None: every domain
+        self.states = states  # empty: every state
+        self.tags, self.project, self.assignee, self.ready = tags, project, assignee, ready
 
     def matches(self, path: str, rec: dict[str, Any], index: Index, now: float) -> bool:
         """On the file record (normalised, so `michi_state` is always there), before any Task is built."""

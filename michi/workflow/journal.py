@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from michi.atomic import write_atomic
+from michi.plain import Plain
 from michi.workflow.mutation import Mutation
 
 STARTED, PUSHING, OFFLINE = "started", "pushing", "offline"
@@ -38,14 +39,15 @@ class Entry:
         return replace(self, **changes)  # type: ignore[arg-type]
 
 
-@dataclass(frozen=True)
-class PushProcess:
+class PushProcess(Plain):
     """The `git push` a holder started: it runs in its own session and outlives a SIGKILLed michi."""
 
-    pid: int
-    start: float  # process start time (psutil), so a reused pid is never mistaken for it
-    host: str
-    boot_id: str
+    __slots__ = ("boot_id", "host", "pid", "start")
+
+    def __init__(self, pid: int, start: float, host: str, boot_id: str) -> None:
+        self.pid = pid
+        self.start = start  # process start time (psutil), so a reused pid is never mistaken for it
+        self.host, self.boot_id = host, boot_id
 
 
 class Journal:

@@ -16,6 +16,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from michi.plain import Plain
+
 
 class TaskTree(Protocol):
     """The task branch at one commit (read-only). Paths are repo-relative with '/' separators."""
@@ -44,12 +46,13 @@ class TaskTree(Protocol):
         """`.tasks/*.json` files that differ from tree `since_tree`: path -> new blob oid (None = deleted)."""
 
 
-@dataclass(frozen=True)
-class ApplyContext:
-    now: float  # seconds since the epoch, taken once per apply
-    agent: str | None
-    host: str
-    state_dir: str  # the repository's private michi folder (for caches keyed by content)
+class ApplyContext(Plain):
+    __slots__ = ("agent", "host", "now", "state_dir")
+
+    def __init__(self, now: float, agent: str | None, host: str, state_dir: str) -> None:
+        self.now = now  # seconds since the epoch, taken once per apply
+        self.agent, self.host = agent, host
+        self.state_dir = state_dir  # the repository's private michi folder (for caches keyed by content)
 
 
 @dataclass(frozen=True)
@@ -71,10 +74,12 @@ class Change:
 ApplyFn = Callable[[TaskTree, Mapping[str, Any], ApplyContext], Change]
 
 
-@dataclass(frozen=True)
-class Mutation:
-    apply: str  # "package.module:function" of an ApplyFn
-    params: Mapping[str, Any] = field(default_factory=dict)  # must be JSON-serialisable
+class Mutation(Plain):
+    __slots__ = ("apply", "params")
+
+    def __init__(self, apply: str, params: Mapping[str, Any] | None = None) -> None:
+        self.apply = apply  # "package.module:function" of an ApplyFn
+        self.params: Mapping[str, Any] = {} if params is None else params  # must be JSON-serialisable
 
     def resolve(self) -> ApplyFn:
         module, _, name = self.apply.partition(":")

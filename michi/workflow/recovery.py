@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from michi import git
+from michi.plain import Plain
 from michi.workflow.journal import Entry
 from michi.workflow.local import michi_txn
 
@@ -51,12 +51,16 @@ def find_txns(repo: Repo, tip: str | None, exclude: str | None, txns: list[str])
     return found
 
 
-@dataclass
-class Report:
+class Report(Plain):
     """What became of the pending (interrupted or offline) operations in one application."""
 
-    refused: list[dict[str, Any]] = field(default_factory=list)  # {command, txn, code, reason}
-    renumbered: list[dict[str, Any]] = field(default_factory=list)  # {uuid, old, new, command}
+    __slots__ = ("refused", "renumbered")
+
+    def __init__(
+        self, refused: list[dict[str, Any]] | None = None, renumbered: list[dict[str, Any]] | None = None
+    ) -> None:
+        self.refused = [] if refused is None else refused  # {command, txn, code, reason}
+        self.renumbered = [] if renumbered is None else renumbered  # {uuid, old, new, command}
 
     def refuse(self, entry: Entry, code: str, reason: str) -> None:
         self.refused.append({"command": entry.command, "txn": entry.txn, "code": code, "reason": reason})

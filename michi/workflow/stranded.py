@@ -5,22 +5,22 @@ them on the remote tip; otherwise it stops and says what to do. Nothing of the u
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from michi import git
 from michi.errors import GitFailed
+from michi.plain import Plain
 from michi.workflow.local import michi_txn
 
 if TYPE_CHECKING:
     from michi.git.repo import Repo
 
 
-@dataclass(frozen=True)
-class Stranded:
-    oid: str
-    txn: str
-    subject: str
+class Stranded(Plain):
+    __slots__ = ("oid", "subject", "txn")
+
+    def __init__(self, oid: str, txn: str, subject: str) -> None:
+        self.oid, self.txn, self.subject = oid, txn, subject
 
 
 def find(repo: Repo, local: str | None, remote_tip: str | None, known: set[str]) -> list[Stranded]:

@@ -2,22 +2,24 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from michi import git
 from michi.config import Config
+from michi.plain import Plain
 from michi.repo import RepoPaths
 
 if TYPE_CHECKING:
     from michi.git import Repo
 
 
-@dataclass(frozen=True)
-class Target:
-    branch: str
-    remote: str | None  # None: the repository has no such remote, so commits stay local
-    offline: bool  # a remote exists but the caller asked not to use it (work stays pending)
+class Target(Plain):
+    __slots__ = ("branch", "offline", "remote")
+
+    def __init__(self, branch: str, remote: str | None, offline: bool) -> None:
+        self.branch = branch
+        self.remote = remote  # None: the repository has no such remote, so commits stay local
+        self.offline = offline  # a remote exists but the caller asked not to use it (work stays pending)
 
     @property
     def local_ref(self) -> str:
