@@ -144,7 +144,7 @@ def test_transition_table_every_pair() -> None:
     base = Task(uuid="u", id=1, description="d", entry="20240101T000000Z", modified="20240101T000000Z")
     for action, (allowed, target) in transitions.TABLE.items():
         for state in STATES:
-            task = Task(**{**base.__dict__, "state": state})
+            task = base.replace(state=state)
             if state in allowed:
                 moved = transitions.move(task, action, T0)
                 assert moved.state == (target or state) and moved.version == 2

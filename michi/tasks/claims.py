@@ -6,8 +6,6 @@ by re-running them on the fresh remote state.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from michi.tasks import transitions
 from michi.tasks.errors import AgentRequired, Claimed, NotClaimOwner
 from michi.tasks.model import Task, tw_date
@@ -44,7 +42,7 @@ def holds(task: Task, agent: str | None, now: float) -> bool:
 def claim(task: Task, agent: str, ttl: float, now: float) -> Task:
     refuse_if_claimed(task, agent, now)
     moved = transitions.move(task, "claim", now)
-    return replace(moved, assignee=agent, claim_expires=_expiry(now, ttl))
+    return moved.replace(assignee=agent, claim_expires=_expiry(now, ttl))
 
 
 def _own(task: Task, agent: str, action: str) -> None:
@@ -60,7 +58,7 @@ def _own(task: Task, agent: str, action: str) -> None:
 
 def renew(task: Task, agent: str, ttl: float, now: float) -> Task:
     _own(task, agent, "renew")
-    return replace(transitions.move(task, "renew", now), claim_expires=_expiry(now, ttl))
+    return transitions.move(task, "renew", now).replace(claim_expires=_expiry(now, ttl))
 
 
 def release(task: Task, agent: str, now: float) -> Task:

@@ -124,10 +124,10 @@ def import_tasks(tree: TaskTree, params: Mapping[str, Any], ctx: ApplyContext) -
             if not params.get("force") and taskwarrior.stale(record, old):
                 report["conflicts"].append(_conflict(old, imported_version))
                 continue
-            pairs.append((path, replace(task, version=old.version + 1)))
+            pairs.append((path, task.replace(version=old.version + 1)))
             report["modified"].append(old.id)
         else:
-            task = replace(task, id=allocator.take())
+            task = task.replace(id=allocator.take())
             pairs.append((room_for(tree, task_path(domain, uuid)), task))
             report["added"].append(task.id)
     if not pairs:

@@ -10,8 +10,9 @@ from __future__ import annotations
 import calendar
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
 from typing import Any
+
+from michi.plain import Plain
 
 STATES = ("todo", "in_progress", "review", "done", "deleted")
 OPEN_STATES = ("todo", "in_progress", "review")
@@ -72,36 +73,84 @@ def state_for(status: str, start: str | None) -> str:
     return "in_progress" if start else "todo"
 
 
-@dataclass(frozen=True)
-class Annotation:
-    entry: str
-    description: str
+class Annotation(Plain):
+    __slots__ = ("description", "entry")
+
+    def __init__(self, entry: str, description: str) -> None:
+        self.entry, self.description = entry, description
 
 
-@dataclass(frozen=True)
-class Task:
-    uuid: str
-    id: int
-    description: str
-    entry: str
-    modified: str
-    status: str = "pending"
-    state: str = "todo"
-    priority: str | None = None
-    project: str | None = None
-    tags: tuple[str, ...] = ()
-    depends: tuple[str, ...] = ()  # uuids, as Taskwarrior stores them
-    start: str | None = None
-    end: str | None = None
-    annotations: tuple[Annotation, ...] = ()
-    assignee: str | None = None
-    claim_expires: str | None = None  # None with an assignee: a claim without expiry (--ttl 0)
-    version: int = 1
-    extra: Mapping[str, Any] = field(default_factory=dict)  # other Taskwarrior attributes, kept verbatim
+class Task(Plain):
+    """One task, as its file holds it. Read-only: `evolve` and `replace` make changed copies."""
+
+    __slots__ = (
+        "annotations",
+        "assignee",
+        "claim_expires",
+        "depends",
+        "description",
+        "end",
+        "entry",
+        "extra",
+        "id",
+        "modified",
+        "priority",
+        "project",
+        "start",
+        "state",
+        "status",
+        "tags",
+        "uuid",
+        "version",
+    )
+
+    def __init__(
+        self,
+        uuid: str,
+        id: int,
+        description: str,
+        entry: str,
+        modified: str,
+        status: str = "pending",
+        state: str = "todo",
+        priority: str | None = None,
+        project: str | None = None,
+        tags: tuple[str, ...] = (),
+        depends: tuple[str, ...] = (),  # uuids, as Taskwarrior stores them
+        start: str | None = None,
+        end: str | None = None,
+        annotations: tuple[Annotation, ...] = (),
+        assignee: str | None = None,
+        claim_expires: str | None = None,  # None with an assignee: a claim without expiry (--ttl 0)
+        version: int = 1,
+        extra: Mapping[str, Any] | None = None,  # other Taskwarrior attributes, kept verbatim
+    ) -> None:
+        self.uuid = uuid
+        self.id = id
+        self.description = description
+        self.entry = entry
+        self.modified = modified
+        self.status = status
+        self.state = state
+        self.priority = priority
+        self.project = project
+        self.tags = tags
+        self.depends = depends
+        self.start = start
+        self.end = end
+        self.annotations = annotations
+        self.assignee = assignee
+        self.claim_expires = claim_expires
+        self.version = version
+        self.extra: Mapping[str, Any] = {} if extra is None else extra
+
+    def replace(self, **changes: Any) -> Task:
+        """A copy with `changes` (as `dataclasses.replace`)."""
+        return Task(**{**{name: getattr(self, name) for name in self._fields}, **changes})
 
     def evolve(self, now: float, **changes: Any) -> Task:
         """Every change bumps `version` and `modified` (seed 004's optimistic concurrency)."""
-        return replace(self, version=self.version + 1, modified=tw_date(now), **changes)
+        return self.replace(version=self.version + 1, modified=tw_date(now), **changes)
 
     @property
     def claim_expires_at(self) -> float | None:

@@ -8,7 +8,6 @@ what must be fresh (the task's state, claims, versions, the id counter) is read 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -72,7 +71,7 @@ def _modified(task: Task, params: Mapping[str, Any], tree: TaskTree, ctx: ApplyC
     added = [*(params.get("depends_add") or []), *resolve_refs(tree, params.get("depends_refs") or [], ctx)]
     depends = [d for d in task.depends if d not in unlinked] + [d for d in added if d != task.uuid]
     moved = transitions.move(task, "modify", ctx.now)
-    return replace(moved, tags=tuple(tags), depends=tuple(dict.fromkeys(depends)), **changes)
+    return moved.replace(tags=tuple(tags), depends=tuple(dict.fromkeys(depends)), **changes)
 
 
 def _check_version(task: Task, expected: Any) -> None:
@@ -107,7 +106,7 @@ def update(tree: TaskTree, params: Mapping[str, Any], ctx: ApplyContext) -> Chan
             new = transitions.move(task, action, now)
         elif action == "annotate":
             note = Annotation(tw_date(now), str(params["text"]))
-            new = replace(transitions.move(task, "annotate", now), annotations=(*task.annotations, note))
+            new = transitions.move(task, "annotate", now).replace(annotations=(*task.annotations, note))
         elif action == "modify":
             new = _modified(task, params, tree, ctx)
         else:

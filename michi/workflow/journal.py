@@ -10,7 +10,6 @@ next holder can make sure an orphaned push is over before it decides what landed
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,21 +21,29 @@ STARTED, PUSHING, OFFLINE = "started", "pushing", "offline"
 DAMAGED_SUFFIX = ".corrupt"
 
 
-@dataclass(frozen=True)
-class Entry:
-    txn: str
-    mutation: Mutation
-    command: str
-    agent: str | None
-    state: str = STARTED
-    commit: str | None = None  # the commit last built for it (pushed or about to be)
-    # The remote-tracking tip when the entry was first written: any commit carrying this txn that ever
-    # landed is on the remote branch after it, so recognising it means scanning only `base..tip`.
-    base: str | None = None
-    ids: dict[str, int] = field(default_factory=dict)  # numeric ids it gave, by uuid (offline: provisional)
+class Entry(Plain):
+    __slots__ = ("agent", "base", "command", "commit", "ids", "mutation", "state", "txn")
+
+    def __init__(
+        self,
+        txn: str,
+        mutation: Mutation,
+        command: str,
+        agent: str | None,
+        state: str = STARTED,
+        commit: str | None = None,
+        base: str | None = None,
+        ids: dict[str, int] | None = None,
+    ) -> None:
+        self.txn, self.mutation, self.command, self.agent, self.state = txn, mutation, command, agent, state
+        self.commit = commit  # the commit last built for it (pushed or about to be)
+        # The remote-tracking tip when the entry was first written: any commit carrying this txn that ever
+        # landed is on the remote branch after it, so recognising it means scanning only `base..tip`.
+        self.base = base
+        self.ids = {} if ids is None else ids  # numeric ids it gave, by uuid (offline: provisional)
 
     def but(self, **changes: object) -> Entry:
-        return replace(self, **changes)  # type: ignore[arg-type]
+        return Entry(**{**{name: getattr(self, name) for name in self._fields}, **changes})
 
 
 class PushProcess(Plain):
