@@ -29,19 +29,21 @@ LEAN = (
 # Runs michi's entry point in a fresh interpreter, then reports the exit code and which of the watched
 # modules `main` loaded (what the interpreter's own start-up loaded, e.g. through .pth files, is not michi's).
 PROBE = """
-import json, sys
-watch = json.loads(sys.argv.pop(1))
+import sys
+watch = sys.argv.pop(1).split(",")
 before = set(sys.modules)
 from michi.cli.main import main
 code = main(sys.argv[1:])
 sys.stdout.flush()
-print(json.dumps([code, sorted(m for m in watch if m in sys.modules and m not in before)]), file=sys.stderr)
+new = sorted(m for m in watch if m in sys.modules and m not in before)
+import json
+print(json.dumps([code, new]), file=sys.stderr)
 """
 
 
 def loaded(cwd: Path, *args: str, watch: tuple[str, ...] = HEAVY) -> tuple[int, set[str]]:
     proc = subprocess.run(
-        [sys.executable, "-c", PROBE, json.dumps(watch), *args], cwd=cwd, capture_output=True, text=True
+        [sys.executable, "-c", PROBE, ",".join(watch), *args], cwd=cwd, capture_output=True, text=True
     )
     code, modules = json.loads(proc.stderr.strip().splitlines()[-1])
     return code, set(modules)
