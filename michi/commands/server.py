@@ -13,16 +13,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from michi.errors import MichiError
+from michi.errors import ServerFailed
 from michi.results import Result
 from michi.serve.address import Address
 
 START_WAIT = 30.0  # loading michi takes well under a second; a loaded machine may take more
 STOP_WAIT = 10.0
-
-
-class ServerFailed(MichiError):
-    code = "server_failed"
 
 
 @dataclass(frozen=True)
