@@ -16,9 +16,9 @@ whose enums alone cost more than the rest of this module.
 
 from __future__ import annotations
 
+import _socket  # the socket module's C half: `socket` builds enums on import
 import os
 import sys
-from typing import Any
 
 PROTOCOL = b"michi-serve-1"
 OFF = ("off", "0", "no", "false")
@@ -68,8 +68,6 @@ def served(args: list[str]) -> int | None:
 
 
 def _ask(path: str, args: list[str], mode: str) -> int | None:
-    import _socket
-
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         sock.connect(path)
@@ -84,9 +82,7 @@ def _ask(path: str, args: list[str], mode: str) -> int | None:
     return _await(sock)
 
 
-def _peer_uid(sock: Any) -> int:
-    import _socket
-
+def _peer_uid(sock: _socket.socket) -> int:
     creds = sock.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, 12)  # struct ucred: pid, uid, gid
     return int.from_bytes(creds[4:8], sys.byteorder)
 
@@ -101,16 +97,14 @@ def _request(args: list[str]) -> bytes:
     return len(body).to_bytes(4, "big") + body
 
 
-def _send(sock: Any, data: bytes) -> None:
-    import _socket
-
+def _send(sock: _socket.socket, data: bytes) -> None:
     fds = b"".join(fd.to_bytes(4, sys.byteorder, signed=True) for fd in (0, 1, 2))
     sent = sock.sendmsg([data], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)])
     if sent < len(data):
         sock.sendall(data[sent:])
 
 
-def _await(sock: Any) -> int | None:
+def _await(sock: _socket.socket) -> int | None:
     """Read the worker's pid (`P123`) and exit code (`X0`). No pid: nothing ran, so run here."""
     import _signal  # type: ignore[import-not-found]  # signal's C half: no enums to build
 
