@@ -237,3 +237,22 @@ def test_the_client_stays_lean(server: dict, tracker: Path) -> None:
         env={k: v for k, v in os.environ.items() if k != "MICHI_SERVER"},
     )  # fmt: skip
     assert "code=0 heavy=[]" in proc.stderr, proc.stderr
+
+
+def _children(pid: int) -> list[int]:
+    with open(f"/proc/{pid}/task/{pid}/children") as fh:
+        return [int(n) for n in fh.read().split()]
+
+
+def test_a_killed_server_leaves_nothing_waiting(server: dict, tracker: Path) -> None:
+    """Its spare workers die with it; the next call runs here; a new server starts afresh."""
+    spares = _children(server["pid"])
+    assert spares, "the server keeps workers forked ahead"
+    os.kill(server["pid"], signal.SIGKILL)
+    for pid in spares:
+        _await_exit(pid)
+    result = _served(tracker, "--json", "task", "list")
+    assert result.exit_code == 0 and "served by" not in result.stderr
+    again = _here(Path.cwd(), "--json", "server", "start").json()
+    assert again["running"] and again["pid"] != server["pid"] and again["served"] == 0
+    server["pid"] = again["pid"]  # for the fixture's stop

@@ -38,6 +38,8 @@ def preload() -> None:
             continue
         with contextlib.suppress(ImportError):
             importlib.import_module(info.name)
+    import ctypes  # noqa: F401  (the spares' prctl, loaded once here rather than in every fork)
+
     for name in ("rich.console", "rich.table", "rich.text", "rich.panel", "rich.markup", "rich.highlighter"):
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
@@ -52,10 +54,18 @@ def sources() -> dict[str, int]:
     return {str(path): path.stat().st_mtime_ns for path in root.rglob("*.py")}
 
 
+SPARES = 2  # workers forked ahead, waiting in accept(): a request never waits for a fork
+
+
 class Server:
+    """The parent: keeps SPARES forked workers waiting on the socket, learns from each one that takes a
+    client (its PID, the client's PID and the connection), forks a replacement, and reports the exit
+    of every worker that dies without sending its own."""
+
     def __init__(self, where: Address, idle: float) -> None:
         self.where = where
         self.idle = idle
+        self.spares: set[int] = set()
         self.workers: dict[int, tuple[socket.socket, int]] = {}  # worker pid -> (connection, client pid)
         self.served = 0
         self.started = time.time()
@@ -70,31 +80,34 @@ class Server:
         signal.signal(signal.SIGCHLD, lambda *_: None)
         signal.signal(signal.SIGTERM, self._stop)
         signal.signal(signal.SIGINT, self._stop)
+        news, told = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)  # workers -> parent
         self._describe()  # before the socket: whoever sees the socket finds the description
         listener = self._listen()
-        inherited = [listener.fileno(), wake_r, wake_w, *held]
+        closed_in_workers = [wake_r, wake_w, news.fileno(), *held]
         gc.freeze()  # the preloaded modules stay shared with every worker (copy-on-write)
         try:
             while not self.stopping:
-                timeout = max(0.05, self.idle - (time.monotonic() - self.last)) if not self.workers else 1.0
-                waits: list[Any] = [listener, wake_r]
+                while len(self.spares) < SPARES:
+                    self._spawn(listener, told, closed_in_workers)
+                timeout = 1.0 if self.workers else max(0.05, self.idle - (time.monotonic() - self.last))
+                waits: list[Any] = [news, wake_r]
                 ready, _, _ = select.select(waits, [], [], min(timeout, SOURCES_EVERY * 5))
                 if wake_r in ready:
                     with contextlib.suppress(BlockingIOError):
                         os.read(wake_r, 4096)
+                if news in ready:
+                    self._taken(news)
                 self._reap()
-                if listener in ready and not self.stopping:
-                    self._accept(listener, inherited)
                 if self._upgraded() or (not self.workers and time.monotonic() - self.last >= self.idle):
                     break
         finally:
             self._close(listener)
         while self.workers:  # the running commands end on their own; report how, then go
-            with contextlib.suppress(ChildProcessError):
+            try:
                 pid, status = os.waitpid(-1, 0)
-                self._report(pid, status)
-                continue
-            break
+            except ChildProcessError:
+                break
+            self._report(pid, status)
 
     def _listen(self) -> socket.socket:
         with contextlib.suppress(FileNotFoundError):
@@ -105,21 +118,25 @@ class Server:
         listener.listen(128)
         return listener
 
-    def _accept(self, listener: socket.socket, inherited: list[int]) -> None:
-        try:
-            conn, _ = listener.accept()
-        except OSError:
-            return
-        creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
-        client = int.from_bytes(creds[:4], sys.byteorder)
-        if int.from_bytes(creds[4:8], sys.byteorder) != os.getuid():
-            conn.close()
-            return
+    def _spawn(self, listener: socket.socket, told: socket.socket, closed: list[int]) -> None:
         pid = os.fork()
         if pid == 0:
             from michi.serve import worker
 
-            worker.run(conn, inherited)
+            worker.standby(listener, told, closed)
+        self.spares.add(pid)
+
+    def _taken(self, news: socket.socket) -> None:
+        """A spare took a client: it is that client's worker now."""
+        try:
+            data, fds, _, _ = socket.recv_fds(news, 64, 1)
+        except OSError:
+            return
+        if not fds:
+            return
+        pid, client = (int(n) for n in data.split())
+        conn = socket.socket(fileno=fds[0])
+        self.spares.discard(pid)
         self.workers[pid] = (conn, client)
         self.served += 1
         self.last = time.monotonic()
@@ -133,6 +150,7 @@ class Server:
                 return
             if pid == 0:
                 return
+            self.spares.discard(pid)
             self._report(pid, status)
 
     def _report(self, pid: int, status: int) -> None:
@@ -180,9 +198,13 @@ class Server:
 
     def _close(self, listener: socket.socket) -> None:
         """Stop taking requests: remove the socket first, so clients run commands themselves (it is ours:
-        only the holder of the lock file binds it)."""
+        only the holder of the lock file binds it), then end the spares. A spare that took a client in
+        that instant dies before it announced itself: its client runs the command itself."""
         with contextlib.suppress(OSError):
             os.unlink(self.where.socket)
+        for pid in self.spares:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
         listener.close()
         with contextlib.suppress(OSError):
             os.unlink(self.where.info)
@@ -203,6 +225,9 @@ def main(argv: list[str] | None = None) -> int:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         return 0  # this build's server is running already
+    for stale in (where.socket, where.info):  # a killed server's: nobody answers there
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(stale)
     if "--foreground" not in args:
         null = os.open(os.devnull, os.O_RDWR)
         log = os.open(where.log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)

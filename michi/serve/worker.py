@@ -32,25 +32,55 @@ class Request:
         self.argv, self.cwd, self.umask, self.env, self.fds = argv, cwd, umask, env, fds
 
 
-def run(conn: socket.socket, inherited: list[int]) -> NoReturn:
-    """The forked child's whole life: never returns into the server's loop."""
+def standby(listener: socket.socket, told: socket.socket, closed: list[int]) -> NoReturn:
+    """A spare's whole life, forked ahead of need: wait for a client, tell the server (which reports
+    this process's end to the client should it die without a word), then serve it. Never returns into
+    the server's loop."""
     code = 1
     try:
-        for fd in inherited:
+        for fd in closed:
             os.close(fd)
         _reset_signals()
-        request = receive(conn)
-        _become(request, conn)
-        conn.sendall(b"P%d\n" % os.getpid())
-        done = threading.Event()
-        threading.Thread(target=_watch, args=(conn, done), daemon=True).start()
-        code = _main(request.argv[1:])
-        done.set()
-        conn.sendall(b"X%d\n" % code)
+        parent = os.getppid()
+        _die_with_parent(signal.SIGKILL)  # a spare outliving its server would wait forever
+        if os.getppid() != parent:
+            os._exit(1)
+        while True:
+            conn, _ = listener.accept()
+            creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
+            if int.from_bytes(creds[4:8], sys.byteorder) == os.getuid():
+                break
+            conn.close()  # another user's process: not ours to serve
+        listener.close()
+        _die_with_parent(0)  # from here on a command runs: it finishes even if the server goes
+        client = int.from_bytes(creds[:4], sys.byteorder)
+        socket.send_fds(told, [b"%d %d" % (os.getpid(), client)], [conn.fileno()])
+        told.close()
+        code = _serve(conn, client)
     except BaseException:  # nothing sent: the server reports how this process ended
         code = 1
     finally:
         os._exit(code)
+
+
+def _die_with_parent(signum: int) -> None:
+    """prctl(PR_SET_PDEATHSIG): `signum` when the server ends (0: nothing). Linux; elsewhere a no-op."""
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signum, 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
+
+
+def _serve(conn: socket.socket, client: int) -> int:
+    request = receive(conn)
+    _become(request, client)
+    conn.sendall(b"P%d\n" % os.getpid())
+    done = threading.Event()
+    threading.Thread(target=_watch, args=(conn, done), daemon=True).start()
+    code = _main(request.argv[1:])
+    done.set()
+    conn.sendall(b"X%d\n" % code)
+    return code
 
 
 def _reset_signals() -> None:
@@ -85,7 +115,7 @@ def receive(conn: socket.socket) -> Request:
     return Request(argv, cwd, umask, fields[4 + count :], fds)
 
 
-def _become(request: Request, conn: socket.socket) -> None:
+def _become(request: Request, client: int) -> None:
     for target, fd in zip((0, 1, 2), request.fds, strict=True):
         os.dup2(fd, target)
     for fd in request.fds:
@@ -105,8 +135,7 @@ def _become(request: Request, conn: socket.socket) -> None:
         tempfile.tempdir = None
     from michi.lock import procs
 
-    creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
-    procs.act_for(int.from_bytes(creds[:4], sys.byteorder))
+    procs.act_for(client)
 
 
 def _fresh_stdio() -> None:
