@@ -256,3 +256,26 @@ def test_a_killed_server_leaves_nothing_waiting(server: dict, tracker: Path) -> 
     again = _here(Path.cwd(), "--json", "server", "start").json()
     assert again["running"] and again["pid"] != server["pid"] and again["served"] == 0
     server["pid"] = again["pid"]  # for the fixture's stop
+
+
+def test_a_worker_that_cannot_become_the_caller_runs_nothing(server: dict, tracker: Path) -> None:
+    """A directory the server's worker cannot enter (here: gone once the request is sent) means the
+    command runs in the caller's own process, once."""
+    probe = (
+        "import os, sys\n"
+        "from michi.serve import client\n"
+        "real = client._request\n"
+        "def request(args):\n"
+        "    data = real(args)\n"
+        "    os.rmdir('gone')\n"  # the worker will not find the directory it was asked to work in
+        "    os.chdir('..')\n"
+        "    return data\n"
+        "client._request = request\n"
+        "sys.exit(client.served(['--json', '-C', '.', 'task', 'list']) is None and 7)\n"
+    )
+    (tracker / "gone").mkdir()
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], cwd=tracker / "gone", capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 7, proc.stderr  # not served: the caller runs it
+    assert _status()["served"] == 1

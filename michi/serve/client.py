@@ -145,7 +145,9 @@ def _await(sock: _socket.socket) -> int | None:
                 for signum in pending:
                     os.kill(worker, signum)
             elif line[:1] == b"X":
-                return int(line[1:])
+                # Without a PID first, the worker ended before it ran anything (e.g. it could not enter
+                # this directory): run the command here.
+                return int(line[1:]) if worker else None
 
 
 def start_in_background() -> None:
