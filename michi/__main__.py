@@ -1,3 +1,3 @@
-from michi.cli.main import main
+from michi.serve.client import main
 
 raise SystemExit(main())

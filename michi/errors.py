@@ -96,6 +96,12 @@ class LockError(MichiError):
     code = "lock_error"
 
 
+class ServerFailed(MichiError):
+    """`michi server start|stop` could not (ADR 0016); the commands themselves never depend on it."""
+
+    code = "server_failed"
+
+
 class Interrupted(MichiError):
     exit_code = ExitCode.INTERRUPTED
     code = "interrupted"

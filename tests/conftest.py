@@ -39,6 +39,7 @@ def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(gitconfig))
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     monkeypatch.setenv("GIT_TERMINAL_PROMPT", "0")
+    monkeypatch.setenv("MICHI_SERVER", "off")  # a test that wants the server (ADR 0016) says so
     for key, value in GIT_IDENTITY.items():
         monkeypatch.setenv(key, value)
     return home

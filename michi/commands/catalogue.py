@@ -13,8 +13,7 @@ from pathlib import Path
 
 from michi.errors import ExitCode, MichiError
 
-# The modules that define MichiError subclasses (imported so `__subclasses__` sees them all).
-ERROR_MODULES = ("michi.errors", "michi.tasks.errors", "michi.lock.errors", "michi.hook.messages")
+ROOT = Path(__file__).resolve().parent.parent
 
 EXIT_MEANINGS = {
     ExitCode.OK: "ok",
@@ -29,9 +28,31 @@ EXIT_MEANINGS = {
 assert set(EXIT_MEANINGS) == set(ExitCode)
 
 
-def _classes() -> dict[str, type[MichiError]]:
-    for name in ERROR_MODULES:
-        importlib.import_module(name)
+def _sources() -> list[tuple[str, ast.Module]]:
+    """Every module of michi: its name and its syntax tree."""
+    out = []
+    for path in sorted(ROOT.rglob("*.py")):
+        parts = path.relative_to(ROOT.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        out.append((name, ast.parse(path.read_text(encoding="utf-8"))))
+    return out
+
+
+def _declares_code(tree: ast.Module) -> bool:
+    """Whether a module declares a class with a `code = "..."` (a MichiError subclass, usually)."""
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef):
+            for item in node.body:
+                targets = item.targets if isinstance(item, ast.Assign) else []
+                if any(isinstance(t, ast.Name) and t.id == "code" for t in targets):
+                    return True
+    return False
+
+
+def _classes(sources: list[tuple[str, ast.Module]]) -> dict[str, type[MichiError]]:
+    for name, tree in sources:  # imported, so `__subclasses__` sees every error class
+        if _declares_code(tree) and not name.startswith("michi.mcp"):  # mcp: an optional extra
+            importlib.import_module(name)
     found: dict[str, type[MichiError]] = {"MichiError": MichiError}
     todo = [MichiError]
     while todo:
@@ -41,12 +62,13 @@ def _classes() -> dict[str, type[MichiError]]:
     return found
 
 
-def _raised_codes(classes: dict[str, type[MichiError]]) -> dict[str, int]:
+def _raised_codes(
+    classes: dict[str, type[MichiError]], sources: list[tuple[str, ast.Module]]
+) -> dict[str, int]:
     """Codes given as `code=` to an error raised anywhere in michi, with that error class's exit code."""
     out: dict[str, int] = {}
-    root = Path(__file__).resolve().parent.parent
-    for path in sorted(root.rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for _, tree in sources:
+        for node in ast.walk(tree):
             if not isinstance(node, ast.Call):
                 continue
             name = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", "")
@@ -63,7 +85,8 @@ def _raised_codes(classes: dict[str, type[MichiError]]) -> dict[str, int]:
 
 def error_codes() -> dict[str, int]:
     """code -> exit code, sorted by exit code then name."""
-    classes = _classes()
+    sources = _sources()
+    classes = _classes(sources)
     codes = {cls.code: int(cls.exit_code) for cls in classes.values()}
-    codes.update({k: v for k, v in _raised_codes(classes).items() if k not in codes})
+    codes.update({k: v for k, v in _raised_codes(classes, sources).items() if k not in codes})
     return dict(sorted(codes.items(), key=lambda kv: (kv[1], kv[0])))

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from michi.errors import GitFailed
 from michi.git.files import read_ref, read_ref_file, refs_are_files
-from michi.git.plain import config_get
 from michi.git.repo import NO_PROMPT as NO_PROMPT
 from michi.git.repo import Repo, output
 from michi.git.repo import open_repo as open_repo
@@ -90,11 +88,21 @@ def head(repo: Repo) -> Head:
     return Head(branch=None, oid=ref_oid(repo, "HEAD"))
 
 
+def config_values(repo: Repo) -> dict[str, str]:
+    """The settings a transaction reads (the identity, the remotes' URLs), in one git process, once."""
+    if "config" not in repo.memo:
+        out = repo.execute(["config", "-z", "--get-regexp", r"^(user\.(name|email)|remote\..*\.url)$"])[1]
+        values: dict[str, str] = {}
+        for record in out.decode("utf-8", "surrogateescape").split("\0"):
+            key, _, value = record.partition("\n")
+            if key:
+                values[key] = value  # the last one wins, as with `git config --get`
+        repo.memo["config"] = values
+    return dict(repo.memo["config"])
+
+
 def remote_exists(repo: Repo, remote: str) -> bool:
-    key = f"remote.{remote}.url"
-    if key not in repo.memo:
-        repo.memo[key] = bool(config_get(Path(repo.working_dir), key))
-    return bool(repo.memo[key])
+    return bool(config_values(repo).get(f"remote.{remote}.url"))
 
 
 def remote_default_branch(repo: Repo, remote: str) -> str | None:

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from michi.errors import Conflict
-from michi.git.core import _must
+from michi.git.core import _must, config_values
 from michi.git.repo import Repo
 
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
@@ -264,16 +264,7 @@ def identity(repo: Repo, role: str) -> tuple[str, str]:
 
 
 def _user_config(repo: Repo) -> dict[str, str]:
-    if "user" in repo.memo:
-        return dict(repo.memo["user"])
-    out = repo.execute(["config", "-z", "--get-regexp", r"^user\.(name|email)$"])[1]
-    values: dict[str, str] = {}
-    for record in out.decode("utf-8", "surrogateescape").split("\0"):
-        key, _, value = record.partition("\n")
-        if key:
-            values[key] = value  # the last one wins, as with `git config --get`
-    repo.memo["user"] = values
-    return values
+    return config_values(repo)
 
 
 def _default_user() -> str:

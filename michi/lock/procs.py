@@ -107,11 +107,21 @@ def ancestors(pid: int, limit: int = 64) -> list[Stat]:
     return chain
 
 
+# The process this michi acts for, when it is not its parent: a served command's client (ADR 0016).
+_caller: int | None = None
+
+
+def act_for(pid: int) -> None:
+    """Take `pid`'s place in the process tree: its ancestors are this command's callers."""
+    global _caller
+    _caller = pid
+
+
 def is_descendant(of_pid: int, of_ticks: int | None) -> bool:
     """Whether the calling process descends from the process `of_pid` that started at `of_ticks`."""
     if not HAS_PROC:
         return False
-    chain = ancestors(os.getppid())
+    chain = ancestors(os.getppid() if _caller is None else _caller)
     return any(p.pid == of_pid and (of_ticks is None or p.ticks == of_ticks) for p in chain)
 
 

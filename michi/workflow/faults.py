@@ -1,6 +1,6 @@
 """Named points where tests inject a crash: `MICHI_FAULT=pushed` SIGKILLs the process right there.
 
-Crash recovery cannot be tested honestly without killing a real process at a known moment (issue 3);
+Crash recovery cannot be tested honestly without killing a real process at a known moment (ADR 0004);
 this is the one place that reads the variable, and it costs one dict lookup when unset.
 """
 

@@ -1,0 +1,163 @@
+"""The `michi` command's entry point: hand a `task` verb to a running server, or run michi here.
+
+A fresh `michi` process pays Python's start-up, then, to run a command itself, the import of typer and of
+michi's own modules, several times what the command's git work costs. When a server of this very build
+is running (`michi server start`), the `task` verbs are handed to it instead: this process passes its
+arguments, working directory, environment, umask and its stdin/stdout/stderr themselves to the server,
+which forks a worker that already has everything imported; the worker runs the command exactly as this
+process would have, writing to this process's own terminal or pipes, and this process exits with the
+worker's exit code. Ctrl-C and other signals are passed on to the worker; if this process is killed, the
+worker is killed too. Any doubt (no server, another user's folder, a server that ends before taking the
+request) and the command runs here, as without a server (ADR 0016).
+
+The standard library's cheapest modules only: `_socket` and `_signal`, not `socket` and `signal`,
+whose enums alone cost more than the rest of this module.
+"""
+
+from __future__ import annotations
+
+import _socket  # the socket module's C half: `socket` builds enums on import
+import os
+import sys
+
+PROTOCOL = b"michi-serve-1"
+OFF = ("off", "0", "no", "false")
+# Signals a person or a supervisor sends to stop a command: passed on to the worker running it.
+FORWARDED = ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT")
+
+
+def main() -> int:
+    args = sys.argv[1:]
+    code = served(args)
+    if code is not None:
+        return code
+    from michi.cli.main import main as run_here
+
+    return run_here(args)
+
+
+def servable(args: list[str]) -> bool:
+    """The `task` verbs (what agents call in loops), whatever global options come first."""
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg in ("--agent", "-C"):
+            i += 2
+        elif arg == "--json" or arg.startswith("--agent=") or (arg.startswith("-C") and len(arg) > 2):
+            i += 1
+        else:
+            return arg == "task"
+    return False
+
+
+def served(args: list[str]) -> int | None:
+    """The exit code of `args` run by the server, or None to run them here."""
+    mode = os.environ.get("MICHI_SERVER", "").lower()
+    if mode in OFF or not servable(args):
+        return None
+    from michi.serve.address import Address
+
+    where = Address()
+    if not os.path.exists(where.socket):
+        if mode == "auto":
+            start_in_background()
+        return None
+    if not where.trusted():
+        return None
+    return _ask(where.socket, args, mode)
+
+
+def _ask(path: str, args: list[str], mode: str) -> int | None:
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
+        sock.connect(path)
+        if _peer_uid(sock) != os.getuid():
+            return None
+        _send(sock, _request(args))
+    except OSError:  # a server that died and left its socket, or one going away: run here
+        sock.close()
+        if mode == "auto":
+            start_in_background()
+        return None
+    return _await(sock)
+
+
+def _peer_uid(sock: _socket.socket) -> int:
+    creds = sock.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, 12)  # struct ucred: pid, uid, gid
+    return int.from_bytes(creds[4:8], sys.byteorder)
+
+
+def _request(args: list[str]) -> bytes:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    fields = [PROTOCOL, str(len(args) + 1).encode(), *map(os.fsencode, [sys.argv[0], *args])]
+    fields += [os.fsencode(os.getcwd()), b"%o" % mask]
+    fields += [key + b"=" + value for key, value in os.environb.items()]
+    body = b"\0".join(fields)
+    return len(body).to_bytes(4, "big") + body
+
+
+def _send(sock: _socket.socket, data: bytes) -> None:
+    fds = b"".join(fd.to_bytes(4, sys.byteorder, signed=True) for fd in (0, 1, 2))
+    sent = sock.sendmsg([data], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)])
+    if sent < len(data):
+        sock.sendall(data[sent:])
+
+
+def _await(sock: _socket.socket) -> int | None:
+    """Read the worker's pid (`P123`) and exit code (`X0`). No pid: nothing ran, so run here."""
+    import _signal  # type: ignore[import-not-found]  # signal's C half: no enums to build
+
+    worker = 0
+    pending: list[int] = []
+
+    def forward(signum: int, frame: object) -> None:
+        if worker:
+            os.kill(worker, signum)
+        else:
+            pending.append(signum)
+
+    for name in FORWARDED:
+        _signal.signal(getattr(_signal, name), forward)
+    buffer = b""
+    while True:
+        try:
+            chunk = sock.recv(256)
+        except InterruptedError:  # a forwarded signal; PEP 475 retries, but be explicit
+            continue
+        except OSError:
+            chunk = b""
+        if not chunk:
+            if not worker:
+                return None
+            sys.stderr.write(
+                "michi: error: the michi server's worker ended without an exit status\n"
+                "  hint: see 'michi server status'; MICHI_SERVER=off runs michi without it\n"
+            )
+            return 1
+        buffer += chunk
+        while b"\n" in buffer:
+            line, buffer = buffer.split(b"\n", 1)
+            if line[:1] == b"P":
+                worker = int(line[1:])
+                if os.environ.get("MICHI_DEBUG"):
+                    sys.stderr.write(f"michi: served by the michi server (worker PID {worker})\n")
+                for signum in pending:
+                    os.kill(worker, signum)
+            elif line[:1] == b"X":
+                # Without a PID first, the worker ended before it ran anything (e.g. it could not enter
+                # this directory): run the command here.
+                return int(line[1:]) if worker else None
+
+
+def start_in_background() -> None:
+    """Start this build's server for the calls to come (`MICHI_SERVER=auto`); this call runs here."""
+    import subprocess
+
+    subprocess.Popen(
+        [sys.executable, "-m", "michi.serve.server"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )

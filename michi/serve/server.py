@@ -1,0 +1,245 @@
+"""The forking server (ADR 0016): imports michi once, then forks a worker per served command.
+
+`python -m michi.serve.server [--idle SECONDS] [--foreground]`, or `michi server start`. One server per
+user and michi build (`michi.serve.address`): a second one exits at once. It ends after `--idle` seconds
+without a request (default 900, `MICHI_SERVER_IDLE`), on SIGTERM (`michi server stop`), or as soon as
+michi's own files change on disk (an upgrade): its next client then runs the command itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import gc
+import json
+import os
+import select
+import signal
+import socket
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import michi
+from michi.serve.address import Address
+
+IDLE = 900.0
+SOURCES_EVERY = 1.0  # how often, at most, michi's files are checked for an upgrade
+
+
+def preload() -> None:
+    """Everything a served command imports, and the parts of the CLI every command builds."""
+    import importlib
+    import pkgutil
+
+    for info in pkgutil.walk_packages(michi.__path__, "michi."):
+        if info.name.startswith(("michi.mcp", "michi.serve", "michi.__main__")):
+            continue
+        with contextlib.suppress(ImportError):
+            importlib.import_module(info.name)
+    import ctypes  # noqa: F401  (the spares' prctl, loaded once here rather than in every fork)
+
+    for name in ("rich.console", "rich.table", "rich.text", "rich.panel", "rich.markup", "rich.highlighter"):
+        with contextlib.suppress(ImportError):
+            importlib.import_module(name)
+    from michi.cli.app import preload_app
+
+    preload_app()
+
+
+def sources() -> dict[str, int]:
+    """michi's files and their modification times: a change means an upgrade under a running server."""
+    root = Path(michi.__file__).parent
+    return {str(path): path.stat().st_mtime_ns for path in root.rglob("*.py")}
+
+
+SPARES = 2  # workers forked ahead, waiting in accept(): a request never waits for a fork
+
+
+class Server:
+    """The parent: keeps SPARES forked workers waiting on the socket, learns from each one that takes a
+    client (its PID, the client's PID and the connection), forks a replacement, and reports the exit
+    of every worker that dies without sending its own."""
+
+    def __init__(self, where: Address, idle: float) -> None:
+        self.where = where
+        self.idle = idle
+        self.spares: set[int] = set()
+        self.workers: dict[int, tuple[socket.socket, int]] = {}  # worker pid -> (connection, client pid)
+        self.served = 0
+        self.started = time.time()
+        self.last = time.monotonic()
+        self.stopping = False
+        self.files = sources()
+        self.checked = time.monotonic()
+
+    def serve(self, held: list[int]) -> None:
+        wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        signal.set_wakeup_fd(wake_w)
+        signal.signal(signal.SIGCHLD, lambda *_: None)
+        signal.signal(signal.SIGTERM, self._stop)
+        signal.signal(signal.SIGINT, self._stop)
+        news, told = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)  # workers -> parent
+        self._describe()  # before the socket: whoever sees the socket finds the description
+        listener = self._listen()
+        closed_in_workers = [wake_r, wake_w, news.fileno(), *held]
+        gc.freeze()  # the preloaded modules stay shared with every worker (copy-on-write)
+        try:
+            while not self.stopping:
+                while len(self.spares) < SPARES:
+                    self._spawn(listener, told, closed_in_workers)
+                timeout = 1.0 if self.workers else max(0.05, self.idle - (time.monotonic() - self.last))
+                waits: list[Any] = [news, wake_r]
+                ready, _, _ = select.select(waits, [], [], min(timeout, SOURCES_EVERY * 5))
+                if wake_r in ready:
+                    with contextlib.suppress(BlockingIOError):
+                        os.read(wake_r, 4096)
+                if news in ready:
+                    self._taken(news)
+                self._reap()
+                if self._upgraded() or (not self.workers and time.monotonic() - self.last >= self.idle):
+                    break
+        finally:
+            self._close(listener)
+        while self.workers:  # the running commands end on their own; report how, then go
+            try:
+                pid, status = os.waitpid(-1, 0)
+            except ChildProcessError:
+                break
+            self._report(pid, status)
+
+    def _listen(self) -> socket.socket:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.where.socket)  # a dead server's: we hold the lock, so no live one has it
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(self.where.socket)
+        os.chmod(self.where.socket, 0o600)
+        listener.listen(128)
+        return listener
+
+    def _spawn(self, listener: socket.socket, told: socket.socket, closed: list[int]) -> None:
+        pid = os.fork()
+        if pid == 0:
+            from michi.serve import worker
+
+            worker.standby(listener, told, closed)
+        self.spares.add(pid)
+
+    def _taken(self, news: socket.socket) -> None:
+        """A spare took a client: it is that client's worker now."""
+        try:
+            data, fds, _, _ = socket.recv_fds(news, 64, 1)
+        except OSError:
+            return
+        if not fds:
+            return
+        pid, client = (int(n) for n in data.split())
+        conn = socket.socket(fileno=fds[0])
+        self.spares.discard(pid)
+        self.workers[pid] = (conn, client)
+        self.served += 1
+        self.last = time.monotonic()
+        self._describe()
+
+    def _reap(self) -> None:
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            self.spares.discard(pid)
+            self._report(pid, status)
+
+    def _report(self, pid: int, status: int) -> None:
+        """The worker's exit code for its client: the worker sends its own first; this one counts when
+        the worker died before it could (killed)."""
+        entry = self.workers.pop(pid, None)
+        if entry is None:
+            return
+        conn, _ = entry
+        code = os.waitstatus_to_exitcode(status)
+        with contextlib.suppress(OSError):
+            conn.sendall(b"X%d\n" % (128 - code if code < 0 else code))
+        conn.close()
+        self.last = time.monotonic()
+        self._describe()
+
+    def _upgraded(self) -> bool:
+        if time.monotonic() - self.checked < SOURCES_EVERY:
+            return False
+        self.checked = time.monotonic()
+        try:
+            return sources() != self.files
+        except OSError:
+            return True
+
+    def _stop(self, signum: int, frame: object) -> None:
+        self.stopping = True
+
+    def _describe(self) -> None:
+        """`michi server status` reads this: who serves, since when, how much, for whom right now."""
+        info: dict[str, Any] = {
+            "pid": os.getpid(),
+            "started": self.started,
+            "socket": self.where.socket,
+            "idle_timeout": self.idle,
+            "served": self.served,
+            "version": michi.__version__,
+            "python": sys.executable,
+            "workers": [{"pid": pid, "client": client} for pid, (_, client) in self.workers.items()],
+        }
+        tmp = f"{self.where.info}.{os.getpid()}.tmp"
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump(info, fh)
+        os.replace(tmp, self.where.info)
+
+    def _close(self, listener: socket.socket) -> None:
+        """Stop taking requests: remove the socket first, so clients run commands themselves (it is ours:
+        only the holder of the lock file binds it), then end the spares. A spare that took a client in
+        that instant dies before it announced itself: its client runs the command itself."""
+        with contextlib.suppress(OSError):
+            os.unlink(self.where.socket)
+        for pid in self.spares:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        listener.close()
+        with contextlib.suppress(OSError):
+            os.unlink(self.where.info)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    idle = float(os.environ.get("MICHI_SERVER_IDLE") or IDLE)
+    if "--idle" in args:
+        idle = float(args[args.index("--idle") + 1])
+    where = Address()
+    os.makedirs(where.folder, mode=0o700, exist_ok=True)
+    if not where.trusted():
+        sys.stderr.write(f"michi server: {where.folder} is not yours alone (mode 700, owned by you)\n")
+        return 2
+    lock = os.open(where.lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return 0  # this build's server is running already
+    for stale in (where.socket, where.info):  # a killed server's: nobody answers there
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(stale)
+    if "--foreground" not in args:
+        null = os.open(os.devnull, os.O_RDWR)
+        log = os.open(where.log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        os.dup2(null, 0)
+        os.dup2(null, 1)
+        os.dup2(log, 2)
+        os.close(null)
+        os.close(log)
+    preload()
+    Server(where, idle).serve([lock])
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

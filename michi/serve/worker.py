@@ -1,0 +1,178 @@
+"""One served command, in a process forked from the server (ADR 0016).
+
+The worker becomes the client as far as the command can tell: the client's stdin, stdout and stderr
+(passed over the socket), its working directory, environment, umask and arguments. It tells the client
+its PID, runs `michi.cli.main.main`, and sends the exit code. When the client goes away without waiting
+for the end (killed), the worker kills itself: a command stops where its caller stopped, as it would have
+without a server.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import signal
+import socket
+import sys
+import threading
+from typing import Any, NoReturn
+
+from michi.serve.client import PROTOCOL
+
+MAX_REQUEST = 4 << 20  # arguments and environment: far beyond any real one (Linux caps both at 2 MiB)
+
+
+class BadRequest(Exception):
+    pass
+
+
+class Request:
+    def __init__(self, argv: list[str], cwd: str, umask: int, env: list[bytes], fds: list[int]) -> None:
+        self.argv, self.cwd, self.umask, self.env, self.fds = argv, cwd, umask, env, fds
+
+
+def standby(listener: socket.socket, told: socket.socket, closed: list[int]) -> NoReturn:
+    """A spare's whole life, forked ahead of need: wait for a client, tell the server (which reports
+    this process's end to the client should it die without a word), then serve it. Never returns into
+    the server's loop."""
+    code = 1
+    try:
+        for fd in closed:
+            os.close(fd)
+        _reset_signals()
+        parent = os.getppid()
+        _die_with_parent(signal.SIGKILL)  # a spare outliving its server would wait forever
+        if os.getppid() != parent:
+            os._exit(1)
+        while True:
+            conn, _ = listener.accept()
+            creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
+            if int.from_bytes(creds[4:8], sys.byteorder) == os.getuid():
+                break
+            conn.close()  # another user's process: not ours to serve
+        listener.close()
+        _die_with_parent(0)  # from here on a command runs: it finishes even if the server goes
+        client = int.from_bytes(creds[:4], sys.byteorder)
+        socket.send_fds(told, [b"%d %d" % (os.getpid(), client)], [conn.fileno()])
+        told.close()
+        code = _serve(conn, client)
+    except BaseException:  # nothing sent: the server reports how this process ended
+        code = 1
+    finally:
+        os._exit(code)
+
+
+def _die_with_parent(signum: int) -> None:
+    """prctl(PR_SET_PDEATHSIG): `signum` when the server ends (0: nothing). Linux; elsewhere a no-op."""
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signum, 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
+
+
+def _serve(conn: socket.socket, client: int) -> int:
+    request = receive(conn)
+    _become(request, client)
+    conn.sendall(b"P%d\n" % os.getpid())
+    done = threading.Event()
+    threading.Thread(target=_watch, args=(conn, done), daemon=True).start()
+    code = _main(request.argv[1:])
+    done.set()
+    conn.sendall(b"X%d\n" % code)
+    return code
+
+
+def _reset_signals() -> None:
+    """As a fresh Python process has them (the server's own handlers are for the server)."""
+    signal.set_wakeup_fd(-1)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    for name in ("SIGTERM", "SIGHUP", "SIGQUIT", "SIGCHLD"):
+        signal.signal(getattr(signal, name), signal.SIG_DFL)
+
+
+def receive(conn: socket.socket) -> Request:
+    data, fds, flags, _ = socket.recv_fds(conn, 1 << 16, 3)
+    if flags & socket.MSG_CTRUNC or len(fds) != 3:
+        raise BadRequest("expected stdin, stdout and stderr")
+    if len(data) < 4:
+        raise BadRequest("short request")
+    size = int.from_bytes(data[:4], "big")
+    if size > MAX_REQUEST:
+        raise BadRequest("request too large")
+    body = data[4:]
+    while len(body) < size:
+        chunk = conn.recv(min(1 << 16, size - len(body)))
+        if not chunk:
+            raise BadRequest("request cut short")
+        body += chunk
+    fields = body.split(b"\0")
+    if fields[0] != PROTOCOL:
+        raise BadRequest("another protocol")
+    count = int(fields[1])
+    argv = [os.fsdecode(arg) for arg in fields[2 : 2 + count]]
+    cwd, umask = os.fsdecode(fields[2 + count]), int(fields[3 + count], 8)
+    return Request(argv, cwd, umask, fields[4 + count :], fds)
+
+
+def _become(request: Request, client: int) -> None:
+    for target, fd in zip((0, 1, 2), request.fds, strict=True):
+        os.dup2(fd, target)
+    for fd in request.fds:
+        if fd > 2:
+            os.close(fd)
+    os.environ.clear()
+    for item in request.env:
+        key, sep, value = item.partition(b"=")
+        if sep and key:
+            os.environb[key] = value
+    os.chdir(request.cwd)
+    os.umask(request.umask)
+    sys.argv = request.argv
+    _fresh_stdio()
+    tempfile: Any = sys.modules.get("tempfile")
+    if tempfile is not None:  # it caches TMPDIR on first use: the client's counts
+        tempfile.tempdir = None
+    from michi.lock import procs
+
+    procs.act_for(client)
+
+
+def _fresh_stdio() -> None:
+    """Text streams over fds 0-2 as Python makes them at start-up, for the client's terminal or pipes."""
+    encoding = os.environ.get("PYTHONIOENCODING", "").split(":")[0] or "utf-8"
+    unbuffered = bool(os.environ.get("PYTHONUNBUFFERED"))
+
+    def stream(fd: int, mode: str, errors: str, line: bool) -> io.TextIOWrapper:
+        raw = io.FileIO(fd, mode, closefd=False)
+        buffered = io.BufferedReader(raw) if mode == "r" else io.BufferedWriter(raw)
+        return io.TextIOWrapper(
+            buffered, encoding=encoding, errors=errors, line_buffering=line, write_through=unbuffered
+        )
+
+    sys.stdin = stream(0, "r", "strict", False)
+    sys.stdout = stream(1, "w", "strict", os.isatty(1))
+    sys.stderr = stream(2, "w", "backslashreplace", True)
+    for name in ("stdin", "stdout", "stderr"):  # what some libraries fall back to
+        setattr(sys, f"__{name}__", getattr(sys, name))
+
+
+def _watch(conn: socket.socket, done: threading.Event) -> None:
+    """The client sends nothing more: the connection ends only when the client does."""
+    with contextlib.suppress(OSError):
+        conn.recv(1)
+    if not done.is_set():
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _main(args: list[str]) -> int:
+    from michi.cli.main import main
+
+    try:
+        code = main(args)
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    return code

@@ -1,0 +1,281 @@
+"""The pre-loaded server (ADR 0016): `michi task ...` handed to a warm, forking michi answers exactly
+as when run in its own process, with the caller's terminal, directory, environment, signals and exit
+code; everything else, and every doubt, runs in the caller's own process."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import select
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import CliResult, git, run_michi
+from tests.lockkit import new_lock, wait_until
+
+
+def _served(repo: Path, *args: str, **env: str) -> CliResult:
+    return run_michi(repo, *args, env={"MICHI_DEBUG": "1", **env})
+
+
+def _here(repo: Path, *args: str) -> CliResult:
+    return run_michi(repo, *args, env={"MICHI_SERVER": "off"})
+
+
+def _calm(text: str) -> str:
+    """Stderr without the times in it ("as of the last sync 1s ago")."""
+    return re.sub(r"\d+s ago", "Ns ago", text).strip()
+
+
+def _status() -> dict:
+    result = _here(Path.cwd(), "--json", "server", "status")
+    assert result.exit_code == 0, result.stderr
+    return result.json()
+
+
+def _await_exit(pid: int, timeout: float = 20.0) -> None:
+    """Await the end of a process that is not our child (a pidfd turns readable when it ends)."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return
+    try:
+        ready, _, _ = select.select([fd], [], [], timeout)
+        assert ready, f"process {pid} still runs after {timeout}s"
+    finally:
+        os.close(fd)
+
+
+@pytest.fixture
+def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict]:
+    """A running server in a folder of this test's own (a short path: socket paths are limited)."""
+    folder = tempfile.mkdtemp(prefix="ms-")
+    monkeypatch.setenv("MICHI_SERVER_DIR", folder)
+    monkeypatch.delenv("MICHI_SERVER", raising=False)
+    started = _here(Path.cwd(), "--json", "server", "start", "--idle", "120")
+    assert started.exit_code == 0, started.stderr
+    info = started.json()
+    assert info["running"] and info["pid"]
+    try:
+        yield info
+    finally:
+        _here(Path.cwd(), "server", "stop")
+        _await_exit(info["pid"])
+        subprocess.run(["rm", "-rf", folder], check=False)
+
+
+@pytest.fixture
+def tracker(repo: Path) -> Path:
+    assert _here(repo, "init").exit_code == 0
+    for name in ("one", "two", "three"):
+        assert _here(repo, "task", "add", name).exit_code == 0
+    return repo
+
+
+def test_served_commands_answer_as_run_here(server: dict, tracker: Path) -> None:
+    added = _served(tracker, "--json", "task", "add", "served")
+    assert added.exit_code == 0, added.stderr
+    assert "served by the michi server" in added.stderr
+    assert added.json()["description"] == "served"
+    for args in (
+        ("--json", "task", "show", "4"),
+        ("task", "show", "4"),
+        ("--json", "task", "list"),
+        ("--json", "task", "show", "99"),  # not found: exit 3, the same error document
+        ("task", "frobnicate"),  # usage: exit 2, the same message
+    ):
+        served, here = _served(tracker, *args), _here(tracker, *args)
+        assert (served.exit_code, served.stdout) == (here.exit_code, here.stdout), args
+        assert _calm(here.stderr) in _calm(served.stderr)
+    assert _status()["served"] == 6
+
+
+def test_the_worker_is_the_caller(server: dict, tracker: Path) -> None:
+    """Directory, environment and options are the caller's: a relative -C from a subfolder, the agent
+    from MICHI_AGENT, and the commit's trailers."""
+    (tracker / "sub").mkdir()
+    claimed = _served(tracker / "sub", "-C", "..", "--json", "task", "claim", "2", MICHI_AGENT="bot-7")
+    assert claimed.exit_code == 0, claimed.stderr
+    assert "served by" in claimed.stderr and claimed.json()["assignee"] == "bot-7"
+    assert "Michi-Agent: bot-7" in git(tracker, "log", "-1", "--format=%B")
+
+
+def test_other_commands_run_in_the_callers_process(server: dict, tracker: Path) -> None:
+    for args in (("lock", "status"), ("--json", "status"), ("--version",), ("guide",)):
+        result = _served(tracker, *args)
+        assert "served by" not in result.stderr, args
+    assert _status()["served"] == 0
+
+
+def _waiting_client(repo: Path, *args: str) -> tuple[subprocess.Popen[str], int]:
+    """A served command waiting for the lock (held by this test); returns it and its worker's PID."""
+    client = subprocess.Popen(
+        [sys.executable, "-m", "michi", *args],
+        cwd=repo,
+        env={**os.environ, "MICHI_DEBUG": "1"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert client.stderr is not None
+    ready, _, _ = select.select([client.stderr], [], [], 30)
+    assert ready, "the client never said who serves it"
+    line = client.stderr.readline()
+    assert "worker PID" in line, line
+    return client, int(line.rsplit("PID", 1)[1].strip(" )\n"))
+
+
+def test_ctrl_c_reaches_the_worker(server: dict, tracker: Path) -> None:
+    lock = new_lock(tracker)
+    lock.acquire(timeout=5)
+    try:
+        client, worker = _waiting_client(tracker, "--json", "task", "add", "never", "--wait", "60")
+        wait_until(lambda: worker in [w["pid"] for w in _status()["workers"]], what="the worker")
+        client.send_signal(signal.SIGINT)
+        out, _ = client.communicate(timeout=30)
+        assert client.returncode == 130
+        assert json.loads(out)["error"]["code"] == "interrupted"
+        _await_exit(worker)
+    finally:
+        lock.release()
+    assert "never" not in _here(tracker, "--json", "task", "list").stdout
+
+
+def test_a_killed_client_takes_its_worker_along(server: dict, tracker: Path) -> None:
+    lock = new_lock(tracker)
+    lock.acquire(timeout=5)
+    try:
+        client, worker = _waiting_client(tracker, "--json", "task", "add", "never", "--wait", "60")
+        client.kill()
+        client.wait(timeout=10)
+        _await_exit(worker)
+    finally:
+        lock.release()
+    assert "never" not in _here(tracker, "--json", "task", "list").stdout
+    assert _served(tracker, "--json", "task", "add", "after").exit_code == 0
+
+
+def test_a_worker_killed_by_a_signal_exits_as_a_shell_reports_it(server: dict, tracker: Path) -> None:
+    crashed = _served(tracker, "--json", "task", "add", "crash", MICHI_FAULT="locked")
+    assert crashed.exit_code == 128 + signal.SIGKILL
+    assert "served by" in crashed.stderr
+
+
+def test_no_live_server_or_a_foreign_folder_runs_here(
+    tracker: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = Path(tempfile.mkdtemp(prefix="ms-"))
+    monkeypatch.setenv("MICHI_SERVER_DIR", str(folder))
+    monkeypatch.delenv("MICHI_SERVER", raising=False)
+    from michi.serve.address import Address
+
+    dead = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)  # a server that died: its socket is left
+    dead.bind(Address(str(folder)).socket)
+    dead.close()
+    result = _served(tracker, "--json", "task", "add", "here")
+    assert result.exit_code == 0 and "served by" not in result.stderr
+    folder.chmod(0o755)  # readable by others: nobody's socket there is trusted
+    assert _here(tracker, "server", "start").exit_code != 0
+    result = _served(tracker, "--json", "task", "list")
+    assert result.exit_code == 0 and "served by" not in result.stderr
+
+
+def test_one_server_per_build_and_it_stops_when_idle(monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = tempfile.mkdtemp(prefix="ms-")
+    monkeypatch.setenv("MICHI_SERVER_DIR", folder)
+    first = _here(Path.cwd(), "--json", "server", "start", "--idle", "1").json()
+    again = _here(Path.cwd(), "--json", "server", "start")
+    assert again.json()["pid"] == first["pid"] and "already running" in again.json()["text"]
+    second = subprocess.run([sys.executable, "-m", "michi.serve.server"], timeout=30)
+    assert second.returncode == 0  # took one look at the lock and left
+    _await_exit(first["pid"], timeout=30)
+    assert not _status()["running"]
+    assert not any(name.endswith(".sock") for name in os.listdir(folder))
+
+
+def test_auto_starts_the_server_for_the_next_call(tracker: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = tempfile.mkdtemp(prefix="ms-")
+    monkeypatch.setenv("MICHI_SERVER_DIR", folder)
+    debug = {"MICHI_DEBUG": "1"}
+    first = run_michi(tracker, "--json", "task", "list", env={"MICHI_SERVER": "auto", **debug})
+    assert first.exit_code == 0 and "served by" not in first.stderr
+    wait_until(lambda: _status()["running"], timeout=60, what="the server")
+    try:
+        second = run_michi(
+            tracker, "--json", "task", "list", env={"MICHI_SERVER": "auto", "MICHI_DEBUG": "1"}
+        )
+        assert second.exit_code == 0 and "served by" in second.stderr
+        assert second.stdout == first.stdout
+    finally:
+        pid = _status()["pid"]
+        _here(Path.cwd(), "server", "stop")
+        _await_exit(pid)
+
+
+def test_the_client_stays_lean(server: dict, tracker: Path) -> None:
+    """A served call imports none of michi's CLI, typer, rich, json or the socket module's enums (the
+    interpreter's own start-up may have imported some already: only what the call adds counts)."""
+    probe = (
+        "import sys\n"
+        "before = set(sys.modules)\n"
+        "from michi.serve.client import served\n"
+        "code = served(['--json', 'task', 'list'])\n"
+        "heavy = sorted(m for m in ('typer', 'rich', 'michi.cli', 'json', 'socket', 'subprocess', 'enum')"
+        " if m in sys.modules and m not in before)\n"
+        "sys.stderr.write(f'code={code} heavy={heavy}\\n')\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], cwd=tracker, capture_output=True, text=True, timeout=60,
+        env={k: v for k, v in os.environ.items() if k != "MICHI_SERVER"},
+    )  # fmt: skip
+    assert "code=0 heavy=[]" in proc.stderr, proc.stderr
+
+
+def _children(pid: int) -> list[int]:
+    with open(f"/proc/{pid}/task/{pid}/children") as fh:
+        return [int(n) for n in fh.read().split()]
+
+
+def test_a_killed_server_leaves_nothing_waiting(server: dict, tracker: Path) -> None:
+    """Its spare workers die with it; the next call runs here; a new server starts afresh."""
+    spares = _children(server["pid"])
+    assert spares, "the server keeps workers forked ahead"
+    os.kill(server["pid"], signal.SIGKILL)
+    for pid in spares:
+        _await_exit(pid)
+    result = _served(tracker, "--json", "task", "list")
+    assert result.exit_code == 0 and "served by" not in result.stderr
+    again = _here(Path.cwd(), "--json", "server", "start").json()
+    assert again["running"] and again["pid"] != server["pid"] and again["served"] == 0
+    server["pid"] = again["pid"]  # for the fixture's stop
+
+
+def test_a_worker_that_cannot_become_the_caller_runs_nothing(server: dict, tracker: Path) -> None:
+    """A directory the server's worker cannot enter (here: gone once the request is sent) means the
+    command runs in the caller's own process, once."""
+    probe = (
+        "import os, sys\n"
+        "from michi.serve import client\n"
+        "real = client._request\n"
+        "def request(args):\n"
+        "    data = real(args)\n"
+        "    os.rmdir('gone')\n"  # the worker will not find the directory it was asked to work in
+        "    os.chdir('..')\n"
+        "    return data\n"
+        "client._request = request\n"
+        "sys.exit(client.served(['--json', '-C', '.', 'task', 'list']) is None and 7)\n"
+    )
+    (tracker / "gone").mkdir()
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], cwd=tracker / "gone", capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 7, proc.stderr  # not served: the caller runs it
+    assert _status()["served"] == 1
