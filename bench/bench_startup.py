@@ -4,7 +4,8 @@ Baselines: `python -c pass` (the interpreter's own start-up, same interpreter an
 commands that do no git work, and the raw git sequence (`mkdir; pull --rebase; write; add; commit; push;
 rmdir` on its own local bare remote) for the changing ones. Goals (ADR 0010): `--version` within 2x of
 `python -c pass`, `--help` within 4x, `task list --json` at 100 tasks within 2.5x; `task add`, `start`,
-`done`, `claim` and `next --claim` within 1.5x of the raw sequence. Then the import-time breakdown by
+`done`, `claim` and `next --claim` within 1.5x of the raw sequence; the rows marked "(served)" run them with
+`michi server` running (ADR 0016). Then the import-time breakdown by
 top-level package, so a regression shows its cause. `MICHI_BENCH_N` sets the rounds (default 15).
 
 The interpreter is a bare venv without this machine's site-packages `.pth` hooks, as a user's install
@@ -33,7 +34,14 @@ from _startup import (
 )
 from _util import isolated_git_env, sh, tempdir
 
-GOALS = {"--version": 2.0, "--help": 4.0, "task --help": 4.0, "task list --json": 2.5}
+GOALS = {
+    "--version": 2.0,
+    "--help": 4.0,
+    "task --help": 4.0,
+    "task list --json": 2.5,
+    "task list --json (served)": 2.5,
+}
+SERVED = " (served)"  # rows run with `michi server` running (ADR 0016); the others run michi in-process
 
 
 def _table(samples: dict[str, list[float]], base: dict[str, str]) -> None:
@@ -55,8 +63,8 @@ def main() -> None:
     root = tempdir("startup")
     env = prepared_env(isolated_git_env(root))
     raw = bare_with_clone(root, "raw", env)
-    tasks = 100 + 3 * (rounds + 1)
-    work = michi_clone(root, "michi", env, tasks=tasks, picks=rounds + 2)
+    tasks = 100 + 4 * (rounds + 1)
+    work = michi_clone(root, "michi", env, tasks=tasks, picks=2 * (rounds + 2))
     reader = michi_clone(root, "reader", env, tasks=100)  # nothing changes it: its list cache stays warm
     names = (f"n{n}" for n in range(10**6))
     ids = iter(range(tasks, 0, -1))  # start, done and claim each take the next id down from the top
@@ -82,20 +90,34 @@ def main() -> None:
             "--domain=pick",
         ],
     }
+    pick = ["--json", "--agent", "b", "task", "next", "--claim", "--domain=pick"]
+    cmds |= {
+        "task list --json" + SERVED: lambda: [*MICHI, "--json", "task", "list"],
+        "task add" + SERVED: lambda: [*MICHI, "--json", "task", "add", next(names)],
+        "task done" + SERVED: lambda: [*MICHI, "--json", "task", "done", str(next(ids))],
+        "task next --claim" + SERVED: lambda: [*MICHI, *pick],
+    }
     if sys.executable != PYTHON:  # the machine's interpreter, .pth hooks and all: for comparison only
         cmds = {"python -c pass (machine's python)": lambda: [sys.executable, "-c", "pass"], **cmds}
     base = {name: "python -c pass" for name in GOALS} | {
         name: "raw git sequence" for name in cmds if name.startswith("task ") and name not in GOALS
     }
     samples: dict[str, list[float]] = {name: [] for name in cmds}
-    for round_ in range(rounds + 1):  # interleaved, so drift in machine load hits every row alike
-        for name, cmd in cmds.items():
-            where = {"raw git sequence": raw, "task list --json": reader}.get(name, work)
-            args = cmd()
-            start = time.perf_counter()
-            sh(args, where, env)
-            if round_:  # the first round warms caches, bytecode and the OS's file cache
-                samples[name].append(time.perf_counter() - start)
+    here = {**env, "MICHI_SERVER": "off"}
+    served = {**env, "MICHI_SERVER_DIR": str(root / "srv")}
+    sh([*MICHI, "server", "start"], work, served)
+    try:
+        for round_ in range(rounds + 1):  # interleaved, so drift in machine load hits every row alike
+            for name, cmd in cmds.items():
+                plain = name.removesuffix(SERVED)
+                where = {"raw git sequence": raw, "task list --json": reader}.get(plain, work)
+                args = cmd()
+                start = time.perf_counter()
+                sh(args, where, served if name.endswith(SERVED) else here)
+                if round_:  # the first round warms caches, bytecode and the OS's file cache
+                    samples[name].append(time.perf_counter() - start)
+    finally:
+        sh([*MICHI, "server", "stop"], work, served)
     print(interpreter_note())
     print(f"{rounds} rounds, {tasks} tasks; medians are noisy on a busy machine, ratios less so")
     _table(samples, base)
