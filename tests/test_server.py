@@ -1,4 +1,4 @@
-"""The pre-loaded server (ADR 0016): `michi task ...` handed to a warm, forking michi answers exactly
+"""The pre-loaded server (ADR 0016): a command handed to a warm, forking michi answers exactly
 as when run in its own process, with the caller's terminal, directory, environment, signals and exit
 code; everything else, and every doubt, runs in the caller's own process."""
 
@@ -91,11 +91,13 @@ def test_served_commands_answer_as_run_here(server: dict, tracker: Path) -> None
         ("--json", "task", "list"),
         ("--json", "task", "show", "99"),  # not found: exit 3, the same error document
         ("task", "frobnicate"),  # usage: exit 2, the same message
+        ("--help",),
+        ("--json", "guide"),
     ):
         served, here = _served(tracker, *args), _here(tracker, *args)
         assert (served.exit_code, served.stdout) == (here.exit_code, here.stdout), args
         assert _calm(here.stderr) in _calm(served.stderr)
-    assert _status()["served"] == 6
+    assert _status()["served"] == 8
 
 
 def test_the_worker_is_the_caller(server: dict, tracker: Path) -> None:
@@ -109,7 +111,7 @@ def test_the_worker_is_the_caller(server: dict, tracker: Path) -> None:
 
 
 def test_other_commands_run_in_the_callers_process(server: dict, tracker: Path) -> None:
-    for args in (("lock", "status"), ("--json", "status"), ("--version",), ("guide",)):
+    for args in (("lock", "status"), ("--json", "server", "status"), ("--version",), ("hook", "--help")):
         result = _served(tracker, *args)
         assert "served by" not in result.stderr, args
     assert _status()["served"] == 0

@@ -1,4 +1,4 @@
-"""`michi server start|stop|status`: a warm michi for agents that call the task verbs in loops (ADR 0016).
+"""`michi server start|stop|status`: a warm michi for agents that call michi in loops (ADR 0016).
 Command modules are imported inside each verb (ADR 0002)."""
 
 from __future__ import annotations
@@ -8,11 +8,12 @@ from typing import Annotated, Any
 import typer
 
 server_app = typer.Typer(
-    help="A warm michi that serves the task verbs: fresh `michi task ...` calls skip michi's start-up.\n\n"
-    "While it runs, every `michi task ...` of this user and michi installation is handed to it and runs "
+    help="A warm michi: fresh `michi` calls skip michi's start-up while it runs.\n\n"
+    "While it runs, every `michi` command of this user and michi installation (but lock, hook, mcp and "
+    "server) is handed to it and runs "
     "in a process forked from it, with the caller's terminal, directory, environment and exit code; "
     "nothing else changes. It stops after --idle seconds without a command. MICHI_SERVER=off runs "
-    "every command without it; MICHI_SERVER=auto starts it on the first task verb.",
+    "every command without it; MICHI_SERVER=auto starts it on the first command.",
     no_args_is_help=True,
 )
 

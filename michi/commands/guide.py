@@ -67,7 +67,7 @@ THE WORK LOOP
   michi --json task release ID        give it back unfinished
   ...and claim the next one.
   Calling michi in a loop: run 'michi server start' once (or set MICHI_SERVER=auto); every
-  'michi task ...' then starts in a few ms instead of importing michi anew. Output is the same.
+  michi command then starts in a few ms instead of importing michi anew. Output is the same.
 
 CLAIMS AND LEASES
   A claim lasts claim_ttl (1 h; --ttl SECONDS). Renew long work: michi task renew ID.

@@ -68,7 +68,7 @@ def status(where: Address | None = None) -> ServerStatus:
     served = int(info.get("served", 0))
     workers = list(info.get("workers", []))
     return ServerStatus(
-        f"michi server PID {info.get('pid')} serves the task verbs on {where.socket}: "
+        f"michi server PID {info.get('pid')} serves michi on {where.socket}: "
         f"{served} served, {len(workers)} running now",
         running=True,
         pid=info.get("pid"),

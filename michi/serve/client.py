@@ -1,8 +1,9 @@
-"""The `michi` command's entry point: hand a `task` verb to a running server, or run michi here.
+"""The `michi` command's entry point: hand the command to a running server, or run michi here.
 
 A fresh `michi` process pays Python's start-up, then, to run a command itself, the import of typer and of
 michi's own modules, several times what the command's git work costs. When a server of this very build
-is running (`michi server start`), the `task` verbs are handed to it instead: this process passes its
+is running (`michi server start`), commands are handed to it instead (all but `lock`, `hook`, `mcp` and
+`server`, which run here): this process passes its
 arguments, working directory, environment, umask and its stdin/stdout/stderr themselves to the server,
 which forks a worker that already has everything imported; the worker runs the command exactly as this
 process would have, writing to this process's own terminal or pipes, and this process exits with the
@@ -36,8 +37,14 @@ def main() -> int:
     return run_here(args)
 
 
+# Commands that run in the caller's own process: the lock's (its holder is the caller, or the caller's
+# script, by PID), the hook's (git runs it, it must not depend on a server), the MCP server's and the
+# server's own.
+UNSERVED = frozenset({"lock", "hook", "mcp", "server"})
+
+
 def servable(args: list[str]) -> bool:
-    """The `task` verbs (what agents call in loops), whatever global options come first."""
+    """Every command but the UNSERVED ones, whatever global options come first."""
     i = 0
     while i < len(args):
         arg = args[i]
@@ -46,8 +53,8 @@ def servable(args: list[str]) -> bool:
         elif arg == "--json" or arg.startswith("--agent=") or (arg.startswith("-C") and len(arg) > 2):
             i += 1
         else:
-            return arg == "task"
-    return False
+            return arg not in UNSERVED and arg != "--version"
+    return True  # `michi` alone: its help
 
 
 def served(args: list[str]) -> int | None:
