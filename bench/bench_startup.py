@@ -40,6 +40,8 @@ GOALS = {
     "task --help": 4.0,
     "task list --json": 2.5,
     "task list --json (served)": 2.5,
+    "--help (served)": 4.0,
+    "task --help (served)": 4.0,
 }
 SERVED = " (served)"  # rows run with `michi server` running (ADR 0016); the others run michi in-process
 
@@ -92,6 +94,8 @@ def main() -> None:
     }
     pick = ["--json", "--agent", "b", "task", "next", "--claim", "--domain=pick"]
     cmds |= {
+        "--help" + SERVED: lambda: [*MICHI, "--help"],
+        "task --help" + SERVED: lambda: [*MICHI, "task", "--help"],
         "task list --json" + SERVED: lambda: [*MICHI, "--json", "task", "list"],
         "task add" + SERVED: lambda: [*MICHI, "--json", "task", "add", next(names)],
         "task done" + SERVED: lambda: [*MICHI, "--json", "task", "done", str(next(ids))],
