@@ -1,4 +1,4 @@
-"""The repo lock (issue 2, ADR 0003): one `.michi.lock/` per repository, shared by michi and agents.
+"""The repo lock (ADR 0003): one `.michi.lock/` per repository, shared by michi and agents.
 
 Public face only; the mechanisms live in the submodules. GitPython is never imported here (ADR 0002).
 Re-exports are lazy (PEP 562): the pre-commit hook imports `michi.lock.record` on every commit and

@@ -1,5 +1,5 @@
 """What a holder does while it works: renew the lease every TTL/3, notice waiters, turn SIGTERM into an
-exception in the main thread so `finally` blocks run and the lock is released (issue 2)."""
+exception in the main thread so `finally` blocks run and the lock is released (ADR 0003)."""
 
 from __future__ import annotations
 

@@ -26,7 +26,7 @@ RECORD_VERSION = 2
 # The record is a few hundred bytes; anything larger is not ours and is never read whole (ADR 0003).
 MAX_RECORD_BYTES = 64 * 1024
 # A lock dir without a readable owner record is a holder that crashed between mkdir and publishing the
-# record, or one that is publishing right now: give it this long before calling it stale (issue 2).
+# record, or one that is publishing right now: give it this long before calling it stale (ADR 0003).
 MISSING_RECORD_GRACE = 2.0
 # Token handed to child processes of the holder, so the pre-commit hook can let their commits through.
 TOKEN_ENV = "MICHI_LOCK_TOKEN"

@@ -2,7 +2,7 @@
 
 A holder keeps an exclusive flock on the baton file; a waiter blocks on a shared flock of it in a helper
 thread, so the kernel wakes it the moment the holder releases, or dies (even by SIGKILL). Polling alone
-cannot hand over fast after a long hold: its step has grown by then (issue 2 aims at a < 2 ms handoff).
+cannot hand over fast after a long hold: its step has grown by then (ADR 0003 aims at a < 2 ms handoff).
 """
 
 from __future__ import annotations
