@@ -1,4 +1,4 @@
-"""The pre-commit hook's cost (issue 5): `git commit` with an empty hook vs with michi's hook.
+"""The pre-commit hook's cost (ADR 0005): `git commit` with an empty hook vs with michi's hook.
 
 Aim: michi's hook adds under 50 ms to a commit with no lock held. Rows: whole `git commit`s (no hook,
 empty hook, michi's hook without a lock, michi's hook refusing under a live lock held by another

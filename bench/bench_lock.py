@@ -1,5 +1,5 @@
 """Lock benchmark: uncontended acquire+release, and release-to-acquire handoff between two processes,
-for michi's repo lock beside a blocking fcntl.flock and filelock.FileLock with its defaults (issue 2).
+for michi's repo lock beside a blocking fcntl.flock and filelock.FileLock with its defaults (ADR 0003).
 
 Handoff: two processes play ping-pong; each holds the lock for HOLD seconds while the other is blocked
 waiting, so a polling lock has backed off by the time the holder releases, as after real work.

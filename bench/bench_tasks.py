@@ -1,5 +1,5 @@
 """Tasks at scale, in one run on the same 10,000 tasks: `michi task list --json` against Taskwarrior's
-`task export`, and `michi task add` against `task add` and the raw git sequence (issue 4).
+`task export`, and `michi task add` against `task add` and the raw git sequence (ADR 0006).
 
 `python bench/run.py tasks` (or MICHI_BENCH_TASKS=2000 for a quicker run).
 """

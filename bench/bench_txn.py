@@ -1,4 +1,4 @@
-"""One michi transaction vs the raw shell sequence doing the same job on a local bare remote (issue 3).
+"""One michi transaction vs the raw shell sequence doing the same job on a local bare remote (ADR 0004).
 
 raw: mkdir lock; git pull --rebase; write file; git add; git commit; git push; rmdir lock.
 michi: a fresh Python process running one transaction (lock, apply, commit, push, local update).

@@ -1,5 +1,5 @@
 """`michi hook install` / `uninstall`: where the hook goes, chaining the hook that was there, and putting
-it back exactly (issue 5)."""
+it back exactly (ADR 0005)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The pre-commit framework route: `.pre-commit-hooks.yaml` as a user's `.pre-commit-config.yaml` sees it,
-run by the real `pre-commit` package on a real `git commit` (issue 5)."""
+run by the real `pre-commit` package on a real `git commit` (ADR 0005)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """`michi hook run` through real `git commit`s: the lock, michi's own commits, stale and corrupt locks,
-hand edits of task files (issue 5)."""
+hand edits of task files (ADR 0005)."""
 
 from __future__ import annotations
 
@@ -175,7 +175,7 @@ def test_cli_run_reports_json(cli: Callable[..., CliResult], local_repo: Path) -
 
 
 def test_commits_through_michi_lock_run(hooked: Path) -> None:
-    """The real lock (issue 2): its `lock run` children commit, even task files; others are refused."""
+    """The real lock (ADR 0003): its `lock run` children commit, even task files; others are refused."""
     under_lock = ["git", "commit", "-q", "-m", "under the lock"]
     (hooked / ".tasks").mkdir()
     (hooked / ".tasks" / "g7.json").write_text("{}\n")

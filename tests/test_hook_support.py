@@ -16,7 +16,7 @@ from michi import repo as michi_repo
 from michi.hook import install, probe
 from michi.repo import find_repo
 
-# A real holder, in the on-disk format the lock uses (issue 2): mkdir, publish the owner record, then
+# A real holder, in the on-disk format the lock uses (ADR 0003): mkdir, publish the owner record, then
 # hold until stdin closes. A negative ttl makes a lease that expired before the commit starts.
 HOLDER = r"""
 import os, sys
@@ -127,7 +127,7 @@ def test_probe_sees_staged_task_files_only(local_repo: Path, monkeypatch: pytest
 
 
 def test_fast_path_imports_nothing_heavy(local_repo: Path) -> None:
-    """The no-lock, no-task-file commit must not load what costs start-up time (issue 5, ADR 0005)."""
+    """The no-lock, no-task-file commit must not load what costs start-up time (ADR 0005)."""
     code = "import sys;from michi.hook.run import main;rc=main([]);print(rc, ' '.join(sorted(sys.modules)))"
     roots = [str(Path(michi_repo.__file__).resolve().parents[1])]
     proc = subprocess.run(

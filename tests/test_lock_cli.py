@@ -1,4 +1,4 @@
-"""`michi lock ...`: exit codes, the --json contract, scripts spanning commands (issue 2, seed 002)."""
+"""`michi lock ...`: exit codes, the --json contract, scripts spanning commands (ADR 0003)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Mutual exclusion and takeover with real processes and real SIGKILLs (issue 2)."""
+"""Mutual exclusion and takeover with real processes and real SIGKILLs (ADR 0003)."""
 
 from __future__ import annotations
 

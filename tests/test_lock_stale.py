@@ -1,4 +1,4 @@
-"""When a lock is stale, and when it is not (issue 2): each case judged by a real acquisition."""
+"""When a lock is stale, and when it is not (ADR 0003): each case judged by a real acquisition."""
 
 from __future__ import annotations
 

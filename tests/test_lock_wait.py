@@ -1,4 +1,4 @@
-"""Waiting for the lock: deadlines, one try, FIFO order, handoff signalling, signals (issue 2)."""
+"""Waiting for the lock: deadlines, one try, FIFO order, handoff signalling, signals (ADR 0003)."""
 
 from __future__ import annotations
 

@@ -95,7 +95,7 @@ def write_blob(repo: Repo, data: bytes) -> str:
 def _raw_entries(repo: Repo, tree: str | None) -> dict[bytes, bytes]:
     """A tree object's entries as raw bytes, keyed by name. Parsing `<mode> <name>\\0<sha>` with
     bytes.index is ~10x faster than GitPython's per-entry decoding, which matters for a `.tasks`
-    folder of 10,000 files that every transaction rewrites (issue 4's benchmark)."""
+    folder of 10,000 files that every transaction rewrites (`bench/run.py tasks`)."""
     if tree is None or tree == EMPTY_TREE:
         return {}
     raw = repo.read_object(tree)

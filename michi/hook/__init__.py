@@ -1,4 +1,4 @@
-"""The pre-commit hook (issue 5): no hand-made commit while another process holds the repo lock.
+"""The pre-commit hook (ADR 0005): no hand-made commit while another process holds the repo lock.
 
 `run` is the entry point git calls on every commit; it imports only `os` and `sys` until it finds
 something to check (ADR 0005). `check` is the full judgement, `install` writes and removes the hook.

@@ -24,7 +24,7 @@ def _lock_warnings(repo: RepoPaths, environ: Mapping[str, str], now: float) -> t
         st = os.lstat(lock_dir)
     except FileNotFoundError:
         return [], False
-    # Never follow a symlink or read a file in the lock's place: the lock refuses them too (issue 2).
+    # Never follow a symlink or read a file in the lock's place: the lock refuses them too (ADR 0003).
     if stat.S_ISLNK(st.st_mode):
         raise messages.unreadable(f"{lock_dir.name} is a symlink, not a folder")
     if not stat.S_ISDIR(st.st_mode):
@@ -37,7 +37,7 @@ def _lock_warnings(repo: RepoPaths, environ: Mapping[str, str], now: float) -> t
         return [], False  # released between our two looks: no lock
     token = environ.get(TOKEN_ENV, "")
     # michi's own commits: the holder hands its token to its git children; our parent is git, not the
-    # holder, so PIDs cannot tell (issue 5).
+    # holder, so PIDs cannot tell (ADR 0005).
     if owner is not None and token and token == owner.token:
         return [], True
     # A script holding the lock (`token=$(michi lock acquire)`) commits with git, whose child we are:

@@ -1,6 +1,6 @@
 """`michi hook run`: what git runs before every commit. Exit 0 lets the commit through.
 
-Speed is the point here (issue 5): the hook script starts Python with `-I -S`, and this module imports
+Speed is the point here (ADR 0005): the hook script starts Python with `-I -S`, and this module imports
 only `os` and `sys` until there is something to check. With no lock folder and no task file in the
 commit, that is one `git diff --cached --quiet` and exit 0 (ADR 0005). Everything else goes to the full
 check in `michi.hook.check`, which prints its warnings or refusal to stderr, where git shows them.
