@@ -94,7 +94,7 @@ def installed(worktree: Path) -> Path:
 
 def test_probe_constants_match_the_originals() -> None:
     assert probe.LOCK_NAME == michi_repo.LOCK_NAME
-    assert probe.TASK_PATHSPEC == michi_git.TASK_PATHSPEC
+    assert probe.TASK_PATHSPECS == michi_git.TASK_PATHSPECS
 
 
 def test_probe_finds_the_same_lock_as_find_repo(local_repo: Path, tmp_path: Path) -> None:

@@ -39,12 +39,19 @@ def tree_of(repo: Repo, commit: str) -> str:
 
 
 def _is_task_file(path: str) -> bool:
+    """`<domain>/.tasks/<uuid>.json` (flat) or `<domain>/.tasks/<uuid[:2]>/<uuid>.json` (fan-out): both
+    layouts are read everywhere (ADR 0006). The fan-out folder must be the name's first two characters,
+    so nothing else of the user's under `.tasks/` is taken for a task."""
     parts = path.split("/")
-    return len(parts) >= 2 and parts[-2] == ".tasks" and parts[-1].endswith(".json")
+    if not parts[-1].endswith(".json"):
+        return False
+    if len(parts) >= 2 and parts[-2] == ".tasks":
+        return True
+    return len(parts) >= 3 and parts[-3] == ".tasks" and len(parts[-2]) == 2 and parts[-1][:2] == parts[-2]
 
 
 def ls_task_files(repo: Repo, tree: str) -> dict[str, str]:
-    """Every `.tasks/*.json` file in `tree`: path -> blob oid (one git process)."""
+    """Every task file in `tree`, either layout: path -> blob oid (one git process)."""
     out = _must(repo, "ls-tree", "-r", "-z", "--full-tree", tree)
     files: dict[str, str] = {}
     for record in out.split("\0"):
