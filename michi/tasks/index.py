@@ -89,11 +89,16 @@ class Index:
         if delta is not None and cached is not None:
             entries = dict(cached.entries)
             wanted = {}
+            moved: dict[str, Entry] = {}  # blob oid -> a removed file's parsed entry
             for path, oid in delta.items():
-                if oid is None:
-                    entries.pop(path, None)
-                elif entries.get(path, ("",))[0] != oid:
-                    wanted[path] = oid
+                if oid is None and (gone := entries.pop(path, None)) is not None and gone[1] is not None:
+                    moved[gone[0]] = gone
+            for path, oid in delta.items():
+                if oid is not None and entries.get(path, ("",))[0] != oid:
+                    if oid in moved:  # the same bytes at a new path (`michi migrate`, ADR 0006)
+                        entries[path] = moved[oid]
+                    else:
+                        wanted[path] = oid
         else:
             old = cached.entries if cached is not None else {}
             entries, wanted = {}, {}
