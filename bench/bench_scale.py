@@ -3,7 +3,8 @@ same tasks, in one run: fresh processes, medians, ratios (ADR 0015).
 
 `python bench/run.py scale`; MICHI_BENCH_SCALE=100,1000 for a quicker run. The repositories are built
 once with `git fast-import` (50,000 `michi task add` calls would take hours) and cached in
-`bench/.cache/` (gitignored); each measurement works on a fresh copy of the cached remote.
+`bench/.cache/` (gitignored); each measurement works on a fresh copy of the cached remote. They use the
+fan-out layout of `michi init` (ADR 0006); MICHI_BENCH_LAYOUT=flat builds the legacy flat one instead.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pathlib import Path
 from _util import isolated_git_env, sh, tempdir
 
 from michi.tasks import serialization
+from michi.tasks.domains import FANOUT, FLAT, LAYOUT_PATH, ROOT, task_path
 from michi.tasks.model import Task, tw_date
 
 HERE = Path(__file__).resolve().parent
@@ -47,30 +49,40 @@ def _records(count: int) -> list[Task]:
     ]
 
 
-def _fast_import(bare: Path, tasks: list[Task], env: dict[str, str]) -> None:
-    """One commit holding every task file and the id counter, fed to `git fast-import`."""
+def _layout() -> str:
+    layout = os.environ.get("MICHI_BENCH_LAYOUT", FANOUT)
+    assert layout in (FANOUT, FLAT), layout
+    return layout
+
+
+def _fast_import(bare: Path, tasks: list[Task], env: dict[str, str], layout: str) -> None:
+    """One commit holding every task file, the id counter and the layout marker, fed to `git fast-import`."""
     chunks = [b"commit refs/heads/main\ncommitter Bench <bench@example.invalid> 1700000000 +0000\n"]
     msg = b"bench: tasks"
     chunks.append(b"data %d\n%s\n" % (len(msg), msg))
     counter = f"{len(tasks)}\n".encode()
     chunks.append(b"M 100644 inline .michi/last-id\ndata %d\n%s\n" % (len(counter), counter))
+    if layout == FANOUT:
+        marker = f"{FANOUT}\n".encode()
+        chunks.append(b"M 100644 inline %s\ndata %d\n%s\n" % (LAYOUT_PATH.encode(), len(marker), marker))
     for task in tasks:
         data = serialization.dumps(task)
-        name = task.uuid.encode()
-        chunks.append(b"M 100644 inline .tasks/%s.json\ndata %d\n%s\n" % (name, len(data), data))
+        path = task_path(ROOT, task.uuid, layout).encode()
+        chunks.append(b"M 100644 inline %s\ndata %d\n%s\n" % (path, len(data), data))
     subprocess.run(["git", "fast-import", "--quiet"], cwd=bare, env=env, input=b"".join(chunks), check=True)
 
 
 def build(count: int, env: dict[str, str], task: str | None) -> Path:
     """The cached folder for `count` tasks: origin.git, export.json and (with Taskwarrior) twdata/."""
-    where = CACHE / f"{count}-v{FORMAT}"
+    layout = _layout()  # the flat cache keeps its old key; fan-out ones get their own
+    where = CACHE / (f"{count}-v{FORMAT}" if layout == FLAT else f"{count}-{layout}-v{FORMAT}")
     if (where / "done").exists():
         return where
     shutil.rmtree(where, ignore_errors=True)
     where.mkdir(parents=True)
     tasks = _records(count)
     sh(["git", "init", "-q", "--bare", "-b", "main", "origin.git"], where, env)
-    _fast_import(where / "origin.git", tasks, env)
+    _fast_import(where / "origin.git", tasks, env, layout)
     (where / "export.json").write_bytes(b"[" + b",".join(serialization.dumps(t) for t in tasks) + b"]\n")
     if task:
         (where / "twdata").mkdir()
@@ -222,7 +234,10 @@ def main() -> None:
                 + " | ".join(f"{results[n][key] / results[n]['export']:.2f}" for n in sizes)
                 + " |"
             )
-    print(f"(medians of {repeat} fresh processes each; 2 shared cores: noisy, compare within a run)")
+    print(
+        f"({_layout()} layout; medians of {repeat} fresh processes each; 2 shared cores: noisy, compare "
+        "within a run)"
+    )
     if os.environ.get("MICHI_BENCH_IMPORT", "1") != "0":
         big = sizes[-1]
         imp = bulk_import(big, env, task)

@@ -8,15 +8,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from michi.errors import Conflict
 from michi.tasks.domains import FANOUT, LAYOUT_PATH, domain_of, layout_of, task_path
+from michi.tasks.errors import MigrateClash
 from michi.workflow.mutation import ApplyContext, Change, TaskTree
-
-
-class MigrateClash(Conflict):
-    """A task's file exists in both layouts: moving one would overwrite the other."""
-
-    code = "migrate_clash"
 
 
 def _fanned(path: str) -> str:
