@@ -119,7 +119,12 @@ def test_a_lock_folder_without_record_for_long_is_stale(hooked: Path) -> None:
 
 @pytest.mark.parametrize(
     "path",
-    [".tasks/a1.json", "domains/billing/.tasks/b2.json", ".tasks/a1/a1b2.json", "domains/x/.tasks/0f/0f1.json"],
+    [
+        ".tasks/a1.json",
+        "domains/billing/.tasks/b2.json",
+        ".tasks/a1/a1b2.json",
+        "domains/x/.tasks/0f/0f1.json",
+    ],
 )
 def test_hand_edited_task_file_refused(hooked: Path, path: str) -> None:
     before = head(hooked)

@@ -124,7 +124,9 @@ def test_migrate_is_one_commit_of_renames_and_keeps_the_users_work(cli, remote: 
     assert log["entries"][-1]["command"].startswith("migrate") and log["entries"][-1]["changes"] == {}
 
     again = cli(repo, "migrate", "--json")
-    assert again.exit_code == 0 and again.json()["moved"] == 0 and again.json()["transaction"]["commit"] is None
+    assert (
+        again.exit_code == 0 and again.json()["moved"] == 0 and again.json()["transaction"]["commit"] is None
+    )
     assert remote.head() == new_head
     assert "nothing to migrate" in cli(repo, "migrate").stdout
 
@@ -163,9 +165,7 @@ def test_a_task_in_both_layouts_stops_the_migration(cli, remote: Remote, repo: P
     assert remote.head() == before
 
 
-def test_taskwarrior_round_trip_across_the_migration(
-    cli, remote: Remote, repo: Path, tmp_path: Path
-) -> None:
+def test_taskwarrior_round_trip_across_the_migration(cli, remote: Remote, repo: Path, tmp_path: Path) -> None:
     tw = taskwarrior(tmp_path)
     flat_repo(cli, repo)
     exported = tmp_path / "michi.json"

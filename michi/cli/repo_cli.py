@@ -1,5 +1,5 @@
-"""`michi init`, `michi export`, `michi import`, `michi sync`, `michi doctor`, `michi migrate`: verbs about the whole
-task repository. Command modules are imported inside each verb (ADR 0002)."""
+"""`michi init`, `michi export`, `michi import`, `michi sync`, `michi doctor`, `michi migrate`: verbs about
+the whole task repository. Command modules are imported inside each verb (ADR 0002)."""
 
 from __future__ import annotations
 
