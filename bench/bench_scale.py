@@ -135,37 +135,53 @@ def _ms(samples: list[float]) -> float:
     return statistics.median(samples) * 1000
 
 
-def measure(count: int, env: dict[str, str], task: str | None, repeat: int) -> dict[str, float]:
-    cached = build(count, env, task)
-    root = tempdir(f"scale-{count}")
+def measure(
+    sizes: list[int], env: dict[str, str], task: str | None, repeat: int
+) -> dict[int, dict[str, float]]:
+    """Every size's repository side by side, each operation interleaved across the sizes (add at 100,
+    add at 10k, add at 50k, add at 100...), so that machine load hits every size alike and the ratios
+    against the smallest hold within one run."""
+    built = {n: build(n, env, task) for n in sizes}
+    roots = {n: tempdir(f"scale-{n}") for n in sizes}
     try:
-        m = Michi(cached, root, env)
-        out: dict[str, float] = {}
-        m.read("task", "list")  # the first read pays for the cache
-        m.holds()
-        counter = iter(range(10**6))
-        adds = [m.run("task", "add", f"new {next(counter)}") for _ in range(repeat)]
-        out["add"], out["add_hold"] = _ms(adds), _ms(m.holds())
-        dones = [m.run("task", "done", str(n)) for n in range(1, repeat + 1)]
-        out["done"], out["done_hold"] = _ms(dones), _ms(m.holds())
-        claims = [m.run("task", "next", "--claim") for _ in range(repeat)]
-        out["claim"], out["claim_hold"] = _ms(claims), _ms(m.holds())
-        cold, warm, export = [], [], []
-        twenv = _tw_env(cached, env) if task else None
+        ms = {n: Michi(built[n], roots[n], env) for n in sizes}
+        out: dict[int, dict[str, float]] = {n: {} for n in sizes}
+        for m in ms.values():
+            m.read("task", "list")  # the first read pays for the cache
+            m.holds()
+
+        def interleaved(key: str, *args: str, numbered: bool = False) -> None:
+            samples: dict[int, list[float]] = {n: [] for n in sizes}
+            for i in range(1, repeat + 1):
+                for n in sizes:
+                    samples[n].append(ms[n].run(*args, *((str(i),) if numbered else ())))
+            for n in sizes:
+                out[n][key], out[n][f"{key}_hold"] = _ms(samples[n]), _ms(ms[n].holds())
+
+        interleaved("add", "task", "add", "new")
+        interleaved("done", "task", "done", numbered=True)
+        interleaved("claim", "task", "next", "--claim")
+        reads: dict[str, dict[int, list[float]]] = {
+            k: {n: [] for n in sizes} for k in ("cold", "warm", "export")
+        }
         for _ in range(max(3, repeat // 2)):
-            m.drop_caches()
-            cold.append(m.read("task", "list"))
-            warm.append(m.read("task", "list"))
-            if task and twenv:
-                start = time.perf_counter()
-                sh([task, "export"], root, twenv)
-                export.append(time.perf_counter() - start)
-        out["cold"], out["warm"] = _ms(cold), _ms(warm)
-        if export:
-            out["export"] = _ms(export)
+            for n in sizes:
+                ms[n].drop_caches()
+                reads["cold"][n].append(ms[n].read("task", "list"))
+                reads["warm"][n].append(ms[n].read("task", "list"))
+                if task:
+                    twenv = _tw_env(built[n], env)
+                    start = time.perf_counter()
+                    sh([task, "export"], roots[n], twenv)
+                    reads["export"][n].append(time.perf_counter() - start)
+        for key, by_size in reads.items():
+            for n, samples in by_size.items():
+                if samples:
+                    out[n][key] = _ms(samples)
         return out
     finally:
-        shutil.rmtree(root, ignore_errors=True)
+        for root in roots.values():
+            shutil.rmtree(root, ignore_errors=True)
 
 
 def bulk_import(count: int, env: dict[str, str], task: str | None) -> dict[str, float]:
@@ -214,7 +230,7 @@ def main() -> None:
     repeat = int(os.environ.get("MICHI_BENCH_REPEAT", "5"))
     env = isolated_git_env(tempdir("home"))
     task = shutil.which("task")
-    results = {n: measure(n, env, task, repeat) for n in sizes}
+    results = measure(sizes, env, task, repeat)
     print("| tasks | " + " | ".join(f"{n:,}" for n in sizes) + " |")
     print("|---|" + "---|" * len(sizes))
     for label, key in ROWS:
@@ -235,8 +251,8 @@ def main() -> None:
                 + " |"
             )
     print(
-        f"({_layout()} layout; medians of {repeat} fresh processes each; 2 shared cores: noisy, compare "
-        "within a run)"
+        f"({_layout()} layout; medians of {repeat} fresh processes each, interleaved across the sizes; "
+        "2 shared cores: noisy, compare within a run)"
     )
     if os.environ.get("MICHI_BENCH_IMPORT", "1") != "0":
         big = sizes[-1]
