@@ -31,13 +31,11 @@ def to_fanout(tree: TaskTree, params: Mapping[str, Any], ctx: ApplyContext) -> C
         )
     if not moves and marked:
         return Change("migrate (nothing to do)", result={"moved": 0, "layout": FANOUT})
-    blobs = tree.read_blobs(set(files[p] for p in moves))
-    writes = {new: blobs[files[old]] for old, new in moves.items()}
-    if not marked:
-        writes[LAYOUT_PATH] = f"{FANOUT}\n".encode()
+    writes = {} if marked else {LAYOUT_PATH: f"{FANOUT}\n".encode()}
     return Change(
         f"migrate {len(moves)} task file(s) to the fan-out layout",
         writes=writes,
+        links={new: files[old] for old, new in moves.items()},  # the same blobs: nothing is read or written
         deletes=frozenset(moves),
         result={"moved": len(moves), "layout": FANOUT},
     )

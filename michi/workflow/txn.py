@@ -120,6 +120,7 @@ class Transaction:
             _safe_path(p): (git.BLOB_MODE, git.write_blob(self.git, data))
             for p, data in change.writes.items()
         }
+        changes.update({_safe_path(p): (git.BLOB_MODE, oid) for p, oid in change.links.items()})
         changes.update({_safe_path(p): None for p in change.deletes})
         base_tree = git.tree_of(self.git, parent) if parent else None
         tree = git.edit_tree(self.git, base_tree, changes)
