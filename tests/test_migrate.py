@@ -192,3 +192,19 @@ def test_doctor_and_the_cache_read_both_layouts(cli, repo: Path, layout: str) ->
     for cache in (repo / ".git" / "michi").glob("task-*"):
         cache.unlink()
     assert cli(repo, "task", "list", "--all", "--json").json() == warm
+
+
+def test_a_file_no_uuid_could_name_stays_where_it_is(cli, remote: Remote, repo: Path) -> None:
+    """`.tasks/notes.json` is read as a (corrupt) task file; it has no fan-out folder to go to."""
+    flat_repo(cli, repo)
+    git(repo, "pull", "-q", "--ff-only")
+    (repo / ".tasks" / "notes.json").write_text("{}\n")
+    git(repo, "add", ".tasks")
+    git(repo, "commit", "-qm", "a stray file by hand")
+    git(repo, "push", "-q", "origin", "main")
+    result = cli(repo, "migrate", "--json")
+    assert result.exit_code == 0 and result.json()["moved"] == 3, result.stdout
+    assert ".tasks/notes.json" in files(remote.bare)
+    assert sum(map(is_fan, files(remote.bare))) == 3
+    problems = cli(repo, "doctor", "--json").json()["problems"]
+    assert any(".tasks/notes.json" in json.dumps(p) for p in problems)

@@ -41,13 +41,17 @@ def tree_of(repo: Repo, commit: str) -> str:
 def _is_task_file(path: str) -> bool:
     """`<domain>/.tasks/<uuid>.json` (flat) or `<domain>/.tasks/<uuid[:2]>/<uuid>.json` (fan-out): both
     layouts are read everywhere (ADR 0006). The fan-out folder must be the name's first two characters,
-    so nothing else of the user's under `.tasks/` is taken for a task."""
+    lowercase hex (as the hook's pathspecs), so nothing else of the user's under `.tasks/` is a task."""
     parts = path.split("/")
     if not parts[-1].endswith(".json"):
         return False
     if len(parts) >= 2 and parts[-2] == ".tasks":
         return True
-    return len(parts) >= 3 and parts[-3] == ".tasks" and len(parts[-2]) == 2 and parts[-1][:2] == parts[-2]
+    folder = parts[-2] if len(parts) >= 3 and parts[-3] == ".tasks" else ""
+    return len(folder) == 2 and parts[-1][:2] == folder and all(c in _HEX for c in folder)
+
+
+_HEX = "0123456789abcdef"
 
 
 def ls_task_files(repo: Repo, tree: str) -> dict[str, str]:

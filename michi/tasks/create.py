@@ -53,9 +53,8 @@ def layout(tree: TaskTree) -> str:
 
 
 def add(tree: TaskTree, params: Mapping[str, Any], ctx: ApplyContext) -> Change:
-    path = room_for(
-        tree, task_path(str(params["domain"]), str(params["uuid"]), layout(tree))
-    )  # a fresh uuid4
+    fresh = task_path(str(params["domain"]), str(params["uuid"]), layout(tree))  # a fresh uuid4
+    path = room_for(tree, fresh)
     existing = tree.read(path)
     if existing is not None:
         # Its uuid was fresh when the command ran, so this add already landed (ADR 0004): never overwrite

@@ -18,9 +18,16 @@ def _fanned(path: str) -> str:
     return task_path(domain_of(path), uuid, FANOUT)
 
 
+def _movable(path: str) -> bool:
+    """A flat file whose name starts with two hex digits, as every uuid does. Any other name is a corrupt
+    task file (its uuid cannot match it): it stays where it is, for `michi doctor` to report."""
+    name = path.rsplit("/", 1)[-1]
+    return path.split("/")[-2] == ".tasks" and all(c in "0123456789abcdef" for c in name[:2])
+
+
 def to_fanout(tree: TaskTree, params: Mapping[str, Any], ctx: ApplyContext) -> Change:
     files = tree.task_files()
-    moves = {path: _fanned(path) for path in files if _fanned(path) != path}
+    moves = {path: _fanned(path) for path in files if _movable(path)}
     marked = layout_of(tree.read(LAYOUT_PATH)) == FANOUT
     clashes = sorted(old for old, new in moves.items() if new in files)
     if clashes:
