@@ -3,7 +3,8 @@ same tasks, in one run: fresh processes, medians, ratios (ADR 0015).
 
 `python bench/run.py scale`; MICHI_BENCH_SCALE=100,1000 for a quicker run. The repositories are built
 once with `git fast-import` (50,000 `michi task add` calls would take hours) and cached in
-`bench/.cache/` (gitignored); each measurement works on a fresh copy of the cached remote.
+`bench/.cache/` (gitignored); each measurement works on a fresh copy of the cached remote. They use the
+fan-out layout of `michi init` (ADR 0006); MICHI_BENCH_LAYOUT=flat builds the legacy flat one instead.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from _startup import MICHI, PYTHON, interpreter_note, prepared_env
 from _util import isolated_git_env, sh, tempdir
 
 from michi.tasks import serialization
+from michi.tasks.domains import FANOUT, FLAT, LAYOUT_PATH, ROOT, task_path
 from michi.tasks.model import Task, tw_date
 
 HERE = Path(__file__).resolve().parent
@@ -48,30 +50,40 @@ def _records(count: int) -> list[Task]:
     ]
 
 
-def _fast_import(bare: Path, tasks: list[Task], env: dict[str, str]) -> None:
-    """One commit holding every task file and the id counter, fed to `git fast-import`."""
+def _layout() -> str:
+    layout = os.environ.get("MICHI_BENCH_LAYOUT", FANOUT)
+    assert layout in (FANOUT, FLAT), layout
+    return layout
+
+
+def _fast_import(bare: Path, tasks: list[Task], env: dict[str, str], layout: str) -> None:
+    """One commit holding every task file, the id counter and the layout marker, fed to `git fast-import`."""
     chunks = [b"commit refs/heads/main\ncommitter Bench <bench@example.invalid> 1700000000 +0000\n"]
     msg = b"bench: tasks"
     chunks.append(b"data %d\n%s\n" % (len(msg), msg))
     counter = f"{len(tasks)}\n".encode()
     chunks.append(b"M 100644 inline .michi/last-id\ndata %d\n%s\n" % (len(counter), counter))
+    if layout == FANOUT:
+        marker = f"{FANOUT}\n".encode()
+        chunks.append(b"M 100644 inline %s\ndata %d\n%s\n" % (LAYOUT_PATH.encode(), len(marker), marker))
     for task in tasks:
         data = serialization.dumps(task)
-        name = task.uuid.encode()
-        chunks.append(b"M 100644 inline .tasks/%s.json\ndata %d\n%s\n" % (name, len(data), data))
+        path = task_path(ROOT, task.uuid, layout).encode()
+        chunks.append(b"M 100644 inline %s\ndata %d\n%s\n" % (path, len(data), data))
     subprocess.run(["git", "fast-import", "--quiet"], cwd=bare, env=env, input=b"".join(chunks), check=True)
 
 
 def build(count: int, env: dict[str, str], task: str | None) -> Path:
     """The cached folder for `count` tasks: origin.git, export.json and (with Taskwarrior) twdata/."""
-    where = CACHE / f"{count}-v{FORMAT}"
+    layout = _layout()  # the flat cache keeps its old key; fan-out ones get their own
+    where = CACHE / (f"{count}-v{FORMAT}" if layout == FLAT else f"{count}-{layout}-v{FORMAT}")
     if (where / "done").exists():
         return where
     shutil.rmtree(where, ignore_errors=True)
     where.mkdir(parents=True)
     tasks = _records(count)
     sh(["git", "init", "-q", "--bare", "-b", "main", "origin.git"], where, env)
-    _fast_import(where / "origin.git", tasks, env)
+    _fast_import(where / "origin.git", tasks, env, layout)
     (where / "export.json").write_bytes(b"[" + b",".join(serialization.dumps(t) for t in tasks) + b"]\n")
     if task:
         (where / "twdata").mkdir()
@@ -124,37 +136,53 @@ def _ms(samples: list[float]) -> float:
     return statistics.median(samples) * 1000
 
 
-def measure(count: int, env: dict[str, str], task: str | None, repeat: int) -> dict[str, float]:
-    cached = build(count, env, task)
-    root = tempdir(f"scale-{count}")
+def measure(
+    sizes: list[int], env: dict[str, str], task: str | None, repeat: int
+) -> dict[int, dict[str, float]]:
+    """Every size's repository side by side, each operation interleaved across the sizes (add at 100,
+    add at 10k, add at 50k, add at 100...), so that machine load hits every size alike and the ratios
+    against the smallest hold within one run."""
+    built = {n: build(n, env, task) for n in sizes}
+    roots = {n: tempdir(f"scale-{n}") for n in sizes}
     try:
-        m = Michi(cached, root, env)
-        out: dict[str, float] = {}
-        m.read("task", "list")  # the first read pays for the cache
-        m.holds()
-        counter = iter(range(10**6))
-        adds = [m.run("task", "add", f"new {next(counter)}") for _ in range(repeat)]
-        out["add"], out["add_hold"] = _ms(adds), _ms(m.holds())
-        dones = [m.run("task", "done", str(n)) for n in range(1, repeat + 1)]
-        out["done"], out["done_hold"] = _ms(dones), _ms(m.holds())
-        claims = [m.run("task", "next", "--claim") for _ in range(repeat)]
-        out["claim"], out["claim_hold"] = _ms(claims), _ms(m.holds())
-        cold, warm, export = [], [], []
-        twenv = _tw_env(cached, env) if task else None
+        ms = {n: Michi(built[n], roots[n], env) for n in sizes}
+        out: dict[int, dict[str, float]] = {n: {} for n in sizes}
+        for m in ms.values():
+            m.read("task", "list")  # the first read pays for the cache
+            m.holds()
+
+        def interleaved(key: str, *args: str, numbered: bool = False) -> None:
+            samples: dict[int, list[float]] = {n: [] for n in sizes}
+            for i in range(1, repeat + 1):
+                for n in sizes:
+                    samples[n].append(ms[n].run(*args, *((str(i),) if numbered else ())))
+            for n in sizes:
+                out[n][key], out[n][f"{key}_hold"] = _ms(samples[n]), _ms(ms[n].holds())
+
+        interleaved("add", "task", "add", "new")
+        interleaved("done", "task", "done", numbered=True)
+        interleaved("claim", "task", "next", "--claim")
+        reads: dict[str, dict[int, list[float]]] = {
+            k: {n: [] for n in sizes} for k in ("cold", "warm", "export")
+        }
         for _ in range(max(3, repeat // 2)):
-            m.drop_caches()
-            cold.append(m.read("task", "list"))
-            warm.append(m.read("task", "list"))
-            if task and twenv:
-                start = time.perf_counter()
-                sh([task, "export"], root, twenv)
-                export.append(time.perf_counter() - start)
-        out["cold"], out["warm"] = _ms(cold), _ms(warm)
-        if export:
-            out["export"] = _ms(export)
+            for n in sizes:
+                ms[n].drop_caches()
+                reads["cold"][n].append(ms[n].read("task", "list"))
+                reads["warm"][n].append(ms[n].read("task", "list"))
+                if task:
+                    twenv = _tw_env(built[n], env)
+                    start = time.perf_counter()
+                    sh([task, "export"], roots[n], twenv)
+                    reads["export"][n].append(time.perf_counter() - start)
+        for key, by_size in reads.items():
+            for n, samples in by_size.items():
+                if samples:
+                    out[n][key] = _ms(samples)
         return out
     finally:
-        shutil.rmtree(root, ignore_errors=True)
+        for root in roots.values():
+            shutil.rmtree(root, ignore_errors=True)
 
 
 def bulk_import(count: int, env: dict[str, str], task: str | None) -> dict[str, float]:
@@ -204,7 +232,7 @@ def main() -> None:
     env = prepared_env(isolated_git_env(tempdir("home")))
     print(interpreter_note())
     task = shutil.which("task")
-    results = {n: measure(n, env, task, repeat) for n in sizes}
+    results = measure(sizes, env, task, repeat)
     print("| tasks | " + " | ".join(f"{n:,}" for n in sizes) + " |")
     print("|---|" + "---|" * len(sizes))
     for label, key in ROWS:
@@ -224,7 +252,10 @@ def main() -> None:
                 + " | ".join(f"{results[n][key] / results[n]['export']:.2f}" for n in sizes)
                 + " |"
             )
-    print(f"(medians of {repeat} fresh processes each; 2 shared cores: noisy, compare within a run)")
+    print(
+        f"({_layout()} layout; medians of {repeat} fresh processes each, interleaved across the sizes; "
+        "2 shared cores: noisy, compare within a run)"
+    )
     if os.environ.get("MICHI_BENCH_IMPORT", "1") != "0":
         big = sizes[-1]
         imp = bulk_import(big, env, task)

@@ -117,7 +117,15 @@ def test_a_lock_folder_without_record_for_long_is_stale(hooked: Path) -> None:
     assert "it has no owner record" in proc.stderr
 
 
-@pytest.mark.parametrize("path", [".tasks/a1.json", "domains/billing/.tasks/b2.json"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        ".tasks/a1.json",
+        "domains/billing/.tasks/b2.json",
+        ".tasks/a1/a1b2.json",
+        "domains/x/.tasks/0f/0f1.json",
+    ],
+)
 def test_hand_edited_task_file_refused(hooked: Path, path: str) -> None:
     before = head(hooked)
     proc = commit(hooked, path)

@@ -94,7 +94,7 @@ def installed(worktree: Path) -> Path:
 
 def test_probe_constants_match_the_originals() -> None:
     assert probe.LOCK_NAME == michi_repo.LOCK_NAME
-    assert probe.TASK_PATHSPEC == michi_git.TASK_PATHSPEC
+    assert probe.TASK_PATHSPECS == michi_git.TASK_PATHSPECS
 
 
 def test_probe_finds_the_same_lock_as_find_repo(local_repo: Path, tmp_path: Path) -> None:
@@ -124,6 +124,24 @@ def test_probe_sees_staged_task_files_only(local_repo: Path, monkeypatch: pytest
     git(local_repo, "add", "libs")
     assert probe.task_files_staged() is True
     assert michi_git.staged_task_paths(local_repo) == ["libs/auth/.tasks/a.json"]
+
+
+def test_probe_sees_fan_out_task_files(local_repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fan-out layout (`.tasks/<2 hex>/<uuid>.json`, ADR 0006) is one folder deeper: the hook's
+    pathspecs must reach it, in the root domain and in others, from a subfolder too."""
+    (local_repo / "sub").mkdir()
+    monkeypatch.chdir(local_repo / "sub")
+    (local_repo / "sub" / "notes.json").write_text("{}\n")  # a JSON file that is no task file
+    (local_repo / ".tasks" / "zz").mkdir(parents=True)
+    (local_repo / ".tasks" / "zz" / "x.json").write_text("{}\n")  # not a fan-out folder (not hex)
+    git(local_repo, "add", "sub", ".tasks")
+    assert probe.task_files_staged() is False
+    for path in (".tasks/ab/abcd.json", "libs/auth/.tasks/0f/0f12.json"):
+        (local_repo / path).parent.mkdir(parents=True, exist_ok=True)
+        (local_repo / path).write_text("{}\n")
+        git(local_repo, "add", path)
+    assert probe.task_files_staged() is True
+    assert michi_git.staged_task_paths(local_repo) == [".tasks/ab/abcd.json", "libs/auth/.tasks/0f/0f12.json"]
 
 
 def test_fast_path_imports_nothing_heavy(local_repo: Path) -> None:

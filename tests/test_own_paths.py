@@ -19,7 +19,10 @@ from michi.git.objects import NotMichisPath
 from michi.tasks.model import parse_tw_date
 from michi.workflow.txn import _safe_path
 
-MICHIS = re.compile(r"(?:.+/)?\.tasks/[0-9a-f-]{36}\.json|\.michi/[^/]+|\.michi\.toml|\.tasks/\.keep")
+# Task files of both layouts (ADR 0006): flat `.tasks/<uuid>.json`, fan-out `.tasks/<uuid[:2]>/<uuid>.json`.
+MICHIS = re.compile(
+    r"(?:.+/)?\.tasks/(?:([0-9a-f]{2})/(?=\1))?[0-9a-f-]{36}\.json|\.michi/[^/]+|\.michi\.toml|\.tasks/\.keep"
+)
 
 
 def michi_commits(bare: Path) -> list[str]:
@@ -31,16 +34,19 @@ def touched(bare: Path, commit: str) -> list[str]:
     return out.splitlines()
 
 
+@pytest.mark.parametrize("first", [("init",), ()], ids=["fan-out", "flat-then-migrate"])
 def test_every_changing_command_touches_only_michis_paths(
-    cli, remote: Remote, repo: Path, tmp_path: Path
+    cli, remote: Remote, repo: Path, tmp_path: Path, first: tuple[str, ...]
 ) -> None:
+    """`init` makes a fan-out repository; without it the tasks are flat (a repository from before the
+    fan-out layout) until `migrate`, halfway through, moves them."""
     (repo / "libs" / "auth" / ".tasks").mkdir(parents=True)
     (repo / "libs" / "auth" / "code.py").write_text("print()\n")
     git(repo, "add", "libs")
     git(repo, "commit", "-qm", "user code")
     git(repo, "push", "-q", "origin", "main")
     steps = [
-        ("init",),
+        *([first] if first else []),
         ("task", "add", "one", "-t", "a"),
         ("task", "add", "two", "--domain", "libs/auth", "--depends", "1"),
         ("task", "modify", "1", "--description", "uno", "-p", "H"),
@@ -55,6 +61,7 @@ def test_every_changing_command_touches_only_michis_paths(
         ("--agent", "bot", "task", "next", "--claim", "--all", "--ttl", "1"),
         ("task", "add", "three", "--offline"),
         ("sync",),
+        ("migrate",),
         ("task", "delete", "3"),
     ]
     for step in steps:
@@ -79,11 +86,15 @@ def test_every_changing_command_touches_only_michis_paths(
     export.write_text(json.dumps(records))
     assert cli(repo, "import", str(export), "--json").exit_code == 0
     commits = michi_commits(remote.bare)
-    assert len(commits) >= len(steps)
+    assert len(commits) >= len(steps) - (1 if first else 0)  # migrate on a fan-out repository: no commit
     for commit in commits:
         paths = touched(remote.bare, commit)
         assert paths and all(MICHIS.fullmatch(p) for p in paths), (commit, paths)
     assert git(remote.bare, "show", "main:libs/auth/code.py") == "print()"
+    every = {p for commit in commits for p in touched(remote.bare, commit) if p.endswith(".json")}
+    flat = {p for p in every if p.split("/")[-2] == ".tasks"}
+    assert bool(flat) is not bool(first)  # both layouts were written when the repository began flat
+    assert every - flat
 
 
 @pytest.fixture
@@ -124,7 +135,8 @@ def test_a_tasks_file_or_symlink_is_no_domain(cli, with_user_files: Path, remote
     # A file named .tasks is not a domain: from docs/ the task goes to the nearest real one (the root).
     added = cli(repo / "docs", "task", "add", "from docs", "--json")
     assert added.exit_code == 0 and added.json()["domain"] == "."
-    assert touched(remote.bare, remote.head()) == [".michi/last-id", f".tasks/{added.json()['uuid']}.json"]
+    uuid = added.json()["uuid"]
+    assert touched(remote.bare, remote.head()) == [".michi/last-id", f".tasks/{uuid[:2]}/{uuid}.json"]
     assert git(remote.bare, "rev-parse", "main~1") == before
     _unchanged(remote, remote.head(), repo)
 

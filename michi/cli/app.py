@@ -30,6 +30,7 @@ COMMANDS = {
     "import": "michi.cli.repo_cli",
     "sync": "michi.cli.repo_cli",
     "doctor": "michi.cli.repo_cli",
+    "migrate": "michi.cli.repo_cli",
     "lock": "michi.cli.lock_cli",
     "hook": "michi.cli.hook_cli",
     "status": "michi.cli.status_cli",

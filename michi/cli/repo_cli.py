@@ -1,5 +1,5 @@
-"""`michi init`, `michi export`, `michi import`, `michi sync`, `michi doctor`: verbs about the whole
-task repository. Command modules are imported inside each verb (ADR 0002)."""
+"""`michi init`, `michi export`, `michi import`, `michi sync`, `michi doctor`, `michi migrate`: verbs about
+the whole task repository. Command modules are imported inside each verb (ADR 0002)."""
 
 from __future__ import annotations
 
@@ -81,6 +81,23 @@ def doctor(ctx: typer.Context, fetch: Fetch = False) -> Any:
     return _done(doctor_cmd.run(session(ctx), fetch=fetch))
 
 
+def migrate(ctx: typer.Context, wait: Wait = None) -> Any:
+    """Move every task file to the fan-out layout (.tasks/<2 hex>/<uuid>.json), in one commit.
+
+    Repositories made before the fan-out layout keep their tasks in one flat .tasks/ folder, which every
+    commit rewrites whole (slow at tens of thousands of tasks). This moves each file of every domain, byte
+    for byte, to .tasks/<first two hex digits of its uuid>/, and marks the repository (.michi/layout) so
+    new tasks go there too: one commit, made under the lock and pushed. Ids, contents and 'michi task log'
+    are unchanged; your own staged, unstaged and unpushed work is left alone. Clones still on the flat
+    layout keep working (both layouts are read). Running it again says there is nothing to do.
+
+    Exit codes: 0 migrated or nothing to do, 4 a task's file exists in both layouts (migrate_clash),
+    5 git or remote failure, 75 lock busy."""
+    from michi.commands import migrate as migrate_cmd
+
+    return _done(migrate_cmd.run(session(ctx), wait=wait))
+
+
 def register(app: typer.Typer) -> None:
     """Add this module's verbs to the application."""
     app.command("init")(init)
@@ -88,3 +105,4 @@ def register(app: typer.Typer) -> None:
     app.command("import")(import_)
     app.command("sync")(sync)
     app.command("doctor")(doctor)
+    app.command("migrate")(migrate)

@@ -77,6 +77,7 @@ def run(session: Session, ref: str, fetch: bool, no_fetch: bool = False) -> Task
     from michi import git
     from michi.commands.freshness import how
     from michi.commands.task_read import noted
+    from michi.tasks.domains import other_layout
 
     snap = task_common.read(session, how(fetch, no_fetch, How.AUTO))
     with noted(snap.notes):
@@ -84,7 +85,7 @@ def run(session: Session, ref: str, fetch: bool, no_fetch: bool = False) -> Task
     repo = git.open_repo(session.repo.worktree)
     entries: list[dict[str, Any]] = []
     previous: dict[str, Any] | None = None
-    for rev in git.path_history(repo, snap.ref, path):
+    for rev in git.path_history(repo, snap.ref, path, *other_layout(path)):
         record = _record(None if rev.blob is None else git.read_blob(repo, rev.blob))
         trailers = _trailers(rev.message)
         subject = rev.message.splitlines()[0] if rev.message else ""

@@ -54,7 +54,7 @@ if TYPE_CHECKING:
     from michi.git.objects import warm_up as warm_up
     from michi.git.objects import write_blob as write_blob
     from michi.git.objects import write_commit as write_commit
-    from michi.git.plain import TASK_PATHSPEC as TASK_PATHSPEC
+    from michi.git.plain import TASK_PATHSPECS as TASK_PATHSPECS
     from michi.git.plain import config_get as config_get
     from michi.git.plain import hooks_dir as hooks_dir
     from michi.git.plain import quick as quick
@@ -104,7 +104,7 @@ _HOMES = {
     "warm_up": "objects",
     "write_blob": "objects",
     "write_commit": "objects",
-    "TASK_PATHSPEC": "plain",
+    "TASK_PATHSPECS": "plain",
     "config_get": "plain",
     "hooks_dir": "plain",
     "quick": "plain",

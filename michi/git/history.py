@@ -22,8 +22,10 @@ class PathRevision:
     blob: str | None  # the file's content after this commit (a blob oid); None when it deleted it
 
 
-def path_history(repo: Repo, ref: str, path: str) -> list[PathRevision]:
-    """Every commit on `ref` that changed `path`, oldest first, with the file's blob after each."""
+def path_history(repo: Repo, ref: str, path: str, *also: str) -> list[PathRevision]:
+    """Every commit on `ref` that changed `path` (or one of `also`: the same file at its other layout's
+    path, ADR 0006), oldest first, with the file's blob after each. A commit that moved it from one path
+    to the other deletes one and adds the other: the blob is the added one's."""
     out = _must(
         repo,
         "log",
@@ -35,6 +37,7 @@ def path_history(repo: Repo, ref: str, path: str) -> list[PathRevision]:
         ref,
         "--",
         path,
+        *also,
     )
     revisions = []
     for chunk in out.split(_RECORD)[1:]:
@@ -43,6 +46,6 @@ def path_history(repo: Repo, ref: str, path: str) -> list[PathRevision]:
         for line in raw.splitlines():  # ":100644 100644 <old> <new> M\t<path>"
             if line.startswith(":") and "\t" in line:
                 meta = line.split("\t", 1)[0].split()
-                blob = None if meta[4].startswith("D") else meta[3]
+                blob = blob if meta[4].startswith("D") else meta[3]
         revisions.append(PathRevision(commit, float(when), author, message.strip(), blob))
     return revisions

@@ -39,12 +39,23 @@ def tree_of(repo: Repo, commit: str) -> str:
 
 
 def _is_task_file(path: str) -> bool:
+    """`<domain>/.tasks/<uuid>.json` (flat) or `<domain>/.tasks/<uuid[:2]>/<uuid>.json` (fan-out): both
+    layouts are read everywhere (ADR 0006). The fan-out folder must be the name's first two characters,
+    lowercase hex (as the hook's pathspecs), so nothing else of the user's under `.tasks/` is a task."""
     parts = path.split("/")
-    return len(parts) >= 2 and parts[-2] == ".tasks" and parts[-1].endswith(".json")
+    if not parts[-1].endswith(".json"):
+        return False
+    if len(parts) >= 2 and parts[-2] == ".tasks":
+        return True
+    folder = parts[-2] if len(parts) >= 3 and parts[-3] == ".tasks" else ""
+    return len(folder) == 2 and parts[-1][:2] == folder and all(c in _HEX for c in folder)
+
+
+_HEX = "0123456789abcdef"
 
 
 def ls_task_files(repo: Repo, tree: str) -> dict[str, str]:
-    """Every `.tasks/*.json` file in `tree`: path -> blob oid (one git process)."""
+    """Every task file in `tree`, either layout: path -> blob oid (one git process)."""
     out = _must(repo, "ls-tree", "-r", "-z", "--full-tree", tree)
     files: dict[str, str] = {}
     for record in out.split("\0"):

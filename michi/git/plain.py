@@ -45,16 +45,14 @@ def staged_paths(worktree: Path) -> list[str]:
     return [p for p in out.split("\0") if p]
 
 
-# `.tasks/*.json` in any folder (as `_is_task_file`), anchored at the top even when run from a subfolder.
-
-
-# `.tasks/*.json` in any folder (as `_is_task_file`), anchored at the top even when run from a subfolder.
-TASK_PATHSPEC = ":(top,glob)**/.tasks/*.json"
+# Task files of both layouts in any folder (as `_is_task_file`: flat `.tasks/*.json` and fan-out
+# `.tasks/<2 hex>/*.json`, ADR 0006), anchored at the top even when run from a subfolder.
+TASK_PATHSPECS = (":(top,glob)**/.tasks/*.json", ":(top,glob)**/.tasks/[0-9a-f][0-9a-f]/*.json")
 
 
 def staged_task_paths(worktree: Path) -> list[str]:
     """Task files the commit being made adds, changes or deletes (the pre-commit hook, ADR 0005)."""
-    out = quick(worktree, "diff", "--cached", "--name-only", "-z", "--no-renames", "--", TASK_PATHSPEC)
+    out = quick(worktree, "diff", "--cached", "--name-only", "-z", "--no-renames", "--", *TASK_PATHSPECS)
     return [p for p in out.split("\0") if p]
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from michi.errors import GitFailed
-from michi.git.plain import TASK_PATHSPEC, quick
+from michi.git.plain import TASK_PATHSPECS, quick
 
 # Record separator before each commit, unit separator between its fields; `-z` ends every file name
 # with NUL, so paths need no unquoting whatever characters a domain folder has.
@@ -68,7 +68,7 @@ def log_entries(
         args.append("--name-status")
     args += [ref, "--"]
     if task_files_only:
-        args.append(TASK_PATHSPEC)
+        args += TASK_PATHSPECS
     try:
         return _parse(quick(worktree, *args))
     except GitFailed as exc:  # an unborn or never-fetched branch has no history yet

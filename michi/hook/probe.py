@@ -11,9 +11,10 @@ from __future__ import annotations
 import os
 
 LOCK_NAME = ".michi.lock"  # == michi.repo.LOCK_NAME (pinned by a test)
-# The files michi owns: `.tasks/*.json` in any folder, as `michi.git` lists them. `top` anchors the
-# pattern at the work tree's top even when the hook is run from a subfolder.
-TASK_PATHSPEC = ":(top,glob)**/.tasks/*.json"
+# The files michi owns: task files of both layouts (flat `.tasks/*.json`, fan-out `.tasks/<2 hex>/*.json`,
+# ADR 0006) in any folder, as `michi.git` lists them (== michi.git.TASK_PATHSPECS, pinned by a test).
+# `top` anchors the pattern at the work tree's top even when the hook is run from a subfolder.
+TASK_PATHSPECS = (":(top,glob)**/.tasks/*.json", ":(top,glob)**/.tasks/[0-9a-f][0-9a-f]/*.json")
 
 
 def _gitdir_from_file(dot_git: str) -> str | None:
@@ -71,7 +72,7 @@ def task_files_staged() -> bool | None:
         (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
         (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0),
     ]
-    argv = ["git", "diff", "--cached", "--quiet", "--", TASK_PATHSPEC]
+    argv = ["git", "diff", "--cached", "--quiet", "--", *TASK_PATHSPECS]
     try:
         env = {k: v for k, v in os.environ.items() if k != "MICHI_LOCK_TOKEN"}  # never handed to git
         pid = os.posix_spawnp("git", argv, env, file_actions=quiet)

@@ -7,7 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 from michi.tasks import ids, serialization, taskwarrior
-from michi.tasks.domains import task_path
+from michi.tasks.domains import FANOUT, LAYOUT_PATH, layout_of, task_path
 from michi.tasks.errors import BadDomain, CorruptTask
 from michi.tasks.model import MAX_TASK_BYTES, Task, tw_date
 from michi.tasks.mutations import fresh_index, resolve_refs, written
@@ -46,8 +46,15 @@ def room_for(tree: TaskTree, path: str) -> str:
     return path
 
 
+def layout(tree: TaskTree) -> str:
+    """The layout new task files get on this tree (ADR 0006): read on the fresh tree, so an add replayed
+    after a `michi migrate` lands in the new layout."""
+    return layout_of(tree.read(LAYOUT_PATH))
+
+
 def add(tree: TaskTree, params: Mapping[str, Any], ctx: ApplyContext) -> Change:
-    path = room_for(tree, task_path(str(params["domain"]), str(params["uuid"])))  # a fresh uuid4
+    fresh = task_path(str(params["domain"]), str(params["uuid"]), layout(tree))  # a fresh uuid4
+    path = room_for(tree, fresh)
     existing = tree.read(path)
     if existing is not None:
         # Its uuid was fresh when the command ran, so this add already landed (ADR 0004): never overwrite
@@ -82,6 +89,8 @@ def init(tree: TaskTree, params: Mapping[str, Any], ctx: ApplyContext) -> Change
         writes[ids.COUNTER_PATH] = ids.counter_bytes(0)
     if tree.read(KEEP_PATH) is None:
         writes[KEEP_PATH] = b""  # the root domain's .tasks/ folder, which git cannot hold empty
+    if tree.read(LAYOUT_PATH) is None and not tree.task_files():
+        writes[LAYOUT_PATH] = f"{FANOUT}\n".encode()  # a new repository; one with tasks waits for migrate
     return Change("init", writes=writes, result=sorted(writes))
 
 
@@ -94,6 +103,7 @@ def import_tasks(tree: TaskTree, params: Mapping[str, Any], ctx: ApplyContext) -
     """
     index = fresh_index(tree, ctx)
     allocator = ids.Allocator(tree, floor=index.max_id)
+    new_layout = layout(tree)
     pairs: list[tuple[str, Task]] = []
     report: dict[str, list[Any]] = {k: [] for k in ("added", "modified", "skipped", "problems", "conflicts")}
     for item in params["records"]:
@@ -128,7 +138,7 @@ def import_tasks(tree: TaskTree, params: Mapping[str, Any], ctx: ApplyContext) -
             report["modified"].append(old.id)
         else:
             task = task.replace(id=allocator.take())
-            pairs.append((room_for(tree, task_path(domain, uuid)), task))
+            pairs.append((room_for(tree, task_path(domain, uuid, new_layout)), task))
             report["added"].append(task.id)
     if not pairs:
         return Change("import (nothing changed)", result={"report": report, "tasks": []})

@@ -4,6 +4,12 @@ A domain never leaves the repository: `..` that climbs out, absolute paths elsew
 refused (exit 2), because the task branch stores plain paths and a symlinked domain would write elsewhere.
 Its `.tasks` must be a real folder (or not exist yet): a user's file or symlink named `.tasks` is not
 michi's, and writing a task there would replace it (ADR 0006).
+
+Two layouts of task files are read everywhere (ADR 0006): flat `<domain>/.tasks/<uuid>.json` (legacy) and
+fan-out `<domain>/.tasks/<uuid[:2]>/<uuid>.json`, which keeps each commit's tree edits small at 50,000
+tasks (ADR 0015). New tasks get the layout the repository declares in `.michi/layout`; a task already
+there keeps its path until `michi migrate` moves it. A domain never contains a `.tasks` folder, so the
+fan-out folder (inside `.tasks/`) can never be taken for a domain (a folder holding `.tasks/`).
 """
 
 from __future__ import annotations
@@ -16,14 +22,36 @@ from michi.tasks.errors import BadDomain
 ROOT = "."
 
 
-def task_path(domain: str, uuid: str) -> str:
-    return f".tasks/{uuid}.json" if domain == ROOT else f"{domain}/.tasks/{uuid}.json"
+FLAT = "flat"
+FANOUT = "fanout"
+LAYOUTS = (FLAT, FANOUT)
+LAYOUT_PATH = ".michi/layout"  # committed by michi: "fanout\n"; absent = flat (repositories before it)
+
+
+def task_path(domain: str, uuid: str, layout: str = FLAT) -> str:
+    folder = ".tasks" if domain == ROOT else f"{domain}/.tasks"
+    return f"{folder}/{uuid[:2]}/{uuid}.json" if layout == FANOUT else f"{folder}/{uuid}.json"
+
+
+def other_layout(path: str) -> tuple[str]:
+    """The same task file's path in the other layout: `task log` follows a task across `michi migrate`."""
+    folder, name = path.rsplit("/", 1)
+    uuid = name.removesuffix(".json")
+    is_fan = folder.endswith(f".tasks/{uuid[:2]}")
+    return (task_path(domain_of(path), uuid, FLAT if is_fan else FANOUT),)
+
+
+def layout_of(raw: bytes | None) -> str:
+    """The layout a `.michi/layout` file declares; an absent or unknown one reads as flat, which every
+    michi can read (a newer layout name must not make an older michi write where it cannot read)."""
+    text = (raw or b"").decode("utf-8", "replace").strip()
+    return text if text in LAYOUTS else FLAT
 
 
 def domain_of(path: str) -> str:
-    """The domain of a `<domain>/.tasks/<uuid>.json` path (string slicing: `list` calls this per task)."""
-    folder = path.rsplit("/", 2)
-    return folder[0] if len(folder) == 3 else ROOT
+    """The domain of a task file's path, either layout (string search: `list` calls this per task)."""
+    cut = path.rfind("/.tasks/")
+    return path[:cut] if cut >= 0 else ROOT
 
 
 def _relative(top: Path, target: Path, shown: str) -> str:

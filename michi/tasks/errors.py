@@ -51,3 +51,9 @@ class CorruptTask(Conflict):
     """A task file that is not JSON, has conflict markers or lacks fields: reported, never overwritten."""
 
     code = "corrupt_task"
+
+
+class MigrateClash(Conflict):
+    """`michi migrate`: a task's file exists in both layouts, and moving one would overwrite the other."""
+
+    code = "migrate_clash"

@@ -48,8 +48,13 @@ def _one_line(value: str) -> str:
 
 
 # The only paths michi's commits may add, change or remove (ADR 0004): task files, its own `.michi/`
-# files, and at init `.michi.toml` and the root domain's `.tasks/.keep`.
-_MICHIS = re.compile(r"(?:.+/)?\.tasks/[^/]+\.json|\.michi/[^/]+|\.michi\.toml|\.tasks/\.keep")
+# files, and at init `.michi.toml` and the root domain's `.tasks/.keep`. Task files of both layouts (ADR
+# 0006): flat `.tasks/<uuid>.json` and fan-out `.tasks/<uuid[:2]>/<uuid>.json`.
+_MICHIS = re.compile(
+    r"(?:.+/)?\.tasks/(?:[^/]+\.json|([0-9a-f]{2})/\1[^/]*\.json)|\.michi/[^/]+|\.michi\.toml|\.tasks/\.keep"
+)
+
+_FANOUT_DIR = re.compile(r"\.tasks/[0-9a-f]{2}")
 
 
 def _name_push(journal: Journal, entries: list[Entry], pid: int) -> None:
@@ -61,7 +66,7 @@ def _safe_path(path: str) -> str:
     if (
         path.startswith("/")
         or any(p in {"", ".", ".."} or p.lower() == ".git" for p in parts)
-        or ".tasks" in parts[:-2]
+        or ".tasks" in parts[: -3 if _FANOUT_DIR.fullmatch("/".join(parts[-3:-1])) else -2]
         or not _MICHIS.fullmatch(path)
     ):
         raise MichiError(f"refusing to write {path!r}: not a file of michi's", hint="this is a bug in michi")
@@ -115,6 +120,7 @@ class Transaction:
             _safe_path(p): (git.BLOB_MODE, git.write_blob(self.git, data))
             for p, data in change.writes.items()
         }
+        changes.update({_safe_path(p): (git.BLOB_MODE, oid) for p, oid in change.links.items()})
         changes.update({_safe_path(p): None for p in change.deletes})
         base_tree = git.tree_of(self.git, parent) if parent else None
         tree = git.edit_tree(self.git, base_tree, changes)
