@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -115,7 +116,12 @@ def transact(session: Session, mutation: Mutation, wait: float | None, offline: 
     from michi.workflow import TxnRequest, read_snapshot, run_transaction
 
     if mutation.apply in _READS_ALL:
-        for_tree(read_snapshot(session.repo, session.config), session.repo.state_dir).tasks  # noqa: B018
+        index = for_tree(read_snapshot(session.repo, session.config), session.repo.state_dir)
+        index.tasks  # noqa: B018
+        if mutation.apply == "michi.tasks.pool:next_claim":
+            from michi.tasks import pool
+
+            pool.prerank(index, mutation.params.get("domain"), time.time())
     req = TxnRequest(
         repo=session.repo,
         config=session.with_overrides(lock_wait=wait),
