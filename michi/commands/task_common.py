@@ -12,9 +12,8 @@ from michi.commands import freshness
 from michi.commands.freshness import How, is_stale
 from michi.results import Result
 from michi.session import Session
-from michi.tasks import serialization
 from michi.tasks.index import CACHE_NAME, Index, for_tree, light, load_checked, save_checked
-from michi.tasks.query import VIEW_KEYS, compact, view
+from michi.tasks.query import VIEW_KEYS, compact, view_record
 from michi.tasks.table import COLUMNS, Table, table_of
 
 if TYPE_CHECKING:
@@ -137,7 +136,7 @@ def txn_info(outcome: TxnOutcome) -> dict[str, Any]:
 
 def views(records: list[dict[str, Any]], index: Index) -> list[dict[str, Any]]:
     """Task views of a transaction's result ([{path, record}]); depends become ids via `index`."""
-    return [view(serialization.from_trusted(r["record"]), r["path"], index) for r in records]
+    return [view_record(r["record"], r["path"], index) for r in records]  # records as to_record writes them
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,11 @@ Taskwarrior keeps keys it does not know as orphaned user-defined attributes thro
 from __future__ import annotations
 
 import calendar
+import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from datetime import date
 from typing import Any
 
 STATES = ("todo", "in_progress", "review", "done", "deleted")
@@ -33,9 +35,22 @@ def parse_tw_date(text: str) -> float:
     return float(calendar.timegm(time.strptime(text, DATE_FORMAT)))
 
 
+_PLAIN_DATE = re.compile(r"[0-9]{8}T[0-9]{6}Z")
+
+
 def is_tw_date(text: object) -> bool:
     if not isinstance(text, str) or len(text) != 16:
         return False
+    # The common spelling checked without strptime (~30 us a date, two dates a task, 50,000 tasks on a
+    # cold read: ADR 0015); anything else (or out of range) gets strptime's exact answer.
+    if _PLAIN_DATE.fullmatch(text):
+        try:
+            date(int(text[:4]), int(text[4:6]), int(text[6:8]))
+        except ValueError:
+            pass
+        else:
+            if text[9:11] < "24" and text[11:13] < "60" and text[13:15] < "60":
+                return True
     try:
         parse_tw_date(text)
     except ValueError:
