@@ -100,7 +100,7 @@ def import_tasks(tree: TaskTree, params: Mapping[str, Any], ctx: ApplyContext) -
     index = fresh_index(tree, ctx)
     allocator = ids.Allocator(tree, floor=index.max_id)
     pairs: list[tuple[str, Task]] = []
-    records: list[dict[str, Any]] = []
+    records: list[tuple[dict[str, Any], bytes]] = []
     folders: set[str] = set()
     report: dict[str, list[Any]] = {k: [] for k in ("added", "modified", "skipped", "problems", "conflicts")}
     for item in params["records"]:
@@ -135,7 +135,8 @@ def import_tasks(tree: TaskTree, params: Mapping[str, Any], ctx: ApplyContext) -
             task = replace(task, id=allocator.last + 1)  # taken below, once the task fits
         # The file as it will be written, sized once: a task no reader would accept is a problem.
         final = serialization.to_record(task)
-        if len(serialization.dumps_record(final)) > MAX_TASK_BYTES:
+        data = serialization.dumps_record(final)
+        if len(data) > MAX_TASK_BYTES:
             report["problems"].append(
                 {"uuid": uuid, "problem": f"import {uuid}: larger than {MAX_TASK_BYTES:,} bytes"}
             )
@@ -147,7 +148,7 @@ def import_tasks(tree: TaskTree, params: Mapping[str, Any], ctx: ApplyContext) -
         else:
             pairs.append((path, task))
             report["modified"].append(known)
-        records.append(final)
+        records.append((final, data))
     if not pairs:
         return Change("import (nothing changed)", result={"report": report, "tasks": []})
     change = written(f"import {len(pairs)} tasks", pairs, allocator.write(), records)

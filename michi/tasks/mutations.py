@@ -35,15 +35,16 @@ def written(
     subject: str,
     pairs: list[tuple[str, Task]],
     extra: Mapping[str, bytes] | None = None,
-    records: list[dict[str, Any]] | None = None,
+    records: list[tuple[dict[str, Any], bytes]] | None = None,
 ) -> Change:
     """A Change writing `pairs`; its result is JSON-able: [{path, record}] in the order given. `records`
-    (each task's `serialization.to_record`, when the caller has them) saves building them again."""
+    (each task's `serialization.to_record` and file, when the caller has them) saves making them again."""
     if records is None:
-        records = [serialization.to_record(task) for _path, task in pairs]
-    writes = {
-        path: serialization.dumps_record(rec) for (path, _task), rec in zip(pairs, records, strict=True)
-    }
+        records = [
+            (rec, serialization.dumps_record(rec))
+            for rec in map(serialization.to_record, (t for _p, t in pairs))
+        ]
+    writes = {path: data for (path, _task), (_rec, data) in zip(pairs, records, strict=True)}
     for path, task in pairs:
         if len(writes[path]) > MAX_TASK_BYTES:  # never write a file every reader would call corrupt
             raise TaskTooLarge(
@@ -52,8 +53,8 @@ def written(
                 hint="keep long text in a file and name it in the task",
                 id=task.id,
             )
-    remember({(p, blob_oid(writes[p])): rec for (p, _t), rec in zip(pairs, records, strict=True)})
-    result = [{"path": p, "record": rec} for (p, _t), rec in zip(pairs, records, strict=True)]
+    remember({(p, blob_oid(data)): rec for (p, _t), (rec, data) in zip(pairs, records, strict=True)})
+    result = [{"path": p, "record": rec} for (p, _t), (rec, _data) in zip(pairs, records, strict=True)]
     writes.update(extra or {})
     trailers = {"Michi-Task": pairs[0][1].uuid} if len(pairs) == 1 else {}
     ids = {t.uuid: t.id for _p, t in pairs}

@@ -234,6 +234,11 @@ def _no_constant(name: str) -> Any:
 _DECODER = json.JSONDecoder(parse_float=_finite, parse_constant=_no_constant)
 
 
+def strict_decoder() -> json.JSONDecoder:
+    """The decoder `strict_json` uses, for reading values one at a time (`raw_decode`)."""
+    return _DECODER
+
+
 def strict_json(text: str) -> Any:
     """`json.loads` without NaN or Infinity (not JSON, and never equal to itself). Raises ValueError, or
     RecursionError for nesting deeper than the interpreter's stack."""
