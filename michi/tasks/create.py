@@ -9,7 +9,7 @@ from typing import Any
 from michi.tasks import ids, serialization, taskwarrior
 from michi.tasks.domains import task_path
 from michi.tasks.errors import BadDomain, CorruptTask
-from michi.tasks.model import MAX_TASK_BYTES, Task, tw_date
+from michi.tasks.model import MAX_ID, MAX_TASK_BYTES, Task, tw_date
 from michi.tasks.mutations import fresh_index, resolve_refs, written
 from michi.workflow.mutation import ApplyContext, Change, TaskTree
 
@@ -114,7 +114,8 @@ def import_tasks(tree: TaskTree, params: Mapping[str, Any], ctx: ApplyContext) -
         imported_version = record.get("michi_version")
         if old is not None:
             taskwarrior.settle(record, old)
-        record["michi_id"] = old.id if old else 1
+        # A new task gets the next id here (taken below, once it fits), so it is built once.
+        record["michi_id"] = old.id if old else min(allocator.last + 1, MAX_ID)
         record["michi_version"] = old.version if old else 1
         try:
             task = serialization.from_record(record, f"import {uuid}")
@@ -132,7 +133,6 @@ def import_tasks(tree: TaskTree, params: Mapping[str, Any], ctx: ApplyContext) -
             task, known = replace(task, version=old.version + 1), old.id
         else:
             path, known = None, None
-            task = replace(task, id=allocator.last + 1)  # taken below, once the task fits
         # The file as it will be written, sized once: a task no reader would accept is a problem.
         final = serialization.to_record(task)
         data = serialization.dumps_record(final)

@@ -149,13 +149,15 @@ def _strings(record: dict[str, Any], key: str, where: str) -> tuple[str, ...]:
 
 def too_deep(value: Any, depth: int) -> bool:
     """Nested deeper than MAX_DEPTH (an iterative walk: the check itself must not recurse)."""
+    if not isinstance(value, dict | list):
+        return False
     stack = [(value, depth)]
-    while stack:
+    while stack:  # only containers are stacked: a flat record costs one pass over its values
         item, level = stack.pop()
-        if isinstance(item, dict | list):
-            if level > MAX_DEPTH:
-                return True
-            stack.extend((v, level + 1) for v in (item.values() if isinstance(item, dict) else item))
+        if level > MAX_DEPTH:
+            return True
+        values = item.values() if isinstance(item, dict) else item
+        stack.extend((v, level + 1) for v in values if isinstance(v, dict | list))
     return False
 
 
