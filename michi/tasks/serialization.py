@@ -148,16 +148,21 @@ def _strings(record: dict[str, Any], key: str, where: str) -> tuple[str, ...]:
 
 
 def too_deep(value: Any, depth: int) -> bool:
-    """Nested deeper than MAX_DEPTH (an iterative walk: the check itself must not recurse)."""
-    if not isinstance(value, dict | list):
+    """Nested deeper than MAX_DEPTH. It recurses into containers only, and stops one level past the cap,
+    so a hostile 100,000-level value costs 17 frames, never the interpreter's stack."""
+    if type(value) is dict:
+        children: Any = value.values()
+    elif type(value) is list:
+        children = value
+    elif isinstance(value, dict | list):
+        children = value.values() if isinstance(value, dict) else value
+    else:
         return False
-    stack = [(value, depth)]
-    while stack:  # only containers are stacked: a flat record costs one pass over its values
-        item, level = stack.pop()
-        if level > MAX_DEPTH:
+    if depth > MAX_DEPTH:
+        return True
+    for child in children:
+        if isinstance(child, dict | list) and too_deep(child, depth + 1):
             return True
-        values = item.values() if isinstance(item, dict) else item
-        stack.extend((v, level + 1) for v in values if isinstance(v, dict | list))
     return False
 
 

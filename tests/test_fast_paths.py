@@ -1,0 +1,94 @@
+"""The fast paths of ADR 0015 answer exactly what the slow ones they replace answered."""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import git
+
+from michi.git import objects
+from michi.git.pack import write_pack
+from michi.git.repo import Repo
+from michi.repo import find_repo
+from michi.tasks import model, serialization
+
+
+def _value(rng: random.Random, depth: int = 0) -> object:
+    kind = rng.randint(0, 9 if depth < 4 else 5)
+    if kind == 0:
+        return rng.choice([None, True, False])
+    if kind == 1:
+        return rng.randint(-(10**20), 10**20)
+    if kind == 2:
+        return rng.choice([0.1, 1e300, -0.0, 3.0, 1.5e-7, float("nan"), float("inf"), -float("inf")])
+    if kind in (3, 4, 5):
+        return "".join(
+            rng.choice('ab"\\\n\t\x00\x1f\u00e9\u2028\U0001f600 ') for _ in range(rng.randint(0, 6))
+        )
+    if kind in (6, 7):
+        return [_value(rng, depth + 1) for _ in range(rng.randint(0, 3))]
+    return {"".join(rng.choice('xy"\n\u00e9') for _ in range(rng.randint(0, 3))): _value(rng, depth + 1)}
+
+
+def test_task_files_are_written_as_json_dumps_with_indent_writes_them() -> None:
+    rng = random.Random(7)
+    for _ in range(3000):
+        record = {str(i): _value(rng) for i in range(rng.randint(0, 6))}
+        record["t"] = (1, "two", [])  # tuples are arrays
+        want = (json.dumps(record, indent=2, ensure_ascii=False) + "\n").encode()
+        assert serialization.dumps_record(record) == want, record
+    odd_keys = {1: 2, True: 3, None: 4, 1.5: 5}
+    assert serialization.dumps_record(odd_keys) == (json.dumps(odd_keys, indent=2) + "\n").encode()
+
+
+def _strptime_says(text: str) -> bool:
+    try:
+        model.parse_tw_date(text)
+    except ValueError:
+        return False
+    return True
+
+
+def test_dates_are_checked_as_strptime_checks_them() -> None:
+    rng = random.Random(1)
+    odd = ["20240229T235959Z", "20230229T000000Z", "00000101T000000Z", "20231301T000000Z"]
+    odd += ["20231231T240000Z", "20231231T236000Z", "20231231T235960Z", "20231231T235961Z"]
+    odd += ["202301 5T000000Z", "20230101t000000z", "20230100T000000Z", "\uff12\uff10230101T000000Z"]
+    fields = (10000, 13, 32, 25, 61, 63)
+    for text in odd + [
+        "%04d%02d%02dT%02d%02d%02dZ" % tuple(rng.randint(0, top) for top in fields) for _ in range(30000)
+    ]:
+        assert model.is_tw_date(text) == (len(text) == 16 and _strptime_says(text)), text
+
+
+@pytest.fixture
+def plain_repo(tmp_path: Path) -> Repo:
+    git(tmp_path, "init", "-q")
+    return Repo(find_repo(tmp_path))
+
+
+def test_many_blobs_go_into_one_pack_git_accepts(plain_repo: Repo) -> None:
+    before = objects.read_blob(plain_repo, objects.write_blob(plain_repo, b"started the reader"))
+    assert before == b"started the reader"  # the persistent cat-file runs before the pack exists
+    contents = [b"task %d\n" % i * (i % 7) for i in range(300)] + [b"same"] * 3 + [bytes(range(256)) * 99]
+    oids = objects.write_blobs(plain_repo, contents)
+    hashed = subprocess.run(
+        ["git", "hash-object", "--stdin"], input=contents[-1], capture_output=True, check=True
+    ).stdout.decode()
+    assert oids[-1] == hashed.strip()
+    packs = list((Path(plain_repo.objects_dir) / "pack").glob("*.idx"))
+    assert len(packs) == 1
+    verified = git(Path(plain_repo.working_dir), "verify-pack", "-v", str(packs[0]))
+    assert f"non delta: {len(set(contents))} objects" in verified  # each blob once, none a delta
+    for oid, data in zip(oids, contents, strict=True):
+        assert objects.read_blob(plain_repo, oid) == data
+    assert objects.read_blobs(plain_repo, oids[:100]) == dict(zip(oids[:100], contents[:100], strict=True))
+
+
+def test_a_pack_of_nothing_new_writes_no_file(plain_repo: Repo) -> None:
+    assert write_pack(plain_repo, []) == []
+    assert not list((Path(plain_repo.objects_dir) / "pack").glob("*.pack"))
