@@ -41,7 +41,7 @@ def test_task_files_are_written_as_json_dumps_with_indent_writes_them() -> None:
         record["t"] = (1, "two", [])  # tuples are arrays
         want = (json.dumps(record, indent=2, ensure_ascii=False) + "\n").encode()
         assert serialization.dumps_record(record) == want, record
-    odd_keys = {1: 2, True: 3, None: 4, 1.5: 5}
+    odd_keys = {1: 2, False: 3, None: 4, 1.5: 5}
     assert serialization.dumps_record(odd_keys) == (json.dumps(odd_keys, indent=2) + "\n").encode()
 
 
@@ -58,10 +58,12 @@ def test_dates_are_checked_as_strptime_checks_them() -> None:
     odd = ["20240229T235959Z", "20230229T000000Z", "00000101T000000Z", "20231301T000000Z"]
     odd += ["20231231T240000Z", "20231231T236000Z", "20231231T235960Z", "20231231T235961Z"]
     odd += ["202301 5T000000Z", "20230101t000000z", "20230100T000000Z", "\uff12\uff10230101T000000Z"]
-    fields = (10000, 13, 32, 25, 61, 63)
-    for text in odd + [
-        "%04d%02d%02dT%02d%02d%02dZ" % tuple(rng.randint(0, top) for top in fields) for _ in range(30000)
-    ]:
+
+    def some_date() -> str:
+        y, mo, d, h, mi, s = (rng.randint(0, top) for top in (10000, 13, 32, 25, 61, 63))
+        return f"{y:04d}{mo:02d}{d:02d}T{h:02d}{mi:02d}{s:02d}Z"
+
+    for text in odd + [some_date() for _ in range(30000)]:
         assert model.is_tw_date(text) == (len(text) == 16 and _strptime_says(text)), text
 
 
