@@ -94,3 +94,57 @@ def test_many_blobs_go_into_one_pack_git_accepts(plain_repo: Repo) -> None:
 def test_a_pack_of_nothing_new_writes_no_file(plain_repo: Repo) -> None:
     assert write_pack(plain_repo, []) == []
     assert not list((Path(plain_repo.objects_dir) / "pack").glob("*.pack"))
+
+
+def _file_records(rng: random.Random) -> list[object]:
+    """Task file records, good and bad in the ways `from_record` tells apart."""
+    base = {
+        "uuid": "00000000-0000-4000-8000-000000000001",
+        "michi_id": 3,
+        "description": "x",
+        "status": "pending",
+        "entry": "20240101T000000Z",
+    }
+    options: dict[str, list[object]] = {
+        "michi_state": [None, "todo", "in_progress", "bogus", ""],
+        "status": ["pending", "completed", "deleted", "waiting", "nope", None],
+        "priority": [None, "H", "", "Z"],
+        "project": [None, "", "p", 3],
+        "tags": [None, [], ["a", "b"], "a", [1]],
+        "depends": [None, [], ["z", "a"], [None]],
+        "modified": [None, "", "20240102T000000Z", "yesterday"],
+        "start": [None, "20240102T000000Z", 5],
+        "annotations": [None, [], [{"entry": "20240102T000000Z", "description": "n", "x": 1}], [{"e": 1}]],
+        "michi_assignee": [None, "agent-1", "bad agent!"],
+        "michi_version": [None, 2, 0, "2", True],
+        "michi_id": [3, 0, -1, 1.5, 10**12],
+        "udaz": [None, "v", {"deep": [1, {"k": None}]}],
+        "udaa": [None, 1.5, [[]]],
+    }
+    out: list[object] = [[], "text", None]
+    for _ in range(3000):
+        record = dict(base)
+        for key, values in options.items():
+            if rng.random() < 0.3:
+                value = rng.choice(values)
+                if value is None:
+                    record.pop(key, None)
+                else:
+                    record[key] = value
+        out.append(record)
+    return out
+
+
+def test_a_record_is_checked_and_normalised_as_through_a_task() -> None:
+    for record in _file_records(random.Random(5)):
+        try:
+            want: object = serialization.to_record(serialization.from_record(record, "f"))
+        except serialization.CorruptTask as exc:
+            want = exc.message
+        try:
+            got: object = serialization.record_of(record, "f")
+        except serialization.CorruptTask as exc:
+            got = exc.message
+        assert got == want, record
+        if isinstance(got, dict):
+            assert list(got) == list(want)  # type: ignore[arg-type]  # the same key order too

@@ -35,10 +35,9 @@ Entry = tuple[str, dict[str, Any] | None, str | None]
 
 def _parse(path: str, data: bytes) -> tuple[dict[str, Any] | None, str | None]:
     try:
-        task = serialization.loads(data, path)
+        return serialization.loads_record(data, path), None  # normalised: what from_trusted expects
     except CorruptTask as exc:
         return None, exc.message
-    return serialization.to_record(task), None  # normalised record: what from_trusted expects
 
 
 # The files this process wrote last ((path, blob oid) -> normalised record): the next build takes them
