@@ -18,6 +18,7 @@ from txnkit import michi_commits
 from michi.commands import interop
 from michi.errors import UsageError
 from michi.tasks import twstream
+from michi.workflow import txn
 
 
 def _records(n: int) -> list[dict[str, object]]:
@@ -63,6 +64,7 @@ def test_n_tasks_land_in_ceil_n_over_chunk_commits(
     cli, repo: Path, remote, monkeypatch, count: int, chunk: int
 ) -> None:
     monkeypatch.setenv("MICHI_IMPORT_CHUNK", str(chunk))
+    monkeypatch.setattr(txn, "_THIN_UP_TO", 2)  # pushed as a large import chunk is: whole, no delta search
     assert cli(repo, "init").exit_code == 0
     source = repo.parent / "tw.jsonl"  # one object per line, as `task export` writes without json.array
     source.write_text("\n".join(json.dumps(r) for r in _records(count)) + "\n")

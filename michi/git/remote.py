@@ -114,7 +114,10 @@ def push(
     remote's trees one entry at a time, which took 12 s of a 10,000-task import chunk (ADR 0015)."""
     from michi.errors import RemoteRejected
 
-    args = ["push", "--porcelain", "--quiet", *([] if thin else ["--no-thin"])]
+    # A large commit also skips the delta search: its blobs come from one fresh pack of small task files,
+    # sent as they are stored; the remote's next gc deltifies them (ADR 0015).
+    bulk = [] if thin else ["-c", "pack.window=0"]
+    args = [*bulk, "push", "--porcelain", "--quiet", *([] if thin else ["--no-thin"])]
     args += [remote, f"{commit}:refs/heads/{branch}"]
     status, out, err = _run_push(repo, args, env, on_start)
     if status == 0:

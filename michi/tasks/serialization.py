@@ -160,7 +160,8 @@ def too_deep(value: Any, depth: int) -> bool:
         return False
     if depth > MAX_DEPTH:
         return True
-    return any(isinstance(child, dict | list) and too_deep(child, depth + 1) for child in children)
+    nested = [child for child in children if isinstance(child, dict | list)]  # a list: no generator per value
+    return bool(nested) and any(too_deep(child, depth + 1) for child in nested)
 
 
 def _agent(record: dict[str, Any], where: str) -> str | None:
