@@ -15,6 +15,7 @@ from michi.git.pack import write_pack
 from michi.git.repo import Repo
 from michi.repo import find_repo
 from michi.tasks import model, serialization
+from michi.tasks.model import MAX_DEPTH
 
 
 def _value(rng: random.Random, depth: int = 0) -> object:
@@ -148,3 +149,37 @@ def test_a_record_is_checked_and_normalised_as_through_a_task() -> None:
         assert got == want, record
         if isinstance(got, dict):
             assert list(got) == list(want)  # type: ignore[arg-type]  # the same key order too
+
+
+def _walked_too_deep(value: object, depth: int) -> bool:
+    """The depth check as it was: every value stacked, containers judged by their level."""
+    stack = [(value, depth)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict | list):
+            if level > MAX_DEPTH:
+                return True
+            stack.extend((v, level + 1) for v in (item.values() if isinstance(item, dict) else item))
+    return False
+
+
+def test_the_depth_check_answers_as_the_full_walk_did() -> None:
+    rng = random.Random(3)
+
+    def nested(depth: int) -> object:
+        if depth > 20 or rng.random() < 0.3:
+            return rng.choice([1, "x", None])
+        if rng.random() < 0.5:
+            return [nested(depth + 1) for _ in range(rng.randint(0, 2))]
+        return {str(i): nested(depth + 1) for i in range(rng.randint(0, 2))}
+
+    for _ in range(5000):
+        value = nested(0)
+        for depth in (0, 1, 5):
+            assert serialization.too_deep(value, depth) == _walked_too_deep(value, depth), value
+    hostile: list[object] = []
+    inner = hostile
+    for _ in range(100_000):  # far past the interpreter's stack: the check stops at the cap
+        inner.append([])
+        inner = inner[0]  # type: ignore[assignment]
+    assert serialization.too_deep({"x": hostile}, 1)
