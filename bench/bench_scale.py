@@ -30,6 +30,13 @@ HERE = Path(__file__).resolve().parent
 CACHE = HERE / ".cache" / "scale"
 DRIVER = [PYTHON, str(HERE / "_scale_driver.py")]
 FORMAT = "1"  # bump when the generated repository changes
+# Runs a command, then prints its peak RSS in KiB (the largest child's: Taskwarrior's own process).
+PEAK = [
+    sys.executable,
+    "-c",
+    "import resource, subprocess, sys; subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, check=True); "
+    "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)",
+]
 
 
 def _records(count: int) -> list[Task]:
@@ -206,8 +213,9 @@ def bulk_import(count: int, env: dict[str, str], task: str | None) -> dict[str, 
             rc = root / "taskrc"
             rc.write_text(f"data.location={root / 'twdata'}\nconfirmation=off\nverbose=nothing\n")
             start = time.perf_counter()
-            sh([task, "import", str(cached / "export.json")], root, {**env, "TASKRC": str(rc)})
+            peak = sh([*PEAK, task, "import", str(cached / "export.json")], root, {**env, "TASKRC": str(rc)})
             out["tw_import"] = time.perf_counter() - start
+            out["tw_import_mb"] = int(peak.strip().splitlines()[-1]) / 1024
         return out
     finally:
         shutil.rmtree(root, ignore_errors=True)
@@ -262,8 +270,10 @@ def main() -> None:
         text = f"bulk import of {big:,} tasks: michi {imp['import']:.1f} s, peak {imp['import_mb']:.0f} MB"
         text += f", {imp['import_commits'] - 1:.0f} import commits"
         if "tw_import" in imp:
-            text += f"; Taskwarrior {imp['tw_import']:.1f} s; ratio {imp['import'] / imp['tw_import']:.1f}x"
+            text += f"; Taskwarrior `task import` {imp['tw_import']:.1f} s, peak {imp['tw_import_mb']:.0f} MB"
+            text += f"; ratio {imp['import'] / imp['tw_import']:.2f}x"
         print(text)
+        print(f"(machine load: {os.getloadavg()[0]:.1f} {os.getloadavg()[1]:.1f} {os.getloadavg()[2]:.1f})")
 
 
 if __name__ == "__main__":

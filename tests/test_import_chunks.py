@@ -1,13 +1,24 @@
-"""A large import lands as a handful of commits, one transaction each (ADR 0015)."""
+"""A large import lands as a handful of commits, one transaction each, streamed from the file (ADR 0015)."""
 
 from __future__ import annotations
 
+import io
 import json
+import math
+import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
-from conftest import git
+import pytest
+from conftest import git, run_michi
+from txnkit import michi_commits
 
 from michi.commands import interop
+from michi.errors import UsageError
+from michi.tasks import twstream
+from michi.workflow import txn
 
 
 def _records(n: int) -> list[dict[str, object]]:
@@ -20,6 +31,12 @@ def _records(n: int) -> list[dict[str, object]]:
         }
         for i in range(1, n + 1)
     ]
+
+
+def _uuids_on(bare: Path) -> list[str]:
+    """The uuid of every task file on the remote's main (a uuid twice would be a duplicate task)."""
+    names = git(bare, "ls-tree", "-r", "--name-only", "main").splitlines()
+    return [n.rsplit("/", 1)[1][:-5] for n in names if n.endswith(".json") and "/.tasks/" in f"/{n}"]
 
 
 def test_import_in_chunks_lands_every_task_once(cli, repo: Path, remote, monkeypatch) -> None:
@@ -40,3 +57,115 @@ def test_import_in_chunks_lands_every_task_once(cli, repo: Path, remote, monkeyp
     again = cli(repo, "import", str(source), "--json")  # nothing new: every chunk skips its tasks
     assert again.exit_code == 0 and sorted(again.json()["skipped"]) == [1, 2, 3, 4, 5]
     assert git(remote.bare, "rev-list", "--count", f"{before}..main") == "3"
+
+
+@pytest.mark.parametrize(("count", "chunk"), [(7, 3), (9, 3), (1, 4)])
+def test_n_tasks_land_in_ceil_n_over_chunk_commits(
+    cli, repo: Path, remote, monkeypatch, count: int, chunk: int
+) -> None:
+    monkeypatch.setenv("MICHI_IMPORT_CHUNK", str(chunk))
+    monkeypatch.setattr(txn, "_THIN_UP_TO", 2)  # pushed as a large import chunk is: whole, no delta search
+    assert cli(repo, "init").exit_code == 0
+    source = repo.parent / "tw.jsonl"  # one object per line, as `task export` writes without json.array
+    source.write_text("\n".join(json.dumps(r) for r in _records(count)) + "\n")
+    before = remote.head()
+    result = cli(repo, "import", str(source), "--json")
+    assert result.exit_code == 0, result.stdout
+    assert git(remote.bare, "rev-list", "--count", f"{before}..main") == str(math.ceil(count / chunk))
+    uuids = _uuids_on(remote.bare)
+    assert sorted(uuids) == sorted(str(r["uuid"]) for r in _records(count))
+    assert sorted(t["id"] for t in cli(repo, "task", "list", "--json").json()) == list(range(1, count + 1))
+    # Blobs of a chunk are written as one pack: the repository still checks out whole.
+    assert "error" not in git(repo, "fsck", "--no-dangling").lower()
+
+
+@pytest.mark.parametrize("phase", ["committed", "pushed"])
+def test_an_import_killed_between_chunks_resumes_without_duplicates(repo: Path, remote, phase: str) -> None:
+    """SIGKILL in the first chunk's transaction (before or after its push); the import run again lands
+    every task once: the journal finishes the killed chunk, the rerun skips what landed."""
+    assert run_michi(repo, "init").exit_code == 0
+    source = repo.parent / "tw.json"
+    source.write_text(json.dumps(_records(5)))
+    env = {"MICHI_IMPORT_CHUNK": "2"}
+    killed = run_michi(repo, "import", str(source), "--json", env={**env, "MICHI_FAULT": phase})
+    assert killed.exit_code == -signal.SIGKILL
+    again = run_michi(repo, "import", str(source), "--json", env=env)
+    assert again.exit_code == 0, again.stderr
+    assert sorted(_uuids_on(remote.bare)) == sorted(str(r["uuid"]) for r in _records(5))
+    imports = [m for _oid, m in michi_commits(remote.bare) if m.startswith("michi: import")]
+    assert len(imports) == 3  # the killed chunk landed once, then the other two
+    listed = run_michi(repo, "task", "list", "--json").json()
+    assert sorted(t["id"] for t in listed) == [1, 2, 3, 4, 5]
+
+
+def test_a_bad_task_late_in_the_file_stops_the_import_before_anything_lands(
+    cli, repo: Path, remote, monkeypatch
+) -> None:
+    monkeypatch.setenv("MICHI_IMPORT_CHUNK", "2")
+    assert cli(repo, "init").exit_code == 0
+    source = repo.parent / "tw.json"
+    source.write_text(json.dumps([*_records(5), {"description": "no uuid"}]))
+    before = remote.head()
+    result = cli(repo, "import", str(source), "--json")
+    assert result.exit_code == 2 and result.json()["error"]["code"] == "usage"
+    assert remote.head() == before
+
+
+def test_an_import_from_stdin(repo: Path, remote) -> None:
+    """stdin is read twice (checked whole, then imported chunk by chunk) through a temporary copy."""
+    assert run_michi(repo, "init").exit_code == 0
+    proc = subprocess.run(
+        [sys.executable, "-m", "michi", "import", "-", "--json"],
+        cwd=repo,
+        input=json.dumps(_records(3)),
+        capture_output=True,
+        text=True,
+        env={**os.environ, "MICHI_IMPORT_CHUNK": "2"},
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(json.loads(proc.stdout)["added"]) == [1, 2, 3]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[{a},\n{b}]",
+        "[\n{a},\n{b},\n]\n",
+        "{a}\n{b}\n",
+        "{a},\n{b},\n",
+        "  {a} {b}",
+    ],
+)
+def test_the_reader_takes_an_array_or_one_object_per_line_across_blocks(monkeypatch, text: str) -> None:
+    monkeypatch.setattr(twstream, "BLOCK", 3)  # every value is cut by a block boundary
+    a = {"uuid": "a", "description": 'd\u00e9 "q" \\ \u2603', "tags": ["x", "y"]}
+    b = {"uuid": "b", "n": [1, 2.5, {"z": None}]}
+    data = text.replace("{a}", json.dumps(a)).replace("{b}", json.dumps(b)).encode()
+    assert list(twstream.items(io.BytesIO(data))) == [a, b]
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ('[{"a": 1}', "not closed"),
+        ('[{"a": 1}] x', "more text"),
+        ('[{"a": NaN}]', "NaN"),
+        ('{"a": 1}\n{"b": 2 "c": 3}\n{"d": 4}', "delimiter"),
+        ("[" + "[" * 100_000 + "]" * 100_000 + "]", "nested deeper"),
+    ],
+    ids=["open", "trailing", "nan", "bad", "deep"],
+)
+def test_the_reader_refuses_what_is_not_an_export(monkeypatch, text: str, why: str) -> None:
+    monkeypatch.setattr(twstream, "BLOCK", 4)
+    with pytest.raises(UsageError, match=why):
+        list(twstream.items(io.BytesIO(text.encode())))
+
+
+def test_the_reader_refuses_a_value_past_its_cap_without_reading_the_rest(monkeypatch) -> None:
+    monkeypatch.setattr(twstream, "MAX_VALUE", 100)
+    monkeypatch.setattr(twstream, "BLOCK", 10)
+    source = io.BytesIO(b'[{"a": "' + b"x" * 10_000)
+    with pytest.raises(UsageError, match="more than 100"):
+        list(twstream.items(source))
+    assert source.tell() < 1000

@@ -4,15 +4,21 @@ michi changed after the data was exported is a conflict, left alone unless `--fo
 
 from __future__ import annotations
 
+import os
+import shutil
 import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import IO, Any
 
 from michi.commands import task_common
 from michi.errors import Conflict, UsageError
 from michi.results import Result
 from michi.session import Session
-from michi.tasks import domains, taskwarrior
+from michi.tasks import domains, taskwarrior, twstream
 
 
 @dataclass(frozen=True)
@@ -52,39 +58,33 @@ def import_file(
     from michi.workflow import Mutation
 
     where = domains.resolve(session.repo.worktree, session.cwd, domain)
-    try:
-        text = sys.stdin.read() if source == "-" else (session.cwd / source).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(
-            f"cannot read {source}: {exc}", hint="pass a file written by 'task export'"
-        ) from None
-    records = []
-    for item in taskwarrior.parse(text):
-        record, named = taskwarrior.normalize(item)
-        # The same checks as --domain (ADR 0006): a domain naming a file or a symlink is refused.
-        top = session.repo.worktree
-        home = where if named is None else domains.resolve_imported(top, named, record["uuid"])
-        records.append({"record": record, "domain": home})
-    # A handful of commits, one transaction each (ADR 0015): each journal entry and commit stays bounded,
-    # and a repeated import after a failure skips what already landed (records match by uuid).
-    merged: dict[str, list[Any]] = {}
-    results: list[Any] = []
-    txn: dict[str, Any] = {}
-    for start in range(0, max(len(records), 1), IMPORT_CHUNK):
-        params = {"records": records[start : start + IMPORT_CHUNK], "force": force}
-        outcome = task_common.transact(
-            session, Mutation("michi.tasks.create:import_tasks", params), wait, offline
-        )
-        for key, values in outcome.result["report"].items():
-            merged.setdefault(key, []).extend(values)
-        results += outcome.result["tasks"]
-        info = task_common.txn_info(outcome)
-        txn = {
-            **info,
-            "commit": info["commit"] or txn.get("commit"),
-            "notes": txn.get("notes", []) + info["notes"],
-        }
-        txn["pushed"] = bool(info["pushed"] or txn.get("pushed"))
+    with _opened(session, source) as stream:
+        # The whole file is checked before anything lands, as when it was read at once; both passes hold
+        # one block and one chunk of tasks, never the file (ADR 0015).
+        for _chunk in _chunks(_records(stream, session.repo.worktree, where)):
+            pass
+        stream.seek(0)
+        # A handful of commits, one transaction each (ADR 0015): each journal entry and commit stays
+        # bounded, and a repeated import after a failure skips what already landed (matched by uuid).
+        merged: dict[str, list[Any]] = {}
+        results: list[Any] = []
+        txn: dict[str, Any] = {}
+        for chunk in _chunks(_records(stream, session.repo.worktree, where)):
+            params = {"records": chunk, "force": force}
+            outcome = task_common.transact(
+                session, Mutation("michi.tasks.create:import_tasks", params), wait, offline
+            )
+            del chunk, params
+            for key, values in outcome.result["report"].items():
+                merged.setdefault(key, []).extend(values)
+            results += outcome.result["tasks"]
+            info = task_common.txn_info(outcome)
+            txn = {
+                **info,
+                "commit": info["commit"] or txn.get("commit"),
+                "notes": txn.get("notes", []) + info["notes"],
+            }
+            txn["pushed"] = bool(info["pushed"] or txn.get("pushed"))
     snap = task_common.read(session)
     tasks = task_common.views(results, snap.index)
     result = task_common.Changed(tasks, txn, merged)
@@ -100,3 +100,60 @@ def import_file(
             **{k: v for k, v in report.items() if k != "tasks"},
         )
     return result
+
+
+def chunk_size() -> int:
+    """Tasks per import transaction: IMPORT_CHUNK, or MICHI_IMPORT_CHUNK (tests use a few)."""
+    raw = os.environ.get("MICHI_IMPORT_CHUNK", "")
+    return int(raw) if raw.isdigit() and int(raw) > 0 else IMPORT_CHUNK
+
+
+def _chunks(records: Iterator[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
+    """`records` in lists of `chunk_size()`; one empty list for no records (the import still says so)."""
+    size, chunk, sent = chunk_size(), [], False
+    for record in records:
+        chunk.append(record)
+        if len(chunk) == size:
+            yield chunk
+            chunk, sent = [], True
+    if chunk or not sent:
+        yield chunk
+
+
+def _records(stream: IO[bytes], top: Path, where: str) -> Iterator[dict[str, Any]]:
+    """Each task of the export, normalised, with the domain it goes to (checked as --domain is)."""
+    homes: dict[str, str] = {}
+    for item in twstream.items(stream):
+        record, named = taskwarrior.normalize(item)
+        if named is None:
+            home = where
+        elif isinstance(named, str) and named in homes:
+            home = homes[named]
+        else:  # the same checks as --domain (ADR 0006): a domain naming a file or a symlink is refused
+            home = domains.resolve_imported(top, named, record["uuid"])
+            homes[named] = home
+        yield {"record": record, "domain": home}
+
+
+@contextmanager
+def _opened(session: Session, source: str) -> Iterator[IO[bytes]]:
+    """The export as a binary stream that can be read twice (stdin is copied to a temporary file)."""
+    try:
+        stream = open(session.cwd / source, "rb") if source != "-" else _spooled_stdin()  # noqa: SIM115
+    except OSError as exc:
+        raise UsageError(
+            f"cannot read {source}: {exc}", hint="pass a file written by 'task export'"
+        ) from None
+    with stream:
+        yield stream
+
+
+def _spooled_stdin() -> IO[bytes]:
+    spool = tempfile.TemporaryFile()  # noqa: SIM115 - returned open; the caller closes it
+    stdin = getattr(sys.stdin, "buffer", None)
+    if stdin is None:  # a text stream without bytes underneath (an in-process test runner)
+        spool.write(sys.stdin.read().encode("utf-8", "surrogateescape"))
+    else:
+        shutil.copyfileobj(stdin, spool)
+    spool.seek(0)
+    return spool

@@ -13,9 +13,8 @@ from michi.commands.freshness import How, is_stale
 from michi.plain import Plain
 from michi.results import Result
 from michi.session import Session
-from michi.tasks import serialization
 from michi.tasks.index import CACHE_NAME, Index, for_tree, light, load_checked, save_checked
-from michi.tasks.query import VIEW_KEYS, compact, view
+from michi.tasks.query import VIEW_KEYS, compact, view_record
 from michi.tasks.table import COLUMNS, Table, table_of
 
 if TYPE_CHECKING:
@@ -144,7 +143,7 @@ def txn_info(outcome: TxnOutcome) -> dict[str, Any]:
 
 def views(records: list[dict[str, Any]], index: Index) -> list[dict[str, Any]]:
     """Task views of a transaction's result ([{path, record}]); depends become ids via `index`."""
-    return [view(serialization.from_trusted(r["record"]), r["path"], index) for r in records]
+    return [view_record(r["record"], r["path"], index) for r in records]  # records as to_record writes them
 
 
 class TaskResult(Result, Plain):

@@ -47,12 +47,14 @@ if TYPE_CHECKING:
     from michi.git.objects import ls_task_files as ls_task_files
     from michi.git.objects import path_kind as path_kind
     from michi.git.objects import read_blob as read_blob
+    from michi.git.objects import read_blobs as read_blobs
     from michi.git.objects import read_commit as read_commit
     from michi.git.objects import read_path as read_path
     from michi.git.objects import signature as signature
     from michi.git.objects import tree_of as tree_of
     from michi.git.objects import warm_up as warm_up
     from michi.git.objects import write_blob as write_blob
+    from michi.git.objects import write_blobs as write_blobs
     from michi.git.objects import write_commit as write_commit
     from michi.git.plain import TASK_PATHSPECS as TASK_PATHSPECS
     from michi.git.plain import config_get as config_get
@@ -97,12 +99,14 @@ _HOMES = {
     "edit_tree": "objects",
     "ls_task_files": "objects",
     "read_blob": "objects",
+    "read_blobs": "objects",
     "read_commit": "objects",
     "read_path": "objects",
     "signature": "objects",
     "tree_of": "objects",
     "warm_up": "objects",
     "write_blob": "objects",
+    "write_blobs": "objects",
     "write_commit": "objects",
     "TASK_PATHSPECS": "plain",
     "config_get": "plain",

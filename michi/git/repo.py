@@ -117,6 +117,33 @@ class Repo:
             raise GitFailed(f"git object {oid} is missing")
         return found[1]
 
+    def cat_many(self, oids: list[str]) -> dict[str, bytes]:
+        """Contents of many objects from one `git cat-file --batch` fed every oid at once (its own
+        process: the persistent one answers one question at a time). Raises GitFailed if one is missing."""
+        status, out, err = self.execute_input(
+            ["cat-file", "--batch"], "".join(o + "\n" for o in oids).encode()
+        )
+        if status != 0:
+            raise GitFailed(f"git cat-file failed: {err.decode('utf-8', 'replace').strip()}")
+        found: dict[str, bytes] = {}
+        at, view = 0, memoryview(out)
+        for oid in oids:
+            end = out.index(b"\n", at)
+            fields = out[at:end].split()
+            if len(fields) != 3:
+                raise GitFailed(f"git object {oid} is missing")
+            at = end + 1 + int(fields[2])
+            found[oid] = bytes(view[end + 1 : at])
+            at += 1  # the newline after the content
+        return found
+
+    def execute_input(self, args: list[str], data: bytes) -> tuple[int, bytes, bytes]:
+        """`git <args>` with `data` on its stdin (written while its output is read: no pipe deadlock)."""
+        proc = subprocess.run(
+            ["git", *args], cwd=self.working_dir, env=self.env(), input=data, capture_output=True, check=False
+        )
+        return proc.returncode, proc.stdout, proc.stderr
+
     def store(self, kind: bytes, data: bytes) -> str:
         """Write a loose object as git does (zlib, read-only file renamed into place); returns its oid."""
         raw = b"%s %d\0" % (kind, len(data)) + data

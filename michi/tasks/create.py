@@ -9,7 +9,7 @@ from typing import Any
 from michi.tasks import ids, serialization, taskwarrior
 from michi.tasks.domains import FANOUT, LAYOUT_PATH, layout_of, task_path
 from michi.tasks.errors import BadDomain, CorruptTask
-from michi.tasks.model import MAX_TASK_BYTES, Task, tw_date
+from michi.tasks.model import MAX_ID, MAX_TASK_BYTES, Task, tw_date
 from michi.tasks.mutations import fresh_index, resolve_refs, written
 from michi.workflow.mutation import ApplyContext, Change, TaskTree
 
@@ -29,14 +29,19 @@ CONFIG_TEXT = """\
 """
 
 
-def room_for(tree: TaskTree, path: str) -> str:
+def room_for(tree: TaskTree, path: str, seen: set[str] | None = None) -> str:
     """`path`, once every folder on its way is a folder (or nothing yet) on the fresh task branch. The
     domain was checked in the work tree before the lock; the branch may hold a file or symlink of someone's
     there, which michi must not replace (ADR 0006). Refusing here, in the apply function, also lets a
-    pending offline entry be dropped with a note rather than block every later transaction."""
+    pending offline entry be dropped with a note rather than block every later transaction. `seen` holds
+    folders already checked on this tree (an import asks for 10,000 files in a few folders)."""
     parts = path.split("/")[:-1]
     for end in range(1, len(parts) + 1):
         where = "/".join(parts[:end])
+        if seen is not None:
+            if where in seen:
+                continue
+            seen.add(where)
         if tree.kind(where) == "blob":
             raise BadDomain(
                 f"{where} is a file or symlink on the task branch, not a folder of michi's",
@@ -105,6 +110,8 @@ def import_tasks(tree: TaskTree, params: Mapping[str, Any], ctx: ApplyContext) -
     allocator = ids.Allocator(tree, floor=index.max_id)
     new_layout = layout(tree)
     pairs: list[tuple[str, Task]] = []
+    records: list[tuple[dict[str, Any], bytes]] = []
+    folders: set[str] = set()
     report: dict[str, list[Any]] = {k: [] for k in ("added", "modified", "skipped", "problems", "conflicts")}
     for item in params["records"]:
         record, domain = dict(item["record"]), str(item["domain"])
@@ -117,12 +124,11 @@ def import_tasks(tree: TaskTree, params: Mapping[str, Any], ctx: ApplyContext) -
         imported_version = record.get("michi_version")
         if old is not None:
             taskwarrior.settle(record, old)
-        record["michi_id"] = old.id if old else 1
+        # A new task gets the next id here (taken below, once it fits), so it is built once.
+        record["michi_id"] = old.id if old else min(allocator.last + 1, MAX_ID)
         record["michi_version"] = old.version if old else 1
         try:
             task = serialization.from_record(record, f"import {uuid}")
-            if len(serialization.dumps(task)) > MAX_TASK_BYTES:
-                raise CorruptTask(f"import {uuid}: larger than {MAX_TASK_BYTES:,} bytes")
         except CorruptTask as exc:
             report["problems"].append({"uuid": uuid, "problem": exc.message})
             continue
@@ -134,15 +140,28 @@ def import_tasks(tree: TaskTree, params: Mapping[str, Any], ctx: ApplyContext) -
             if not params.get("force") and taskwarrior.stale(record, old):
                 report["conflicts"].append(_conflict(old, imported_version))
                 continue
-            pairs.append((path, task.replace(version=old.version + 1)))
-            report["modified"].append(old.id)
+            task, known = task.replace(version=old.version + 1), old.id
         else:
-            task = task.replace(id=allocator.take())
-            pairs.append((room_for(tree, task_path(domain, uuid, new_layout)), task))
+            path, known = None, None
+        # The file as it will be written, sized once: a task no reader would accept is a problem.
+        final = serialization.to_record(task)
+        data = serialization.dumps_record(final)
+        if len(data) > MAX_TASK_BYTES:
+            report["problems"].append(
+                {"uuid": uuid, "problem": f"import {uuid}: larger than {MAX_TASK_BYTES:,} bytes"}
+            )
+            continue
+        if path is None:
+            allocator.take()  # the id the task was given above
+            pairs.append((room_for(tree, task_path(domain, uuid, new_layout), folders), task))
             report["added"].append(task.id)
+        else:
+            pairs.append((path, task))
+            report["modified"].append(known)
+        records.append((final, data))
     if not pairs:
         return Change("import (nothing changed)", result={"report": report, "tasks": []})
-    change = written(f"import {len(pairs)} tasks", pairs, allocator.write())
+    change = written(f"import {len(pairs)} tasks", pairs, allocator.write(), records)
     return replace(change, result={"report": report, "tasks": change.result})
 
 

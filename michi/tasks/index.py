@@ -12,7 +12,6 @@ kept in memory, so an apply function inside the lock only applies the fresh comm
 
 from __future__ import annotations
 
-import json
 import marshal
 import zlib
 from collections.abc import Callable
@@ -36,10 +35,36 @@ Entry = tuple[str, dict[str, Any] | None, str | None]
 
 def _parse(path: str, data: bytes) -> tuple[dict[str, Any] | None, str | None]:
     try:
-        task = serialization.loads(data, path)
+        return serialization.loads_record(data, path), None  # normalised: what from_trusted expects
     except CorruptTask as exc:
         return None, exc.message
-    return json.loads(serialization.dumps(task)), None  # normalised record: what from_trusted expects
+
+
+# The files this process wrote last ((path, blob oid) -> normalised record): the next build takes them
+# instead of reading and parsing the blobs back, which after an import chunk is 10,000 files (ADR 0015).
+# Keyed by content, so never stale; replaced by each `remember`, so it holds one change at most.
+_written: dict[tuple[str, str], dict[str, Any]] = {}
+
+
+def remember(records: dict[tuple[str, str], dict[str, Any]]) -> None:
+    global _written
+    _written = records
+
+
+def _parsed(tree: TaskTree, wanted: dict[str, str]) -> dict[str, tuple[dict[str, Any] | None, str | None]]:
+    """path -> (record, problem) of the files `wanted` (path -> blob oid)."""
+    out: dict[str, tuple[dict[str, Any] | None, str | None]] = {}
+    unknown: dict[str, str] = {}
+    for path, oid in wanted.items():
+        record = _written.get((path, oid))
+        if record is None:
+            unknown[path] = oid
+        else:
+            out[path] = (record, None)
+    blobs = tree.read_blobs(set(unknown.values())) if unknown else {}
+    for path, oid in unknown.items():
+        out[path] = _parse(path, blobs[oid])
+    return out
 
 
 class Index:
@@ -109,10 +134,8 @@ class Index:
                     entries[path] = old[path]
                 else:
                     wanted[path] = oid
-        blobs = tree.read_blobs(set(wanted.values())) if wanted else {}
-        for path, oid in wanted.items():
-            record, problem = _parse(path, blobs[oid])
-            entries[path] = (oid, record, problem)
+        for path, (record, problem) in _parsed(tree, wanted).items():
+            entries[path] = (wanted[path], record, problem)
         index = cls(tree.tree_oid, entries)
         if delta is not None and cached is not None:
             index.since = (cached.tree, set(delta))
@@ -267,11 +290,9 @@ def light(tree: TaskTree, state_dir: Path) -> Index:
             delta = tree.changed_task_files(old_tree)
             gone = [p for p, oid in delta.items() if oid is None]
             wanted = {p: oid for p, oid in delta.items() if oid is not None}
-            blobs = tree.read_blobs(set(wanted.values())) if wanted else {}
             for path in gone:
                 ids.pop(path, None)
-            for path, oid in wanted.items():
-                record, _problem = _parse(path, blobs[oid])
+            for path, (record, _problem) in _parsed(tree, wanted).items():
                 ids[path] = None if record is None else record["michi_id"]
             save_checked(state_dir, IDS_NAME, (tree.tree_oid, ids))
     except Exception:  # no cache, a damaged one, or a tree gone from the repository: the full way

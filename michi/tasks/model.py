@@ -49,7 +49,7 @@ def is_tw_date(text: object) -> bool:
     if not isinstance(text, str) or len(text) != 16:
         return False
     try:
-        parse_tw_date(text)
+        parse_tw_date(text)  # the common spelling without strptime (ADR 0010, 0015)
     except ValueError:
         return False
     return True

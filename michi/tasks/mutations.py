@@ -7,13 +7,14 @@ what must be fresh (the task's state, claims, versions, the id counter) is read 
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from michi.tasks import claims, serialization, transitions
 from michi.tasks.errors import TaskTooLarge, VersionMismatch
-from michi.tasks.index import Index, for_tree
+from michi.tasks.index import Index, for_tree, remember
 from michi.tasks.model import MAX_TASK_BYTES, Annotation, Task, tw_date
 from michi.workflow.mutation import ApplyContext, Change, TaskTree
 
@@ -24,9 +25,25 @@ def fresh_index(tree: TaskTree, ctx: ApplyContext) -> Index:
     return for_tree(tree, Path(ctx.state_dir), save=False)
 
 
-def written(subject: str, pairs: list[tuple[str, Task]], extra: Mapping[str, bytes] | None = None) -> Change:
-    """A Change writing `pairs`; its result is JSON-able: [{path, record}] in the order given."""
-    writes = {path: serialization.dumps(task) for path, task in pairs}
+def blob_oid(data: bytes) -> str:
+    """The oid git gives a file's content (what the index is keyed by)."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def written(
+    subject: str,
+    pairs: list[tuple[str, Task]],
+    extra: Mapping[str, bytes] | None = None,
+    records: list[tuple[dict[str, Any], bytes]] | None = None,
+) -> Change:
+    """A Change writing `pairs`; its result is JSON-able: [{path, record}] in the order given. `records`
+    (each task's `serialization.to_record` and file, when the caller has them) saves making them again."""
+    if records is None:
+        records = [
+            (rec, serialization.dumps_record(rec))
+            for rec in map(serialization.to_record, (t for _p, t in pairs))
+        ]
+    writes = {path: data for (path, _task), (_rec, data) in zip(pairs, records, strict=True)}
     for path, task in pairs:
         if len(writes[path]) > MAX_TASK_BYTES:  # never write a file every reader would call corrupt
             raise TaskTooLarge(
@@ -35,9 +52,10 @@ def written(subject: str, pairs: list[tuple[str, Task]], extra: Mapping[str, byt
                 hint="keep long text in a file and name it in the task",
                 id=task.id,
             )
+    remember({(p, blob_oid(data)): rec for (p, _t), (rec, data) in zip(pairs, records, strict=True)})
+    result = [{"path": p, "record": rec} for (p, _t), (rec, _data) in zip(pairs, records, strict=True)]
     writes.update(extra or {})
     trailers = {"Michi-Task": pairs[0][1].uuid} if len(pairs) == 1 else {}
-    result = [{"path": p, "record": serialization.to_record(t)} for p, t in pairs]
     ids = {t.uuid: t.id for _p, t in pairs}
     return Change(subject, writes=writes, trailers=trailers, result=result, ids=ids)
 

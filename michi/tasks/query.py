@@ -68,8 +68,12 @@ def view_record(rec: dict[str, Any], path: str, index: Index) -> dict[str, Any]:
 
 
 def compact(task_view: dict[str, Any]) -> str:
-    """A view as `--json` prints it; `list` keeps these in its cache and joins them (ADR 0008)."""
-    return json.dumps(task_view, ensure_ascii=False, separators=(",", ":"))
+    """A view as `--json` prints it; `list` keeps these in its cache and joins them (ADR 0008). One encoder
+    for all: `json.dumps` with options builds a new one per call (50,000 on a cold read, ADR 0015)."""
+    return _COMPACT.encode(task_view)
+
+
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 
 class Filter(Plain):

@@ -31,26 +31,6 @@ def export_record(task: Task, domain: str) -> dict[str, Any]:
     return {**serialization.to_record(task), DOMAIN_KEY: domain}
 
 
-def parse(text: str) -> list[Any]:
-    """A JSON array (json.array=on), or one JSON object per line (Taskwarrior's default)."""
-    stripped = text.strip()
-    if not stripped:
-        return []
-    try:
-        try:
-            data = serialization.strict_json(stripped)
-        except ValueError:
-            data = [
-                serialization.strict_json(line.rstrip(","))
-                for line in stripped.splitlines()
-                if line.strip() not in ("", "[", "]")
-            ]
-    except (ValueError, RecursionError) as exc:
-        why = f"nested deeper than {MAX_DEPTH} levels" if isinstance(exc, RecursionError) else str(exc)
-        raise UsageError(f"not Taskwarrior JSON: {why}", hint="pass the output of 'task export'") from None
-    return data if isinstance(data, list) else [data]
-
-
 def _whole(value: Any) -> Any:
     try:
         number = float(value)

@@ -37,7 +37,7 @@ class GitTaskTree:
         return None if self.tree_oid is None else git.path_kind(self._repo, self.tree_oid, path)
 
     def read_blobs(self, oids: Iterable[str]) -> dict[str, bytes]:
-        return {oid: git.read_blob(self._repo, oid) for oid in oids}
+        return git.read_blobs(self._repo, oids)
 
     def changed_task_files(self, since_tree: str) -> dict[str, str | None]:
         if self.tree_oid is None:

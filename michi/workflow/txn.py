@@ -57,6 +57,10 @@ _MICHIS = re.compile(
 _FANOUT_DIR = re.compile(r"\.tasks/[0-9a-f]{2}")
 
 
+# Changed paths above which the push sends a whole pack rather than a thin one (see `git.push`).
+_THIN_UP_TO = 1000
+
+
 def _name_push(journal: Journal, entries: list[Entry], pid: int) -> None:
     journal.save(entries, orphans.describe(pid))
 
@@ -116,9 +120,10 @@ class Transaction:
         return [b"author " + self.identity[0] + tail, b"committer " + self.identity[1] + tail]
 
     def _commit(self, parent: str | None, change: Change, entry: Entry) -> str:
+        paths = [_safe_path(p) for p in change.writes]
+        oids = git.write_blobs(self.git, list(change.writes.values()))
         changes: dict[str, tuple[int, str] | None] = {
-            _safe_path(p): (git.BLOB_MODE, git.write_blob(self.git, data))
-            for p, data in change.writes.items()
+            p: (git.BLOB_MODE, oid) for p, oid in zip(paths, oids, strict=True)
         }
         changes.update({_safe_path(p): (git.BLOB_MODE, oid) for p, oid in change.links.items()})
         changes.update({_safe_path(p): None for p in change.deletes})
@@ -305,7 +310,10 @@ class Transaction:
         gets the push's pid (the journal names it, so the next holder can wait for an orphaned push)."""
         assert self.target.remote
         try:
-            result = git.push(self.git, self.target.remote, tip, self.target.branch, {}, on_start=started)
+            thin = len(self.changed) < _THIN_UP_TO
+            result = git.push(
+                self.git, self.target.remote, tip, self.target.branch, {}, on_start=started, thin=thin
+            )
         except RemoteUnreachable as exc:
             if not exc.connected:
                 raise  # git never reached the remote: nothing landed, the caller may simply retry
