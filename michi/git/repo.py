@@ -17,13 +17,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
 
-try:  # CPython's built-in SHA-1: hashlib loads OpenSSL first (~5 ms per process) for a few small objects
-    from _sha1 import sha1  # type: ignore[import-not-found]
-except ImportError:  # pragma: no cover - other interpreters
-    from hashlib import sha1
-
 from michi.errors import GitFailed
 from michi.git.plain import child_env
+from michi.objectid import object_id
 from michi.repo import RepoPaths, find_repo
 
 NO_PROMPT = {"GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true", "SSH_ASKPASS": "true"}
@@ -147,7 +143,7 @@ class Repo:
     def store(self, kind: bytes, data: bytes) -> str:
         """Write a loose object as git does (zlib, read-only file renamed into place); returns its oid."""
         raw = b"%s %d\0" % (kind, len(data)) + data
-        oid: str = sha1(raw).hexdigest()
+        oid = object_id(kind, data)
         folder = self.objects_dir / oid[:2]
         target = folder / oid[2:]
         if target.exists():

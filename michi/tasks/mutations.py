@@ -7,11 +7,11 @@ what must be fresh (the task's state, claims, versions, the id counter) is read 
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from michi.objectid import object_id
 from michi.tasks import claims, serialization, transitions
 from michi.tasks.errors import TaskTooLarge, VersionMismatch
 from michi.tasks.index import Index, for_tree, remember
@@ -27,7 +27,7 @@ def fresh_index(tree: TaskTree, ctx: ApplyContext) -> Index:
 
 def blob_oid(data: bytes) -> str:
     """The oid git gives a file's content (what the index is keyed by)."""
-    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+    return object_id(b"blob", data)
 
 
 def written(
