@@ -26,6 +26,9 @@ GIT_IDENTITY = {
 }
 
 
+CHECKOUT = str(Path(__file__).resolve().parent.parent)
+
+
 @pytest.fixture(autouse=True)
 def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = tmp_path_factory.mktemp("home")
@@ -40,6 +43,9 @@ def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     monkeypatch.setenv("GIT_TERMINAL_PROMPT", "0")
     monkeypatch.setenv("MICHI_SERVER", "off")  # a test that wants the server (ADR 0016) says so
+    # Every michi process a test starts runs this checkout, whatever copy the environment has installed.
+    rest = os.environ.get("PYTHONPATH")
+    monkeypatch.setenv("PYTHONPATH", CHECKOUT + (os.pathsep + rest if rest else ""))
     for key, value in GIT_IDENTITY.items():
         monkeypatch.setenv(key, value)
     return home
