@@ -14,6 +14,7 @@ import sys
 import time
 from pathlib import Path
 
+from _startup import bare_with_clone
 from _util import isolated_git_env, row, sh, tempdir
 
 N = 20
@@ -28,25 +29,12 @@ rmdir .raw.lock
 """
 
 
-def _remote(root: Path, name: str, env: dict[str, str]) -> Path:
-    bare, seed = root / f"{name}.git", root / f"{name}-seed"
-    sh(["git", "init", "-q", "--bare", "-b", "main", str(bare)], root, env)
-    sh(["git", "clone", "-q", str(bare), str(seed)], root, env)
-    (seed / ".tasks").mkdir()
-    (seed / ".tasks" / "seed.json").write_text("{}\n")
-    sh("git add -A && git commit -qm seed && git push -q origin HEAD:main", seed, env)
-    return bare
-
-
 def _setup(env: dict[str, str]) -> tuple[Path, Path, Path, Path]:
     """Each side has its own bare remote, so neither sees the other's pushes (like for like); a third
     clone of michi's remote moves it on demand, for the case where another machine pushed meanwhile."""
     root = tempdir("txn")
-    raw_bare, michi_bare = _remote(root, "raw", env), _remote(root, "michi", env)
-    raw, michi, other = root / "raw", root / "michi", root / "other"
-    sh(["git", "clone", "-q", str(raw_bare), str(raw)], root, env)
-    sh(["git", "clone", "-q", str(michi_bare), str(michi)], root, env)
-    sh(["git", "clone", "-q", str(michi_bare), str(other)], root, env)
+    raw, michi, other = bare_with_clone(root, "raw", env), bare_with_clone(root, "michi", env), root / "other"
+    sh(["git", "clone", "-q", str(root / "michi.git"), str(other)], root, env)
     return root, raw, michi, other
 
 
