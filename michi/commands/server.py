@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import signal
@@ -11,6 +10,7 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from michi.errors import ServerFailed
@@ -38,17 +38,9 @@ class ServerStatus(Result):
 
 def _running(where: Address) -> bool:
     """The server holds its lock file for its whole life (the kernel drops it when it dies)."""
-    try:
-        fd = os.open(where.lock, os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
-    return False
+    from michi.lock.wake import is_flocked
+
+    return is_flocked(Path(where.lock))
 
 
 def _info(where: Address) -> dict[str, Any]:
