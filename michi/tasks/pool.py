@@ -17,7 +17,8 @@ from michi.workflow.mutation import ApplyContext, Change, TaskTree
 # The ranking `prerank` made before the lock, in this process: (its index, domain, when, ranking).
 # Another process replaying the operation (ADR 0004) has none and ranks the fresh tree whole; so does
 # this one when the ranking is older than FRESH seconds (a long wait for the lock, a long-lived process).
-_ranked: list[tuple[Index, str | None, float, list[tuple[str, Task, float]]]] = []
+Ranked = tuple[Index, str | None, float, list[tuple[str, Task, float]]]
+_ranked: Ranked | None = None
 FRESH = 60.0
 
 
@@ -26,7 +27,8 @@ def prerank(index: Index, domain: str | None, now: float) -> None:
     tree changed (ADR 0015). Its choice is the most urgent task when the command started, re-checked
     ready and unclaimed on the fresh tree (a task that only the passing of those moments made ready, a
     claim expiring, waits for the next call)."""
-    _ranked[:] = [(index, domain, now, ready_order(index, domain, now))]
+    global _ranked
+    _ranked = (index, domain, now, ready_order(index, domain, now))
 
 
 def next_claim(tree: TaskTree, params: Mapping[str, Any], ctx: ApplyContext) -> Change:
@@ -34,16 +36,16 @@ def next_claim(tree: TaskTree, params: Mapping[str, Any], ctx: ApplyContext) -> 
     agent = claims.require_agent(ctx.agent)
     index = fresh_index(tree, ctx)
     domain = params.get("domain")
-    order = None
-    for before, where, when, ranked in _ranked:
+    global _ranked
+    order, when = None, ctx.now
+    if _ranked is not None:
+        before, where, when, ranked = _ranked
         if where == domain and 0 <= ctx.now - when <= FRESH:
             order = ready_order_since(before, ranked, index, domain, ctx.now)
     reused = order is not None
     if order is None:
-        order = ready_order(index, domain, ctx.now)
-        when = ctx.now
-    if _ranked:  # a retry after a lost race starts from this ranking
-        _ranked[:] = [(index, domain, when, order)]
+        order, when = ready_order(index, domain, ctx.now), ctx.now
+    _ranked = (index, domain, when, order)  # a retry after a lost race starts from this ranking
     for path, task, score in order:
         if reused and not is_ready(task, index, ctx.now):  # ranked a moment ago: re-check
             continue
