@@ -12,8 +12,9 @@ The names load their module on first use (PEP 562): the read path's cache check 
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from michi.lazy import attributes
 
 if TYPE_CHECKING:
     from michi.git.core import NO_PROMPT as NO_PROMPT
@@ -131,10 +132,4 @@ _HOMES = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'michi.git' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"michi.git.{home}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = attributes(__name__, _HOMES, globals())

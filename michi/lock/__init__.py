@@ -7,8 +7,9 @@ must not pay for the whole package.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from michi.lazy import attributes
 
 if TYPE_CHECKING:
     from michi.lock.errors import LockContention as LockContention
@@ -24,17 +25,17 @@ if TYPE_CHECKING:
     from michi.lock.repolock import RepoLock as RepoLock
 
 _HOME = {
-    "LockContention": "michi.lock.errors",
-    "LockLost": "michi.lock.errors",
-    "LockNotOwned": "michi.lock.errors",
-    "LockPathInvalid": "michi.lock.errors",
-    "LockTimeout": "michi.lock.errors",
-    "Terminated": "michi.lock.errors",
-    "FakeLock": "michi.lock.fake",
-    "LockInterface": "michi.lock.interface",
-    "TOKEN_ENV": "michi.lock.record",
-    "Owner": "michi.lock.record",
-    "RepoLock": "michi.lock.repolock",
+    "LockContention": "errors",
+    "LockLost": "errors",
+    "LockNotOwned": "errors",
+    "LockPathInvalid": "errors",
+    "LockTimeout": "errors",
+    "Terminated": "errors",
+    "FakeLock": "fake",
+    "LockInterface": "interface",
+    "TOKEN_ENV": "record",
+    "Owner": "record",
+    "RepoLock": "repolock",
 }
 
 __all__ = [
@@ -53,8 +54,4 @@ __all__ = [
 assert sorted(__all__) == sorted(_HOME)
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOME.get(name)
-    if home is None:
-        raise AttributeError(f"module 'michi.lock' has no attribute {name!r}")
-    return getattr(importlib.import_module(home), name)
+__getattr__ = attributes(__name__, _HOME, globals())

@@ -6,8 +6,9 @@ only, and must not pay for the transaction's modules (ADR 0010).
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from michi.lazy import attributes
 
 if TYPE_CHECKING:
     from michi.workflow.mutation import ApplyContext, ApplyFn, Change, Mutation, TaskTree
@@ -44,10 +45,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'michi.workflow' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"michi.workflow.{home}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = attributes(__name__, _HOMES, globals())
