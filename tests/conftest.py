@@ -142,6 +142,18 @@ def run_michi(cwd: Path, *args: str, env: dict[str, str] | None = None, timeout:
     return CliResult(proc.returncode, proc.stdout, proc.stderr)
 
 
+def spawn_michi(cwd: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    """Start michi as a separate process and return at once (stdout and stderr piped, text)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "michi", *args],
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
+
+
 @pytest.fixture
 def michi_proc() -> Iterator[Callable[..., CliResult]]:
     yield run_michi

@@ -15,7 +15,7 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from conftest import Remote, git, run_michi
+from conftest import Remote, git, run_michi, spawn_michi
 from gitdaemon import git_daemon
 
 from michi.lock.record import process_start
@@ -28,16 +28,6 @@ INCREMENT = (
     "set -e; git pull -q --rebase origin main; n=$(cat counter); echo $((n + 1)) > counter; "
     'git commit -qam "count $((n + 1)) fence $MICHI_LOCK_FENCE"; git push -q origin HEAD:main'
 )
-
-
-def michi(cwd: Path, *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "michi", *args],
-        cwd=cwd,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
 
 
 def clone(url: str, dest: Path) -> Path:
@@ -70,7 +60,9 @@ def test_four_clones_increment_a_committed_counter_without_a_rejected_push(remot
     with git_daemon(remote.root) as (url, _daemon):
         repos = [clone(f"{url}/origin.git", remote.root / f"clone{i}") for i in range(clones)]
         procs = [
-            michi(r, "lock", "run", "--remote", "--ttl", "20", "--wait", "240", "--", "sh", "-c", INCREMENT)
+            spawn_michi(
+                r, "lock", "run", "--remote", "--ttl", "20", "--wait", "240", "--", "sh", "-c", INCREMENT
+            )
             for r in repos
             for _ in range(per_clone)
         ]
@@ -92,7 +84,7 @@ def test_a_sigkilled_holder_is_taken_over_after_its_lease_not_before(remote: Rem
     ttl = 4.0
     with git_daemon(remote.root) as (url, _daemon):
         a, b, c = (clone(f"{url}/origin.git", remote.root / n) for n in ("a", "b", "c"))
-        holder = michi(a, "lock", "run", "--remote", "--ttl", str(ttl), "--", "sleep", "120")
+        holder = spawn_michi(a, "lock", "run", "--remote", "--ttl", str(ttl), "--", "sleep", "120")
         wait_for(lambda: held_record(remote.bare) is not None)
         holder.send_signal(signal.SIGKILL)
         holder.wait(timeout=30)
@@ -122,7 +114,9 @@ def test_a_holder_that_cannot_renew_stops_its_whole_command(remote: Remote) -> N
         a = clone(f"{url}/origin.git", remote.root / "a")
         pidfile = a / ".git" / "bg.pid"
         script = f"sleep 120 & echo $! > {pidfile}; wait"
-        holder = michi(a, "--json", "lock", "run", "--remote", "--ttl", str(ttl), "--", "sh", "-c", script)
+        holder = spawn_michi(
+            a, "--json", "lock", "run", "--remote", "--ttl", str(ttl), "--", "sh", "-c", script
+        )
         wait_for(lambda: pidfile.exists() and pidfile.read_text().strip() != "")
         grandchild = int(pidfile.read_text())
         daemon.terminate()  # the remote goes away: every renewal is refused from now on
@@ -142,7 +136,7 @@ def _running(repo: Path, *args: str) -> tuple[subprocess.Popen[str], int]:
     """Start `michi lock run --remote ... -- sh -c 'sleep 120 & wait'`; return it and the sleep's PID."""
     pidfile = repo / ".git" / f"bg-{time.monotonic_ns()}.pid"
     script = f"sleep 120 & echo $! > {pidfile}; wait"
-    proc = michi(repo, "--json", "lock", "run", "--remote", *args, "--", "sh", "-c", script)
+    proc = spawn_michi(repo, "--json", "lock", "run", "--remote", *args, "--", "sh", "-c", script)
     wait_for(lambda: pidfile.exists() and pidfile.read_text().strip() != "")
     return proc, int(pidfile.read_text())
 

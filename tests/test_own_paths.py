@@ -163,17 +163,22 @@ def test_imported_domains_get_the_domain_checks(
     assert git(remote.bare, "show", "main:README.md") == "hello"
 
 
-def test_the_task_branch_disagreeing_with_the_work_tree_is_still_refused(
-    cli, with_user_files: Path, remote: Remote
-) -> None:
-    """The work tree has a folder `api/.tasks`; the task branch (another clone pushed) has a file there."""
-    repo = with_user_files
+def _push_a_file_at_api_tasks(remote: Remote) -> None:
+    """Another clone pushes a plain file where a domain's `api/.tasks` folder would be."""
     other = remote.clone("other")
     (other / "api").mkdir()
     (other / "api" / ".tasks").write_text("someone else's file\n")
     git(other, "add", "api")
     git(other, "commit", "-qm", "api notes")
     git(other, "push", "-q", "origin", "main")
+
+
+def test_the_task_branch_disagreeing_with_the_work_tree_is_still_refused(
+    cli, with_user_files: Path, remote: Remote
+) -> None:
+    """The work tree has a folder `api/.tasks`; the task branch (another clone pushed) has a file there."""
+    repo = with_user_files
+    _push_a_file_at_api_tasks(remote)
     (repo / "api" / ".tasks").mkdir(parents=True)
     before = remote.head()
     result = cli(repo, "task", "add", "x", "--domain", "api", "--json")
@@ -189,12 +194,7 @@ def test_a_pending_offline_add_blocked_by_a_users_file_is_dropped_with_a_note(
     repo = with_user_files
     (repo / "api" / ".tasks").mkdir(parents=True)
     assert cli(repo, "task", "add", "offline", "--domain", "api", "--offline").exit_code == 0
-    other = remote.clone("other")
-    (other / "api").mkdir()
-    (other / "api" / ".tasks").write_text("someone else's file\n")
-    git(other, "add", "api")
-    git(other, "commit", "-qm", "api notes")
-    git(other, "push", "-q", "origin", "main")
+    _push_a_file_at_api_tasks(remote)
     before = remote.head()
     synced = cli(repo, "sync", "--json")
     assert synced.exit_code == 4, synced.stdout  # sync says a pending operation was refused

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import CliResult, git, run_michi
+from tests.conftest import CliResult, git, run_michi, spawn_michi
 from tests.lockkit import new_lock, wait_until
 
 
@@ -119,14 +119,7 @@ def test_other_commands_run_in_the_callers_process(server: dict, tracker: Path) 
 
 def _waiting_client(repo: Path, *args: str) -> tuple[subprocess.Popen[str], int]:
     """A served command waiting for the lock (held by this test); returns it and its worker's PID."""
-    client = subprocess.Popen(
-        [sys.executable, "-m", "michi", *args],
-        cwd=repo,
-        env={**os.environ, "MICHI_DEBUG": "1"},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    client = spawn_michi(repo, *args, env={"MICHI_DEBUG": "1"})
     assert client.stderr is not None
     ready, _, _ = select.select([client.stderr], [], [], 30)
     assert ready, "the client never said who serves it"

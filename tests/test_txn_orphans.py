@@ -19,24 +19,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from conftest import Remote, git
+from conftest import Remote, git, spawn_michi
 from txnkit import assert_exactly_once, detached_server, gated_hook, michi_commits
 
 from michi.workflow import orphans
 from michi.workflow.journal import PushProcess
 
 DEADLINE = 60.0
-
-
-def michi(cwd: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "michi", *args],
-        cwd=cwd,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, **(env or {})},
-    )
 
 
 def finish(proc: subprocess.Popen[str]) -> tuple[int, str]:
@@ -89,13 +78,13 @@ def ready(cli: Callable[..., object], remote: Remote, repo: Path) -> Path:
 def test_takeover_waits_for_the_orphaned_pushes_then_finishes_each_once(remote: Remote, ready: Path) -> None:
     signals = remote.root / "signals"
     gated_hook(remote.bare, signals)
-    x = michi(ready, "task", "add", "task X")
+    x = spawn_michi(ready, "task", "add", "task X")
     kill_in_hook(x, signals, 1)  # X's push is orphaned, held by the remote
-    y = michi(ready, "--json", "task", "add", "task Y")
+    y = spawn_michi(ready, "--json", "task", "add", "task Y")
     await_(lambda: holds_lock(ready, y), "Y to take over the lock", y)
     (signals / "gate.1").touch()  # only now may X's orphaned push land: Y is already waiting for it
     kill_in_hook(y, signals, 2)  # and Y is killed in its own push: two orphans in a row
-    sync = michi(ready, "--json", "sync")
+    sync = spawn_michi(ready, "--json", "sync")
     await_(lambda: holds_lock(ready, sync), "sync to take over the lock", sync)
     (signals / "gate.2").touch()
     code, out = finish(sync)
@@ -130,15 +119,15 @@ def test_orphan_landing_after_a_refused_takeover_is_recognised_by_its_txn(
     gated_hook(remote.bare, signals)
     (signals / "refuse.2").touch()
     before = remote.head()
-    first = michi(
+    first = spawn_michi(
         ready, *(["task", "annotate", "1", "note N"] if op == "annotate" else ["task", "add", "task X"])
     )
     kill_in_hook(first, signals, 1)
-    code, out = finish(michi(ready, "task", "add", "task Y", env={"MICHI_ORPHAN_WAIT": "0"}))
+    code, out = finish(spawn_michi(ready, "task", "add", "task Y", env={"MICHI_ORPHAN_WAIT": "0"}))
     assert code == 5 and "flaky remote says no" in out, out  # refused: Y did not happen
     (signals / "gate.1").touch()
     await_(lambda: remote.head() != before, "the orphaned push to land")
-    code, out = finish(michi(ready, "--json", "sync"))
+    code, out = finish(spawn_michi(ready, "--json", "sync"))
     assert code == 0, out
     report = json.loads(out.splitlines()[0])
     assert report["recovered"] == 1 and "already landed" in report["message"], report
@@ -157,9 +146,9 @@ def test_orphan_landing_late_keeps_another_clones_later_work(remote: Remote, rea
     signals = remote.root / "signals"
     gated_hook(remote.bare, signals)
     before = remote.head()
-    x = michi(ready, "task", "add", "task X")
+    x = spawn_michi(ready, "task", "add", "task X")
     kill_in_hook(x, signals, 1)
-    y = michi(ready, "task", "add", "task Y", env={"MICHI_ORPHAN_WAIT": "0"})
+    y = spawn_michi(ready, "task", "add", "task Y", env={"MICHI_ORPHAN_WAIT": "0"})
     kill_in_hook(y, signals, 2)  # Y rebuilt X on the old tip; both pushes are orphans now
     (signals / "gate.1").touch()
     await_(lambda: remote.head() != before, "X's orphaned push to land")
@@ -167,9 +156,9 @@ def test_orphan_landing_late_keeps_another_clones_later_work(remote: Remote, rea
     (signals / "open").touch()
     other = remote.clone("other")
     for args in (["task", "done", "1"], ["task", "annotate", "1", "bob finished this"]):
-        code, out = finish(michi(other, "--agent", "bob", *args))
+        code, out = finish(spawn_michi(other, "--agent", "bob", *args))
         assert code == 0, out
-    code, out = finish(michi(ready, "--json", "sync"))
+    code, out = finish(spawn_michi(ready, "--json", "sync"))
     assert code == 0, out
     tasks = tasks_on(remote.bare)
     x_task, y_task = tasks["task X"], tasks["task Y"]
@@ -244,7 +233,7 @@ def test_a_journal_from_before_bases_and_ids_still_recovers(remote: Remote, read
     for entry in body["entries"]:
         entry.pop("base"), entry.pop("ids")
     journal.write_text(json.dumps(body))
-    code, out = finish(michi(ready, "--json", "sync"))
+    code, out = finish(spawn_michi(ready, "--json", "sync"))
     assert code == 0 and "already landed" in json.loads(out.splitlines()[0])["message"], out
     assert list(tasks_on(remote.bare)) == ["old"]
     assert_exactly_once(remote.bare)
