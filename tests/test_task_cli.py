@@ -36,6 +36,21 @@ def test_json_contract_is_pinned(cli, ready: Path) -> None:
     assert set(shown) == CONTRACT and shown["id"] == added["id"]
 
 
+def test_a_uuid_prefix_of_digits_names_its_task_unless_it_is_an_id(cli, ready: Path, tmp_path: Path) -> None:
+    # One uuid in forty starts with eight decimal digits: its short form must still name the task.
+    first = cli(ready, "task", "add", "first", "--json").json()
+    record = {"description": "imported", "status": "pending", "entry": "20260101T000000Z"}
+    uuids = ["12345678-aaaa-4aaa-8aaa-aaaaaaaaaaaa", "0001bbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb"]
+    (tmp_path / "tw.json").write_text(json.dumps([dict(record, uuid=u) for u in uuids]))
+    assert cli(ready, "import", str(tmp_path / "tw.json")).exit_code == 0
+    assert cli(ready, "task", "show", "12345678", "--json").json()["uuid"] == uuids[0]
+    assert cli(ready, "task", "start", "12345678", "--json").json()["state"] == "in_progress"
+    # An id wins over a uuid prefix of the same digits; more of the uuid names the other task.
+    assert cli(ready, "task", "show", "0001", "--json").json()["uuid"] == first["uuid"]
+    assert cli(ready, "task", "show", "0001b", "--json").json()["uuid"] == uuids[1]
+    assert cli(ready, "task", "show", "99999999", "--json").exit_code == 3
+
+
 def test_init_reaches_the_remote_and_is_idempotent(cli, ready: Path, remote) -> None:
     files = git(remote.bare, "ls-tree", "-r", "--name-only", "main").split()
     assert {".michi.toml", ".michi/last-id", ".tasks/.keep"} <= set(files)

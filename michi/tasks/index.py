@@ -192,19 +192,21 @@ class Index:
         return [path for path, michi_id in self.ids.items() if michi_id == wanted]
 
     def find(self, ref: str) -> str:
-        """The path of the task named by an id, a uuid or a unique uuid prefix."""
+        """The path of the task named by an id, a uuid or a unique uuid prefix.
+
+        An id wins over a uuid prefix of the same digits; digits that are no task's id are tried as a uuid
+        prefix, since one uuid in forty starts with eight decimal digits."""
         from michi.tasks.ids import UUID_RE
 
         ref = ref.strip().lower()
+        paths: list[str] = []
         if ref.isdigit():
             wanted = int(ref)  # one pass, no by_id: changing commands name one task (ADR 0015)
             paths = self.by_id.get(wanted, []) if "by_id" in self.__dict__ else self._with_id(wanted)
-        elif UUID_RE.match(ref):
+        if not paths and UUID_RE.match(ref):
             paths = [self.by_uuid[ref]] if ref in self.by_uuid else []
-        elif len(ref) >= 4 and all(c in "0123456789abcdef-" for c in ref):
+        elif not paths and len(ref) >= 4 and all(c in "0123456789abcdef-" for c in ref):
             paths = [p for u, p in self.by_uuid.items() if u.startswith(ref)]
-        else:
-            paths = []
         if len(paths) > 1:
             raise AmbiguousId(f"{ref!r} names {len(paths)} tasks", hint="use more of the uuid", ref=ref)
         if not paths:
