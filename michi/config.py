@@ -20,6 +20,7 @@ class Config(Plain):
         "allow_hand_edits",
         "branch",
         "claim_ttl",
+        "group_commit",
         "lock_ttl",
         "lock_wait",
         "push_retries",
@@ -37,10 +38,12 @@ class Config(Plain):
         push_retries: int = 20,  # attempts to push before giving up when other clones keep winning
         allow_hand_edits: bool = False,  # let the pre-commit hook pass hand edits of .tasks/ files
         read_max_age: float = 60.0,  # seconds after the last sync `list` and `show` fetch before answering
+        group_commit: bool = True,  # waiters of one clone hand their operation to the holder (ADR 0017)
     ) -> None:
         self.lock_ttl, self.lock_wait, self.remote, self.branch = lock_ttl, lock_wait, remote, branch
         self.claim_ttl, self.push_retries = claim_ttl, push_retries
         self.allow_hand_edits, self.read_max_age = allow_hand_edits, read_max_age
+        self.group_commit = group_commit
 
     def replace(self, **changes: Any) -> Config:
         """A copy with `changes` (as `dataclasses.replace`)."""
@@ -98,6 +101,7 @@ KEYS: dict[str, Key] = {
     "push_retries": Key(_count, "MICHI_PUSH_RETRIES", "a whole number from 1 to 100"),
     "allow_hand_edits": Key(_flag, "MICHI_ALLOW_HAND_EDITS", "true or false"),
     "read_max_age": Key(_seconds, "MICHI_READ_MAX_AGE", "a number of seconds >= 0 (0 = always fetch)"),
+    "group_commit": Key(_flag, "MICHI_GROUP_COMMIT", "true or false"),
 }
 assert set(KEYS) == set(Config._fields)
 

@@ -105,3 +105,31 @@ class ServerFailed(MichiError):
 class Interrupted(MichiError):
     exit_code = ExitCode.INTERRUPTED
     code = "interrupted"
+
+
+class Relayed(MichiError):
+    """An error raised in another process, given back as it was there (ADR 0017: the lock's holder
+    applied this process's operation and it refused): same exit code, code, message, hint and details."""
+
+    def __init__(self, exit_code: int, code: str, message: str, hint: str | None, details: dict[str, Any]):
+        super().__init__(message, hint=hint, code=code, **details)
+        self.exit_code = ExitCode(exit_code)
+
+    @staticmethod
+    def encode(exc: MichiError) -> dict[str, Any]:
+        return {
+            "exit": int(exc.exit_code),
+            "code": exc.code,
+            "message": exc.message,
+            "hint": exc.hint,
+            "details": exc.details,
+            "notes": exc.notes,
+        }
+
+    @classmethod
+    def decode(cls, data: dict[str, Any]) -> Relayed:
+        exc = cls(
+            data["exit"], data["code"], data["message"], data.get("hint"), dict(data.get("details") or {})
+        )
+        exc.notes = list(data.get("notes") or [])
+        return exc

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from michi.lazy import attributes
 
 if TYPE_CHECKING:
+    from michi.lock.errors import Answered as Answered
     from michi.lock.errors import LockContention as LockContention
     from michi.lock.errors import LockLost as LockLost
     from michi.lock.errors import LockNotOwned as LockNotOwned
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from michi.lock.repolock import RepoLock as RepoLock
 
 _HOME = {
+    "Answered": "errors",
     "LockContention": "errors",
     "LockLost": "errors",
     "LockNotOwned": "errors",
@@ -40,6 +42,7 @@ _HOME = {
 
 __all__ = [
     "TOKEN_ENV",
+    "Answered",
     "FakeLock",
     "LockContention",
     "LockInterface",

@@ -8,6 +8,11 @@ from michi.durations import duration, stamp
 from michi.errors import Conflict, Interrupted, LockError, UsageError
 from michi.lock.record import Owner
 
+
+class Answered(Exception):
+    """A waiter's work was done by the lock's holder (group commit, ADR 0017): it need not hold the lock."""
+
+
 CLEAR_HINT = (
     "wait and retry (--wait SECONDS); if the holder is gone, `michi lock status` says whether the lock is "
     "stale and `michi lock release --force` clears it"

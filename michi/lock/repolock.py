@@ -8,15 +8,17 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import math
 import os
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Protocol
 
 from michi.host import hostname
 from michi.lock import events, fs, lost, procs
-from michi.lock.errors import LockContention, LockLost, LockTimeout
+from michi.lock.errors import Answered, LockContention, LockLost, LockTimeout
 from michi.lock.interface import LockInterface
 from michi.lock.keeper import Keeper, sigterm_raises
 from michi.lock.queue import Queue, Ticket
@@ -30,6 +32,19 @@ BATON_FILE = "lock.baton"
 NESTED_FILE = "lock.nested"  # michis working under one inherited lock take turns on this flock
 QUEUE_DIR = "lock-queue"
 REPORT_EVERY = 0.1  # how often `on_wait` hears how long we have waited
+
+
+class Handover(Protocol):
+    """Work a waiter offers to the holder while it waits (group commit, ADR 0017)."""
+
+    def post(self) -> None:
+        """Offer the work: called once, when the first try failed and the wait begins."""
+
+    def answered(self) -> bool:
+        """The holder did the work: stop waiting (`acquire` raises `Answered`)."""
+
+    def withdraw(self) -> bool:
+        """At the deadline: True when the work is ours again; False when a holder has it (keep waiting)."""
 
 
 def peek(lock_dir: Path) -> tuple[Owner | None, Judgement]:
@@ -65,8 +80,10 @@ class RepoLock(LockInterface):
         agent: str | None,
         pid: int | None = None,
         on_wait: Callable[[Owner | None, float], None] | None = None,
+        handover: Handover | None = None,
     ) -> None:
         self.repo, self.ttl, self.command, self.agent = repo, ttl, command, agent
+        self.handover = handover
         self.pid = os.getpid() if pid is None else pid
         self.on_wait = on_wait
         self.lock_dir = repo.lock_dir
@@ -232,6 +249,9 @@ class RepoLock(LockInterface):
         self._acquired = {"wait": round(waited, 6), "contended": contended, "takeover": takeover}
 
     def _wait(self, start: float, deadline: float) -> tuple[bool, Owner | None, str | None]:
+        hand = self.handover
+        if hand is not None:
+            hand.post()
         ticket = self.queue.join(self.pid)
         waker, backoff = Waker(), Backoff()
         holder: Owner | None = None
@@ -239,6 +259,8 @@ class RepoLock(LockInterface):
         try:
             while True:
                 waker.event.clear()
+                if hand is not None and hand.answered():
+                    raise Answered
                 ahead = self.queue.ahead_of(ticket)
                 now = time.monotonic()
                 if ahead is None or now >= deadline:
@@ -246,7 +268,12 @@ class RepoLock(LockInterface):
                     if ok:
                         return True, holder, takeover
                     if now >= deadline:
-                        return False, holder, None
+                        if hand is None or hand.withdraw():
+                            return False, holder, None
+                        # A holder took our work: its answer, or its death (then the lock), ends the wait.
+                        deadline = math.inf
+                if hand is not None and is_flocked(self._baton_path):
+                    waker.watch(self._baton_path)  # the holder answers before it lets go of the baton
                 if ahead is not None:
                     waker.watch(self.queue.path(ahead))
                     pause = REPORT_EVERY

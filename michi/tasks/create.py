@@ -26,6 +26,7 @@ CONFIG_TEXT = """\
 # push_retries = 20       # push attempts when other clones keep winning
 # allow_hand_edits = false
 # read_max_age = 60       # seconds after the last sync `list` and `show` fetch first (0: always)
+# group_commit = true     # a waiting command hands its change to the lock's holder (one push for all)
 """
 
 

@@ -22,7 +22,7 @@ DAMAGED_SUFFIX = ".corrupt"
 
 
 class Entry(Plain):
-    __slots__ = ("agent", "base", "command", "commit", "ids", "mutation", "state", "txn")
+    __slots__ = ("agent", "base", "command", "commit", "handed", "ids", "mutation", "result", "state", "txn")
 
     def __init__(
         self,
@@ -34,6 +34,8 @@ class Entry(Plain):
         commit: str | None = None,
         base: str | None = None,
         ids: dict[str, int] | None = None,
+        handed: str | None = None,
+        result: Any = None,
     ) -> None:
         self.txn, self.mutation, self.command, self.agent, self.state = txn, mutation, command, agent, state
         self.commit = commit  # the commit last built for it (pushed or about to be)
@@ -41,6 +43,10 @@ class Entry(Plain):
         # landed is on the remote branch after it, so recognising it means scanning only `base..tip`.
         self.base = base
         self.ids = {} if ids is None else ids  # numeric ids it gave, by uuid (offline: provisional)
+        # A waiting process's operation taken over by the holder (ADR 0017): its offer's name, so whoever
+        # completes the entry answers that waiter; and the result of the commit last built for it, the
+        # answer to give should that commit be found landed after a crash.
+        self.handed, self.result = handed, result
 
     def but(self, **changes: object) -> Entry:
         return Entry(**{**{name: getattr(self, name) for name in self._fields}, **changes})
@@ -120,12 +126,14 @@ def _entry(e: dict[str, Any]) -> Entry:
         commit=e.get("commit"),
         base=e.get("base"),
         ids={str(k): int(v) for k, v in (e.get("ids") or {}).items()},
+        handed=e.get("handed"),
+        result=e.get("result"),
     )
 
 
 def _record(e: Entry) -> dict[str, Any]:
     """An entry's fields but its mutation (`Journal._entry_text` adds that, encoded once)."""
-    return {
+    record = {
         "txn": e.txn,
         "command": e.command,
         "agent": e.agent,
@@ -134,3 +142,6 @@ def _record(e: Entry) -> dict[str, Any]:
         "base": e.base,
         "ids": e.ids,
     }
+    if e.handed is not None:
+        record.update(handed=e.handed, result=e.result)
+    return record

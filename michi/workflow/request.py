@@ -73,3 +73,26 @@ class TxnOutcome(Plain):
         )
         self.refused = [] if refused is None else refused  # pending operations that now refuse
         self.renumbered = [] if renumbered is None else renumbered  # offline-added tasks given a new id
+
+    # A handed-over operation's outcome travels from the holder to its waiter as JSON (ADR 0017); the
+    # waiter's command renders it exactly as its own. `timings` are the waiter's own, not sent.
+    _SENT = (
+        "result",
+        "commit",
+        "pushed",
+        "branch",
+        "remote",
+        "attempts",
+        "notes",
+        "recovered",
+        "landed_before",
+        "refused",
+        "renumbered",
+    )
+
+    def to_json(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self._SENT}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> TxnOutcome:
+        return cls(**{name: data[name] for name in cls._SENT})

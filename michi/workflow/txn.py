@@ -19,7 +19,7 @@ from michi import git
 from michi.errors import GitFailed, MichiError, RemoteUnreachable, RepoBusy
 from michi.host import hostname
 from michi.unique import uuid4_hex
-from michi.workflow import faults, orphans, recovery, stranded
+from michi.workflow import faults, group, orphans, recovery, stranded
 from michi.workflow.journal import OFFLINE, PUSHING, Entry, Journal
 from michi.workflow.local import checked_out_elsewhere, move_checkout, update_local
 from michi.workflow.mutation import ApplyContext, Change, Mutation
@@ -97,6 +97,9 @@ class Transaction:
         self.leftover: list[Entry] = []  # a dead holder's or offline entries, read under the lock
         self.report = recovery.Report()  # what became of them, in the application that counted
         self.already: set[str] = set()  # txns of leftover entries found on the remote already
+        self.landed_at: dict[str, str] = {}  # those of them, each with the commit that carried it
+        self.grouping = False  # this run may hand its operation to the holder or take others' (ADR 0017)
+        self.adopted: Entry | None = None  # our operation, taken by a holder that died or failed
         self.stranded: list[stranded.Stranded] = []  # sync only: michi commits no journal entry names
         self.rescued: set[str] = set()  # txns of those that this run completes (or found landed)
         self.pushed = False  # this run's push landed: its journal entry must survive a late failure
@@ -135,34 +138,39 @@ class Transaction:
         )
 
     def _apply_all(
-        self, base: str | None, leftover: list[Entry], mine: list[Entry]
-    ) -> tuple[str | None, list[Entry], Any]:
-        """Apply each entry's mutation in order, each on the tree the previous one produced. A leftover
-        entry that now refuses is dropped and reported; a refusal of this command's own entry is raised.
+        self, base: str | None, leftover: list[Entry], mine: list[Entry], handed: list[Entry] | None = None
+    ) -> tuple[str | None, list[Entry], dict[str, Any], dict[str, MichiError]]:
+        """Apply each entry's mutation in order, each on the tree the previous one produced: (tip, the
+        entries built, results and refusals by txn). A refusal leaves the others to go on: a leftover
+        entry's is also reported and the entry dropped (the caller raises its own command's).
         `self.report` describes this application (the last one is the one that lands)."""
-        tip, built, result = base, [], None
+        tip, built = base, []
+        results: dict[str, Any] = {}
+        errors: dict[str, MichiError] = {}
         report = recovery.Report()
         self.changed = {}
-        for entry in leftover + mine:
+        for entry in leftover + mine + (handed or []):
             ctx = ApplyContext(
                 now=time.time(), agent=entry.agent, host=self.host, state_dir=str(self.req.repo.state_dir)
             )
             try:
                 change = entry.mutation.resolve()(GitTaskTree(self.git, tip), entry.mutation.params, ctx)
             except MichiError as exc:
-                if entry in mine:
-                    raise
-                report.refuse(entry, exc.code, exc.message)
+                errors[entry.txn] = exc
+                if entry in leftover:
+                    report.refuse(entry, exc.code, exc.message)
                 continue
             if not change.empty:
                 tip = self._commit(tip, change, entry)
-            if entry not in mine:
+            if entry in leftover:
                 report.compare_ids(entry, dict(change.ids))
-            built.append(entry.but(commit=tip if not change.empty else None, ids=dict(change.ids)))
-            if entry in mine:
-                result = change.result
+            kept = change.result if entry.handed else None  # the answer, should the holder die (ADR 0017)
+            built.append(
+                entry.but(commit=tip if not change.empty else None, ids=dict(change.ids), result=kept)
+            )
+            results[entry.txn] = change.result
         self.report = report
-        return tip, built, result
+        return tip, built, results, errors
 
     def _pending(self, leftover: list[Entry], base: str | None) -> list[Entry]:
         """Leftover entries whose commit is not yet in the local `base`: they still have to happen."""
@@ -172,54 +180,53 @@ class Transaction:
         """Leftover entries whose `Michi-Txn` is not on the remote at `tip`, whatever commit carried it
         there (ADR 0004): only those may be applied again. Costs one git process, and only on recovery."""
         found = recovery.landed(self.git, tip, leftover)
-        self.already = set(found)
+        self.already, self.landed_at = set(found), found
         return [e for e in leftover if e.txn not in found]
 
     # -- the transaction ------------------------------------------------------------------------------
     def run(self, mutations: list[Mutation], fetch: bool = False, rescue: bool = False) -> TxnOutcome:
-        from michi.lock import RepoLock
+        from michi.lock import Answered, RepoLock
 
         for m in mutations:
             m.resolve()  # import the apply functions before the lock (ADR 0002)
         guess = self.target.remote_ref if self.target.online else self.target.local_ref
-        git.warm_up(self.git, git.ref_oid(self.git, guess) if guess else None)
+        guessed = git.ref_oid(self.git, guess) if guess else None
+        git.warm_up(self.git, guessed)
         cfg = self.req.config
+        self.grouping = (
+            self.target.online
+            and not (fetch or rescue or self.req.push_all)
+            and len(mutations) == 1
+            and group.eligible(mutations[0], cfg.group_commit)
+        )
+        offer = None
+        if self.grouping:
+            entry = Entry(uuid4_hex(), mutations[0], self.req.command, self.req.agent, base=guessed)
+            offer = group.Offer(self.req.repo.state_dir, entry, self._group_target())
         lock = RepoLock(
             self.req.repo,
             ttl=cfg.lock_ttl,
             command=self.req.command,
             agent=self.req.agent,
             on_wait=self.req.on_wait,
+            handover=offer,
         )
         prepared = time.monotonic()
-        with lock.held(cfg.lock_wait):
-            locked = time.monotonic()
-            journal = Journal(self.req.repo.state_dir)
-            leftover = self.leftover = journal.load()
-            if journal.damaged:
-                self.notes.append(
-                    f"the journal could not be read and was kept as {journal.path.with_suffix('.corrupt')}"
-                )
-            # A dead holder's push may still be running: it must be over before we decide what landed.
-            waited = orphans.settle(journal.push) if leftover else None
-            if waited:
-                self.notes.append(waited)
-            tracking = git.ref_oid(self.git, self.target.remote_ref) if self.target.remote_ref else None
-            mine = [Entry(uuid4_hex(), m, self.req.command, self.req.agent, base=tracking) for m in mutations]
-            journal.save(leftover + mine)
-            faults.point("locked")
+        try:
+            outcome: TxnOutcome | None = None
             try:
-                if self.target.online:
-                    outcome = self._online(lock, journal, leftover, mine, fetch, rescue)
-                else:
-                    outcome = self._local_only(journal, leftover, mine)
-            except BaseException:
-                # A failed command is not pending work: forget its entry, unless its push landed (then
-                # the next transaction sees that on the remote and only finishes the local update).
-                if not self.pushed and not self.keep_entry:
-                    journal.save([e for e in journal.load() if e.txn not in {m.txn for m in mine}])
-                raise
-            released = time.monotonic()
+                with lock.held(cfg.lock_wait):
+                    locked = time.monotonic()
+                    outcome = self._locked(lock, mutations, fetch, rescue, offer)
+                    released = time.monotonic()
+            except Answered:
+                locked = released = time.monotonic()
+            if outcome is None:  # a holder did our operation (ADR 0017): its answer is ours
+                assert offer is not None
+                outcome = offer.outcome()
+        finally:
+            if offer is not None:
+                offer.close()
         outcome.timings.update(
             prepare=prepared - self.started,
             lock_wait=locked - prepared,
@@ -228,20 +235,77 @@ class Transaction:
         )
         return outcome
 
+    def _group_target(self) -> dict[str, Any]:
+        return group.target_of(self.target.remote, self.target.branch)
+
+    def _locked(
+        self, lock: RepoLock, mutations: list[Mutation], fetch: bool, rescue: bool, offer: group.Offer | None
+    ) -> TxnOutcome | None:
+        """The transaction under the lock; None when a holder already answered our offer."""
+        state_dir = self.req.repo.state_dir
+        journal = Journal(state_dir)
+        leftover = self.leftover = journal.load()
+        if journal.damaged:
+            self.notes.append(
+                f"the journal could not be read and was kept as {journal.path.with_suffix('.corrupt')}"
+            )
+        # A dead holder's push may still be running: it must be over before we decide what landed.
+        waited = orphans.settle(journal.push) if leftover else None
+        if waited:
+            self.notes.append(waited)
+        tracking = git.ref_oid(self.git, self.target.remote_ref) if self.target.remote_ref else None
+        settled = offer.settle() if offer is not None else group.FRESH
+        if settled == group.ANSWERED:
+            return None
+        txn = offer.entry.txn if offer is not None else None
+        mine = [
+            Entry(txn or uuid4_hex(), m, self.req.command, self.req.agent, base=tracking) for m in mutations
+        ]
+        if settled == group.TAKEN_STATE:
+            # Taken by a holder that gave no answer (it died or failed): the journal holds our operation
+            # if that holder got as far as writing it, and then it may even have landed (see `_online`).
+            own = next((e for e in leftover if e.txn == txn), None)
+            if own is not None:
+                leftover = [e for e in leftover if e is not own]
+                mine = [own.but(handed=None, result=None)]
+            self.adopted = own or mine[0]
+        handed = group.take(state_dir, self._group_target(), tracking) if self.grouping else []
+        journal.save(leftover + mine + handed)
+        faults.point("locked")
+        try:
+            if self.target.online:
+                return self._online(lock, journal, leftover, mine, handed, fetch, rescue)
+            return self._local_only(journal, leftover, mine)
+        except BaseException:
+            # A failed command is not pending work: forget its entry and those it took, unless its push
+            # landed (then the next transaction sees that on the remote and only finishes the local
+            # update). A waiter left without an answer finds its operation itself (ADR 0017).
+            if not self.pushed and not self.keep_entry:
+                drop = {e.txn for e in mine + handed}
+                journal.save([e for e in journal.load() if e.txn not in drop])
+            raise
+
     def _online(
         self,
         lock: RepoLock,
         journal: Journal,
         leftover: list[Entry],
         mine: list[Entry],
+        handed: list[Entry],
         fetch: bool,
         rescue: bool,
     ) -> TxnOutcome:
         assert self.target.remote and self.target.remote_ref
         old_remote = git.ref_oid(self.git, self.target.remote_ref)
         base, fetched = old_remote, False
-        if fetch or leftover or base is None:
+        if fetch or leftover or base is None or self.adopted is not None:
             base, fetched = self._fetch(), True
+        known: Any = None  # our adopted operation's result, when a dead holder's push had landed it
+        if self.adopted is not None:
+            found = recovery.landed(self.git, base, mine)
+            if found:
+                known = self._kept_result(self.adopted, found[self.adopted.txn])
+                leftover, mine = leftover + mine, []
         if rescue:
             local = git.ref_oid(self.git, self.target.local_ref)
             self.stranded = stranded.find(self.git, local, base, {e.txn for e in leftover})
@@ -250,17 +314,21 @@ class Transaction:
             self.known = None
             pending = self._not_landed(leftover, base) if leftover else []
             start = self._rescue(base) if self.stranded else base
-            try:
-                tip, built, result = self._apply_all(start, pending, mine)
-            except MichiError:
-                if fetched:
-                    raise
+            tip, built, results, errors = self._apply_all(start, pending, mine, handed)
+            if not fetched and any(e.txn in errors for e in mine + handed):
                 base, fetched = self._fetch(), True  # refuse only on fresh state
                 continue
+            own_error = next((errors[e.txn] for e in mine if e.txn in errors), None)
+            if own_error is not None and not handed:
+                raise own_error
+            result = results.get(mine[-1].txn) if mine else known
             landed = {e.txn for e in leftover} | self.rescued
             if tip == base:
+                self._answer(leftover, handed, built, results, errors, False, attempt, [])
                 journal.save([])
                 notes = self._update_local(old_remote, base, landed)
+                if own_error is not None:
+                    raise own_error
                 return self._outcome(
                     result, None, pushed=False, attempts=attempt, notes=notes, recovered=self._completed()
                 )
@@ -275,9 +343,13 @@ class Transaction:
                 if self._push(tip, functools.partial(_name_push, journal, entries)):
                     self.pushed = True
                     faults.point("pushed")
-                    notes = self._finish(old_remote, tip, landed | {e.txn for e in mine}, lock)
+                    ours = {e.txn for e in mine + handed}
+                    notes = self._finish(old_remote, tip, landed | ours, lock)
+                    self._answer(leftover, handed, built, results, errors, True, attempt, notes)
                     journal.save([])
                     self._touch_synced()
+                    if own_error is not None:
+                        raise own_error
                     return self._outcome(
                         result, tip, pushed=True, attempts=attempt, notes=notes, recovered=self._completed()
                     )
@@ -290,6 +362,54 @@ class Transaction:
             code="push_retries_exhausted",
             hint="other clones are pushing heavily; retry, or raise push_retries in .michi.toml",
         )
+
+    def _kept_result(self, entry: Entry, landed: str) -> Any:
+        """The result a dead holder kept for `entry`, if the commit that landed is the one it built."""
+        if entry.state == PUSHING and entry.commit and git.is_ancestor(self.git, landed, entry.commit):
+            return entry.result
+        raise GitFailed(
+            f"this operation landed (commit {landed[:12]}), made by a michi that was killed before it "
+            "could say what it did",
+            code="result_unknown",
+            hint="do not repeat the command: it is done; `michi task log ID` or `git log` shows the change",
+        )
+
+    def _answer(
+        self,
+        leftover: list[Entry],
+        handed: list[Entry],
+        built: list[Entry],
+        results: dict[str, Any],
+        errors: dict[str, MichiError],
+        pushed: bool,
+        attempts: int,
+        notes: list[str],
+    ) -> None:
+        """Give each waiting process whose operation this run completed its own outcome (ADR 0017)."""
+        commits = {e.txn: e.commit for e in built}
+        state_dir = self.req.repo.state_dir
+        for entry in [e for e in leftover if e.handed] + handed:
+            assert entry.handed is not None
+            commit, result = commits.get(entry.txn), results.get(entry.txn)
+            error = errors.get(entry.txn)
+            if entry.txn in self.landed_at:  # landed by the dead holder that took it
+                commit = self.landed_at[entry.txn]
+                try:
+                    result = self._kept_result(entry, commit)
+                except MichiError as exc:
+                    error = exc
+            elif error is None and entry.txn not in results:
+                continue  # not applied in the application that landed (cannot happen; never guess)
+            outcome = TxnOutcome(
+                result=result,
+                commit=commit if pushed or entry.txn in self.landed_at else None,
+                pushed=pushed,
+                branch=self.target.branch,
+                remote=self.target.remote,
+                attempts=attempts,
+                notes=self.notes + notes,
+            )
+            group.answer(state_dir, entry.handed, None if error else outcome, error)
 
     def _completed(self) -> int:
         """Pending operations now on the remote: found there, or applied and pushed by this run."""
@@ -365,7 +485,11 @@ class Transaction:
                 "committing to it from here would leave that work tree's index behind",
                 hint="run michi in that work tree, or set `branch` in .michi.toml to another branch",
             )
-        tip, built, result = self._apply_all(local, self._pending(leftover, local), mine)
+        tip, built, results, errors = self._apply_all(local, self._pending(leftover, local), mine)
+        for entry in mine:
+            if entry.txn in errors:
+                raise errors[entry.txn]
+        result = results.get(mine[-1].txn) if mine else None
         notes: list[str] = []
         if tip != local and tip is not None:
             journal.save([e for e in leftover if e.state == OFFLINE] + [e.but(state=PUSHING) for e in built])

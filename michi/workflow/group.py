@@ -1,0 +1,159 @@
+"""Group commit (ADR 0017): a process waiting for the repo lock hands its operation to the holder.
+
+Files in `<git dir>/michi/group/`, one name (`STEM`: arrival time and txn) per handed operation:
+`STEM.offer` is written by the waiter before it queues; the holder claims it by renaming it to
+`STEM.taken` (rename is atomic: the holder's rename and the waiter's unlink at its deadline cannot both
+succeed), journals it as its own entry, and writes `STEM.answer` (the outcome or the refusal) before it
+releases the lock. A waiter whose offer was taken never gives up on it: it waits for the answer, or for
+the lock (the holder died), and then finds its operation itself (`Offer.settle`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from michi import __version__
+from michi.atomic import write_atomic
+from michi.errors import MichiError, Relayed
+from michi.workflow.journal import Entry
+from michi.workflow.mutation import Mutation
+from michi.workflow.request import TxnOutcome
+
+FOLDER = "group"
+OFFER, TAKEN, ANSWER = ".offer", ".taken", ".answer"
+CAP = 16  # operations of others one holder takes per transaction
+STALE = 3600.0  # seconds after which an answer or claim nobody collected (a killed waiter's) is swept
+# Operations that stay alone: an import's 10,000 records, init, migrate (they are rare and large).
+SOLO = {"michi.tasks.create:import_tasks", "michi.tasks.create:init", "michi.tasks.migrate:to_fanout"}
+
+FRESH, TAKEN_STATE, ANSWERED = "fresh", "taken", "answered"
+
+
+class Offer:
+    """The waiter's side: posted when it starts to wait, settled once it holds the lock or is answered."""
+
+    def __init__(self, state_dir: Path, entry: Entry, target: dict[str, Any]) -> None:
+        self.folder = state_dir / FOLDER
+        self.entry = entry
+        self.target = target
+        self.stem = f"{time.monotonic_ns():020d}.{entry.txn}"
+        self.posted = False
+
+    def _path(self, suffix: str) -> Path:
+        return self.folder / (self.stem + suffix)
+
+    def post(self) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        e = self.entry
+        offer = {
+            "txn": e.txn,
+            "mutation": e.mutation.to_json(),
+            "command": e.command,
+            "agent": e.agent,
+            "base": e.base,
+            **self.target,
+        }
+        write_atomic(self._path(OFFER), json.dumps(offer).encode(), mode=0o600)
+        self.posted = True
+
+    def withdraw(self) -> bool:
+        """True when the offer is ours again (or was never posted); False when a holder took it."""
+        if not self.posted:
+            return True
+        try:
+            os.unlink(self._path(OFFER))
+        except FileNotFoundError:
+            return False
+        self.posted = False
+        return True
+
+    def answered(self) -> bool:
+        return self.posted and self._path(ANSWER).exists()
+
+    def settle(self) -> str:
+        """Under the lock: FRESH (nobody took it: run it as usual), ANSWERED, or TAKEN_STATE (taken by a
+        holder that gave no answer: it died or failed; the journal, or nothing, holds the operation)."""
+        if self.withdraw():
+            return FRESH
+        return ANSWERED if self.answered() else TAKEN_STATE
+
+    def outcome(self) -> TxnOutcome:
+        """The holder's answer: our outcome, or our operation's refusal raised here."""
+        data = json.loads(self._path(ANSWER).read_bytes())
+        if "error" in data:
+            raise Relayed.decode(data["error"])
+        return TxnOutcome.from_json(data["outcome"])
+
+    def close(self) -> None:
+        if self.posted:
+            for suffix in (ANSWER, TAKEN):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(self._path(suffix))
+
+
+def target_of(remote: str | None, branch: str) -> dict[str, Any]:
+    """What an offer must share with the holder that takes it: the same remote branch, the same code."""
+    return {"remote": remote, "branch": branch, "version": __version__}
+
+
+def take(state_dir: Path, target: dict[str, Any], base: str | None, cap: int = CAP) -> list[Entry]:
+    """Claim up to `cap` waiting offers for the same target, oldest first, as journal entries."""
+    folder = state_dir / FOLDER
+    try:
+        names = sorted(os.listdir(folder))
+    except FileNotFoundError:
+        return []
+    taken: list[Entry] = []
+    for name in names:
+        if not name.endswith(OFFER):
+            if name.endswith((ANSWER, TAKEN)):
+                _sweep(folder / name)
+            continue
+        if len(taken) >= cap:
+            break
+        path = folder / name
+        try:
+            data = json.loads(path.read_bytes())
+            if any(data.get(k) != v for k, v in target.items()) or data["mutation"]["apply"] in SOLO:
+                continue
+            entry = Entry(
+                str(data["txn"]),
+                Mutation.from_json(data["mutation"]),
+                str(data.get("command", "")),
+                data.get("agent"),
+                base=base,
+                handed=name[: -len(OFFER)],
+            )
+            os.rename(path, folder / (entry.handed + TAKEN))  # type: ignore[operator]
+        except FileNotFoundError:
+            continue  # withdrawn meanwhile: the waiter gave up or took the lock itself
+        except (OSError, ValueError, TypeError, KeyError):
+            continue  # not an offer this code can read: left to its waiter's deadline
+        taken.append(entry)
+    return taken
+
+
+def _sweep(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        if time.time() - path.stat().st_mtime > STALE:
+            path.unlink()
+
+
+def answer(state_dir: Path, stem: str, outcome: TxnOutcome | None, error: MichiError | None = None) -> None:
+    """Tell the waiter behind `stem`; nothing when it has stopped waiting (its claim file is gone)."""
+    folder = state_dir / FOLDER
+    if not (folder / (stem + TAKEN)).exists():
+        return
+    body = (
+        {"error": Relayed.encode(error)} if error is not None else {"outcome": outcome and outcome.to_json()}
+    )
+    write_atomic(folder / (stem + ANSWER), json.dumps(body).encode(), mode=0o600)
+
+
+def eligible(mutation: Mutation, enabled: bool) -> bool:
+    return enabled and mutation.apply not in SOLO

@@ -1,0 +1,217 @@
+"""Group commit (ADR 0017) against real git and real processes: waiters of one clone hand their operation
+to the lock's holder, which lands them all in one push; each waiter answers with its own outcome, and
+every operation lands exactly once whoever is killed when."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from conftest import Remote, git, run_michi, spawn_michi
+from txnkit import assert_exactly_once, gated_hook, michi_commits, txn_of
+
+DRIVER = Path(__file__).with_name("txn_driver.py")
+
+
+def start(repo: Path, name: str, *flags: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, str(DRIVER), str(repo), name, *flags],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def until(done: Callable[[], bool], *procs: subprocess.Popen[str]) -> None:
+    """Wait for `done`, failing at once if one of `procs` ended first (or after a minute)."""
+    deadline = time.monotonic() + 60
+    while not done():
+        ended = [p for p in procs if p.poll() is not None]
+        assert not ended, ended[0].communicate()
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
+
+
+def count(folder: Path, suffix: str) -> int:
+    return len([n for n in os.listdir(folder) if n.endswith(suffix)]) if folder.is_dir() else 0
+
+
+def offers(repo: Path) -> int:
+    return count(repo / ".git/michi/group", ".offer")
+
+
+def queued(repo: Path) -> int:
+    return count(repo / ".git/michi/lock-queue", ".ticket")
+
+
+def once(bare: Path) -> None:
+    """No `Michi-Txn` on two commits, none without one (the driver's shared log is not a task file)."""
+    txns = [txn_of(m) for _oid, m in michi_commits(bare)]
+    assert None not in txns and len(set(txns)) == len(txns), txns
+
+
+def names_on(where: Path, ref: str = "main") -> list[str]:
+    out = git(where, "show", f"{ref}:.tasks/log.json", check=False)
+    return json.loads(out) if out else []
+
+
+def pushes(signals: Path) -> int:
+    return count(signals, "") and len([n for n in os.listdir(signals) if n.startswith("reached.")])
+
+
+def finish(proc: subprocess.Popen[str]) -> tuple[int, dict[str, object]]:
+    out, err = proc.communicate(timeout=120)
+    assert out, err
+    return proc.returncode, json.loads(out)
+
+
+def queue_behind_holder(
+    repo: Path,
+    signals: Path,
+    names: list[str],
+    envs: dict[str, dict[str, str]] | None = None,
+    push: int = 1,
+) -> tuple[subprocess.Popen[str], list[subprocess.Popen[str]]]:
+    """A holder adding `a` whose push (number `push`) waits at the remote, then one waiter per name,
+    queued in order (`!name`: refuse when the name is there already)."""
+    holder = start(repo, "a")
+    until(lambda: (signals / f"reached.{push}").exists(), holder)
+    waiters: list[subprocess.Popen[str]] = []
+    for n, name in enumerate(names, 1):
+        flags = ["--refuse"] if name.startswith("!") else []
+        waiters.append(start(repo, name.lstrip("!"), *flags, env=(envs or {}).get(name)))
+        until(lambda n=n: offers(repo) == n and queued(repo) == n, holder, *waiters)
+    return holder, waiters
+
+
+@pytest.fixture
+def gated(remote: Remote, repo: Path) -> Path:
+    signals = remote.root / "signals"
+    gated_hook(remote.bare, signals)
+    return signals
+
+
+def test_waiters_land_in_one_push_with_their_own_answers(remote: Remote, repo: Path, gated: Path) -> None:
+    holder, waiters = queue_behind_holder(repo, gated, ["b", "c", "d", "e"])
+    (gated / "open").touch()
+    assert finish(holder)[0] == 0
+    for proc, name in zip(waiters, "bcde", strict=True):
+        code, out = finish(proc)
+        assert code == 0, out
+        assert out["result"]["name"] == name and out["pushed"]  # type: ignore[index]
+    assert pushes(gated) == 2  # the holder's own, then b's with c, d and e
+    assert sorted(names_on(remote.bare)) == ["a", "b", "c", "d", "e"]
+    once(remote.bare)
+    assert git(repo, "rev-parse", "main") == remote.head()
+    assert offers(repo) == 0 and count(repo / ".git/michi/group", "") == 0
+    assert not (repo / ".git/michi/journal.json").exists()
+
+
+def test_opting_out_keeps_one_push_each(remote: Remote, repo: Path, gated: Path) -> None:
+    off = {"MICHI_GROUP_COMMIT": "false"}
+    holder = start(repo, "a")
+    until(lambda: (gated / "reached.1").exists(), holder)
+    waiters = [start(repo, name, env=off) for name in "bc"]
+    until(lambda: queued(repo) == 2, holder, *waiters)
+    (gated / "open").touch()
+    assert [finish(p)[0] for p in [holder, *waiters]] == [0, 0, 0]
+    assert pushes(gated) == 3 and offers(repo) == 0
+    once(remote.bare)
+
+
+def test_a_refusal_goes_back_to_its_waiter_only(remote: Remote, repo: Path, gated: Path) -> None:
+    (gated / "gate.1").touch()
+    assert names_on(remote.bare) == [] and start(repo, "x").wait() == 0
+    # the first waiter, whose own operation refuses, holds the batch
+    holder, waiters = queue_behind_holder(repo, gated, ["!x", "b", "!a", "c"], push=2)
+    (gated / "open").touch()
+    assert finish(holder)[0] == 0
+    results = [finish(p) for p in waiters]
+    assert [code for code, _out in results] == [4, 0, 4, 0]
+    assert results[0][1]["error"]["code"] == "conflict"  # type: ignore[index]
+    assert "x is already there" in results[0][1]["error"]["message"]  # type: ignore[index]
+    assert "a is already there" in results[2][1]["error"]["message"]  # type: ignore[index]
+    assert [out["result"]["name"] for _c, out in results[1::2]] == ["b", "c"]  # type: ignore[index]
+    assert sorted(names_on(remote.bare)) == ["a", "b", "c", "x"]
+    once(remote.bare)
+
+
+@pytest.mark.parametrize("phase", ["locked", "committed", "pushed"])
+def test_sigkill_of_the_batch_holder_lands_every_operation_once(
+    remote: Remote, repo: Path, gated: Path, phase: str
+) -> None:
+    holder, waiters = queue_behind_holder(repo, gated, ["b", "c", "d"], {"b": {"MICHI_FAULT": phase}})
+    (gated / "open").touch()
+    assert finish(holder)[0] == 0
+    killed, *rest = waiters
+    assert killed.wait(timeout=120) == -signal.SIGKILL
+    for proc, name in zip(rest, "cd", strict=True):
+        code, out = finish(proc)
+        assert code == 0, out
+        assert out["result"]["name"] == name  # type: ignore[index]
+    assert start(repo, "e").wait(timeout=120) == 0  # finishes whatever the killed holder left
+    assert sorted(names_on(remote.bare)) == ["a", "b", "c", "d", "e"]
+    once(remote.bare)
+    assert not (repo / ".git/michi/journal.json").exists()
+
+
+def test_sigkill_of_a_waiter_whose_operation_was_taken(remote: Remote, repo: Path, gated: Path) -> None:
+    holder, (batch, victim) = queue_behind_holder(repo, gated, ["b", "c"])
+    (gated / "gate.1").touch()
+    until(lambda: (gated / "reached.2").exists(), batch)  # b's push, carrying c, waits at the remote
+    assert offers(repo) == 0  # taken
+    victim.send_signal(signal.SIGKILL)
+    victim.wait()
+    (gated / "open").touch()
+    assert finish(holder)[0] == 0 and finish(batch)[0] == 0
+    assert start(repo, "d").wait(timeout=120) == 0
+    assert names_on(remote.bare) == ["a", "b", "c", "d"]
+    once(remote.bare)
+
+
+def test_a_taken_waiter_outwaits_its_deadline_an_untaken_one_gives_up(
+    remote: Remote, repo: Path, gated: Path
+) -> None:
+    short = {"MICHI_LOCK_WAIT": "1"}
+    holder, (batch, taken) = queue_behind_holder(repo, gated, ["b", "c"], {"c": short})
+    (gated / "gate.1").touch()
+    until(lambda: (gated / "reached.2").exists(), batch)
+    late = start(repo, "z", env={"MICHI_LOCK_WAIT": "0.5"})
+    assert late.wait(timeout=120) == 75  # never taken: it gives up and withdraws its offer
+    time.sleep(1.2)  # c's deadline passes while its operation waits at the remote in b's push
+    (gated / "open").touch()
+    assert finish(holder)[0] == 0 and finish(batch)[0] == 0
+    code, out = finish(taken)
+    assert code == 0 and out["result"]["name"] == "c"  # type: ignore[index]
+    assert names_on(remote.bare) == ["a", "b", "c"] and offers(repo) == 0
+    once(remote.bare)
+
+
+def test_concurrent_task_adds_each_get_their_own_task(remote: Remote, repo: Path) -> None:
+    assert run_michi(repo, "init").exit_code == 0
+    signals = remote.root / "signals"
+    gated_hook(remote.bare, signals)
+    first = spawn_michi(repo, "--json", "task", "add", "first")
+    until(lambda: (signals / "reached.1").exists(), first)
+    adds = []
+    for n in range(5):
+        adds.append(spawn_michi(repo, "--json", "task", "add", f"waiter {n}"))
+        until(lambda n=n: offers(repo) == n + 1, first, *adds)
+    (signals / "open").touch()
+    outs = [finish(p) for p in [first, *adds]]
+    assert [code for code, _o in outs] == [0] * 6
+    assert [o["description"] for _c, o in outs] == ["first"] + [f"waiter {n}" for n in range(5)]
+    assert sorted(int(o["id"]) for _c, o in outs) == [1, 2, 3, 4, 5, 6]  # type: ignore[call-overload]
+    assert all(o["transaction"]["pushed"] for _c, o in outs)  # type: ignore[index]
+    assert pushes(signals) == 2
+    listed = run_michi(repo, "--json", "task", "list").json()
+    assert sorted(t["description"] for t in listed) == sorted(o["description"] for _c, o in outs)
+    assert_exactly_once(remote.bare)
