@@ -4,7 +4,8 @@ michi: 8 concurrent workers, each running `michi task add` 10 times in the same 
 fresh process; the repo lock serialises the transactions). Baseline: the same 8 x 10 adds as the raw git
 sequence under `flock` in another clone of another remote (`flock` serialises them: the most a clone can
 do with plain git). Throughput = adds per second of wall time; goal: michi >= 0.8x the baseline. michi
-runs twice: in-process, and with `michi server` running (ADR 0016). The runs alternate
+runs in-process and with `michi server` running (ADR 0016), each with group commit (ADR 0017) and
+without it (`MICHI_GROUP_COMMIT=false`). The runs alternate
 (`MICHI_BENCH_AGENT_RUNS`, default 3) so machine load hits all alike.
 `MICHI_BENCH_AGENTS` / `MICHI_BENCH_ADDS` change the 8 and the 10.
 """
@@ -75,20 +76,38 @@ def main() -> None:
 
     here = {**env, "MICHI_SERVER": "off"}
     served = {**env, "MICHI_SERVER_DIR": str(root / "srv")}
-    rates: dict[str, list[float]] = {"raw": [], "michi": [], "served": []}
+    solo = {"MICHI_GROUP_COMMIT": "false"}
+    rates: dict[str, list[float]] = {
+        "raw": [],
+        "michi": [],
+        "served": [],
+        "michi_solo": [],
+        "served_solo": [],
+    }
     subprocess.run([*MICHI, "server", "start"], cwd=work, env=served, check=True, capture_output=True)
     try:
         for run in range(runs):
             rates["raw"].append(total / _swarm(agents, adds, raw_add(run), raw, env))
             rates["michi"].append(total / _swarm(agents, adds, michi_add(run), work, here))
             rates["served"].append(total / _swarm(agents, adds, michi_add(runs + run), work, served))
+            rates["michi_solo"].append(
+                total / _swarm(agents, adds, michi_add(2 * runs + run), work, {**here, **solo})
+            )
+            rates["served_solo"].append(
+                total / _swarm(agents, adds, michi_add(3 * runs + run), work, {**served, **solo})
+            )
     finally:
         subprocess.run([*MICHI, "server", "stop"], cwd=work, env=served, check=False, capture_output=True)
     print(interpreter_note())
     print(f"{agents} agents x {adds} adds on one clone, {runs} alternating runs (noisy on a busy machine)")
     raw_med = statistics.median(rates["raw"])
     print(f"raw git sequence, serial under flock  {raw_med:6.2f} adds/s  (runs: {_rates(rates['raw'])})")
-    for name, label in (("michi", "in-process"), ("served", "michi server running")):
+    for name, label in (
+        ("michi", "in-process"),
+        ("served", "michi server running"),
+        ("michi_solo", "in-process, no group"),
+        ("served_solo", "served, no group"),
+    ):
         med = statistics.median(rates[name])
         ratio = med / raw_med
         print(
@@ -99,7 +118,7 @@ def main() -> None:
         [*MICHI, "--json", "task", "list"], cwd=work, env=env, capture_output=True, text=True
     )
     landed = listed.stdout.count('"uuid"')
-    print(f"tasks after the michi runs: {landed} (expected {2 * total * runs})")
+    print(f"tasks after the michi runs: {landed} (expected {4 * total * runs})")
     print(f"(workdir {root.name}: removed by the OS temp cleaner)")
 
 
