@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
@@ -215,3 +217,49 @@ def test_concurrent_task_adds_each_get_their_own_task(remote: Remote, repo: Path
     listed = run_michi(repo, "--json", "task", "list").json()
     assert sorted(t["description"] for t in listed) == sorted(o["description"] for _c, o in outs)
     assert_exactly_once(remote.bare)
+
+
+@pytest.mark.slow
+def test_waves_of_adds_with_random_kills_land_each_at_most_once(remote: Remote, repo: Path) -> None:
+    """Waves of concurrent adds in one clone, some SIGKILLed at a fault point (as batch holders or alone)
+    or while they wait: an add that answered lands exactly once with the id it answered, a killed one
+    at most once, and no transaction is on two commits. The seed (`MICHI_STRESS_SEED`) fixes the choices,
+    not the timing."""
+    seed = int(os.environ.get("MICHI_STRESS_SEED") or random.randrange(1 << 30))
+    print(f"MICHI_STRESS_SEED={seed}")
+    rnd = random.Random(seed)
+    assert run_michi(repo, "init").exit_code == 0
+    answered: dict[str, int] = {}
+    killed: set[str] = set()
+    for wave in range(4):
+        procs: dict[str, subprocess.Popen[str]] = {}
+        for n in range(6):
+            label = f"w{wave}-{n}"
+            fault = rnd.choice([None] * 8 + ["locked", "committed", "pushing", "pushed", "local"])
+            procs[label] = spawn_michi(
+                repo, "--json", "task", "add", label, env={"MICHI_FAULT": fault} if fault else {}
+            )
+        victim = rnd.choice([*procs, None])
+        if victim is not None:
+            doomed = procs[victim]
+            until(lambda doomed=doomed: offers(repo) > 0 or doomed.poll() is not None)  # type: ignore[misc]
+            doomed.send_signal(signal.SIGKILL)
+        for label, proc in procs.items():
+            out, err = proc.communicate(timeout=120)
+            if proc.returncode == -signal.SIGKILL:
+                killed.add(label)
+            else:
+                assert proc.returncode == 0, (seed, label, out, err)
+                task = json.loads(out)
+                assert task["description"] == label, (seed, task)
+                answered[label] = int(task["id"])
+    assert run_michi(repo, "sync").exit_code == 0
+    assert not (repo / ".git/michi/journal.json").exists()
+    assert_exactly_once(remote.bare)
+    listed = run_michi(repo, "--json", "task", "list", "--no-fetch").json()
+    landed = Counter(t["description"] for t in listed)
+    assert all(n == 1 for n in landed.values()), (seed, landed)
+    ids = {t["description"]: t["id"] for t in listed}
+    assert {label: ids.get(label) for label in answered} == answered, seed
+    assert set(landed) <= set(answered) | killed, seed
+    print(f"{len(answered)} answered, {len(killed)} killed, {len(landed)} landed")
