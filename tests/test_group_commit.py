@@ -14,6 +14,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import Remote, git, run_michi, spawn_michi
@@ -69,7 +70,7 @@ def pushes(signals: Path) -> int:
     return count(signals, "") and len([n for n in os.listdir(signals) if n.startswith("reached.")])
 
 
-def finish(proc: subprocess.Popen[str]) -> tuple[int, dict[str, object]]:
+def finish(proc: subprocess.Popen[str]) -> tuple[int, Any]:
     out, err = proc.communicate(timeout=120)
     assert out, err
     return proc.returncode, json.loads(out)
@@ -108,7 +109,7 @@ def test_waiters_land_in_one_push_with_their_own_answers(remote: Remote, repo: P
     for proc, name in zip(waiters, "bcde", strict=True):
         code, out = finish(proc)
         assert code == 0, out
-        assert out["result"]["name"] == name and out["pushed"]  # type: ignore[index]
+        assert out["result"]["name"] == name and out["pushed"]
     assert pushes(gated) == 2  # the holder's own, then b's with c, d and e
     assert sorted(names_on(remote.bare)) == ["a", "b", "c", "d", "e"]
     once(remote.bare)
@@ -138,10 +139,10 @@ def test_a_refusal_goes_back_to_its_waiter_only(remote: Remote, repo: Path, gate
     assert finish(holder)[0] == 0
     results = [finish(p) for p in waiters]
     assert [code for code, _out in results] == [4, 0, 4, 0]
-    assert results[0][1]["error"]["code"] == "conflict"  # type: ignore[index]
-    assert "x is already there" in results[0][1]["error"]["message"]  # type: ignore[index]
-    assert "a is already there" in results[2][1]["error"]["message"]  # type: ignore[index]
-    assert [out["result"]["name"] for _c, out in results[1::2]] == ["b", "c"]  # type: ignore[index]
+    assert results[0][1]["error"]["code"] == "conflict"
+    assert "x is already there" in results[0][1]["error"]["message"]
+    assert "a is already there" in results[2][1]["error"]["message"]
+    assert [out["result"]["name"] for _c, out in results[1::2]] == ["b", "c"]
     assert sorted(names_on(remote.bare)) == ["a", "b", "c", "x"]
     once(remote.bare)
 
@@ -158,7 +159,7 @@ def test_sigkill_of_the_batch_holder_lands_every_operation_once(
     for proc, name in zip(rest, "cd", strict=True):
         code, out = finish(proc)
         assert code == 0, out
-        assert out["result"]["name"] == name  # type: ignore[index]
+        assert out["result"]["name"] == name
     assert start(repo, "e").wait(timeout=120) == 0  # finishes whatever the killed holder left
     assert sorted(names_on(remote.bare)) == ["a", "b", "c", "d", "e"]
     once(remote.bare)
@@ -192,7 +193,7 @@ def test_a_taken_waiter_outwaits_its_deadline_an_untaken_one_gives_up(
     (gated / "open").touch()
     assert finish(holder)[0] == 0 and finish(batch)[0] == 0
     code, out = finish(taken)
-    assert code == 0 and out["result"]["name"] == "c"  # type: ignore[index]
+    assert code == 0 and out["result"]["name"] == "c"
     assert names_on(remote.bare) == ["a", "b", "c"] and offers(repo) == 0
     once(remote.bare)
 
@@ -211,8 +212,8 @@ def test_concurrent_task_adds_each_get_their_own_task(remote: Remote, repo: Path
     outs = [finish(p) for p in [first, *adds]]
     assert [code for code, _o in outs] == [0] * 6
     assert [o["description"] for _c, o in outs] == ["first"] + [f"waiter {n}" for n in range(5)]
-    assert sorted(int(o["id"]) for _c, o in outs) == [1, 2, 3, 4, 5, 6]  # type: ignore[call-overload]
-    assert all(o["transaction"]["pushed"] for _c, o in outs)  # type: ignore[index]
+    assert sorted(int(o["id"]) for _c, o in outs) == [1, 2, 3, 4, 5, 6]
+    assert all(o["transaction"]["pushed"] for _c, o in outs)
     assert pushes(signals) == 2
     listed = run_michi(repo, "--json", "task", "list").json()
     assert sorted(t["description"] for t in listed) == sorted(o["description"] for _c, o in outs)
@@ -242,7 +243,7 @@ def test_waves_of_adds_with_random_kills_land_each_at_most_once(remote: Remote, 
         victim = rnd.choice([*procs, None])
         if victim is not None:
             doomed = procs[victim]
-            until(lambda doomed=doomed: offers(repo) > 0 or doomed.poll() is not None)  # type: ignore[misc]
+            until(lambda doomed=doomed: offers(repo) > 0 or doomed.poll() is not None)
             doomed.send_signal(signal.SIGKILL)
         for label, proc in procs.items():
             out, err = proc.communicate(timeout=120)
