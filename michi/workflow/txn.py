@@ -269,6 +269,8 @@ class Transaction:
                 leftover = [e for e in leftover if e is not own]
                 mine = [own.but(handed=None, result=None)]
             self.adopted = own or mine[0]
+            # Its push may have landed: until the remote says, it must stay journaled (as `push_unknown`).
+            self.keep_entry = own is not None and own.state == PUSHING
         handed = group.take(state_dir, self._group_target(), tracking) if self.grouping else []
         journal.save(leftover + mine + handed)
         faults.point("locked")
@@ -298,14 +300,27 @@ class Transaction:
         assert self.target.remote and self.target.remote_ref
         old_remote = git.ref_oid(self.git, self.target.remote_ref)
         base, fetched = old_remote, False
-        if fetch or leftover or base is None or self.adopted is not None:
-            base, fetched = self._fetch(), True
         known: Any = None  # our adopted operation's result, when a dead holder's push had landed it
         if self.adopted is not None:
+            try:
+                base, fetched = self._fetch(), True
+            except MichiError as exc:
+                if not self.keep_entry:
+                    raise
+                raise GitFailed(
+                    f"a michi that took this operation over was killed while pushing it, and the remote "
+                    f"cannot be asked whether it landed ({exc.message})",
+                    code="push_unknown",
+                    hint="do not repeat the command: the next michi command (e.g. `michi sync`) checks the "
+                    "remote and finishes this operation exactly once",
+                ) from None
             found = recovery.landed(self.git, base, mine)
+            self.keep_entry = False
             if found:
                 known = self._kept_result(self.adopted, found[self.adopted.txn])
                 leftover, mine = leftover + mine, []
+        elif fetch or leftover or base is None:
+            base, fetched = self._fetch(), True
         if rescue:
             local = git.ref_oid(self.git, self.target.local_ref)
             self.stranded = stranded.find(self.git, local, base, {e.txn for e in leftover})
