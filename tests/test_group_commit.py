@@ -166,13 +166,20 @@ def test_sigkill_of_the_batch_holder_lands_every_operation_once(
     assert not (repo / ".git/michi/journal.json").exists()
 
 
-def test_sigkill_of_a_waiter_whose_operation_was_taken(remote: Remote, repo: Path, gated: Path) -> None:
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT])
+def test_a_waiter_killed_or_interrupted_after_its_operation_was_taken(
+    remote: Remote, repo: Path, gated: Path, sig: signal.Signals
+) -> None:
     holder, (batch, victim) = queue_behind_holder(repo, gated, ["b", "c"])
     (gated / "gate.1").touch()
     until(lambda: (gated / "reached.2").exists(), batch)  # b's push, carrying c, waits at the remote
     assert offers(repo) == 0  # taken
-    victim.send_signal(signal.SIGKILL)
-    victim.wait()
+    victim.send_signal(sig)
+    if sig == signal.SIGINT:  # it says so: repeating the command would add c twice
+        code, out = finish(victim)
+        assert code == 130 and "do not repeat" in out["error"]["hint"], out
+    else:
+        victim.wait()
     (gated / "open").touch()
     assert finish(holder)[0] == 0 and finish(batch)[0] == 0
     assert start(repo, "d").wait(timeout=120) == 0

@@ -43,6 +43,7 @@ class Offer:
         self.target = target
         self.stem = f"{time.monotonic_ns():020d}.{entry.txn}"
         self.posted = False
+        self.settled = False  # we hold the lock: whatever became of the offer, the operation is ours
 
     def _path(self, suffix: str) -> Path:
         return self.folder / (self.stem + suffix)
@@ -78,6 +79,7 @@ class Offer:
     def settle(self) -> str:
         """Under the lock: FRESH (nobody took it: run it as usual), ANSWERED, or TAKEN_STATE (taken by a
         holder that gave no answer: it died or failed; the journal, or nothing, holds the operation)."""
+        self.settled = True
         if self.withdraw():
             return FRESH
         return ANSWERED if self.answered() else TAKEN_STATE

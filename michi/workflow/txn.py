@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from michi import git
-from michi.errors import GitFailed, MichiError, RemoteUnreachable, RepoBusy
+from michi.errors import GitFailed, Interrupted, MichiError, RemoteUnreachable, RepoBusy
 from michi.host import hostname
 from michi.unique import uuid4_hex
 from michi.workflow import faults, group, orphans, recovery, stranded
@@ -221,6 +221,13 @@ class Transaction:
                     released = time.monotonic()
             except Answered:
                 locked = released = time.monotonic()
+            except (KeyboardInterrupt, Interrupted):
+                if offer is None or offer.settled or offer.withdraw():
+                    raise
+                raise Interrupted(
+                    "interrupted while the lock's holder was already making this change",
+                    hint="do not repeat the command: the change lands anyway (`michi task list` shows it)",
+                ) from None
             if outcome is None:  # a holder did our operation (ADR 0017): its answer is ours
                 assert offer is not None
                 outcome = offer.outcome()
