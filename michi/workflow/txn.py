@@ -221,8 +221,12 @@ class Transaction:
                     released = time.monotonic()
             except Answered:
                 locked = released = time.monotonic()
-            except (KeyboardInterrupt, Interrupted):
+            except BaseException as exc:
+                # An offer nobody took must not outlive us (a later holder would apply it after we
+                # failed); one that was taken lands anyway, which an interrupted caller must be told.
                 if offer is None or offer.settled or offer.withdraw():
+                    raise
+                if not isinstance(exc, KeyboardInterrupt | Interrupted):
                     raise
                 raise Interrupted(
                     "interrupted while the lock's holder was already making this change",
@@ -425,7 +429,7 @@ class Transaction:
             outcome = TxnOutcome(
                 result=result,
                 commit=commit if pushed or entry.txn in self.landed_at else None,
-                pushed=pushed,
+                pushed=pushed or entry.txn in self.landed_at,
                 branch=self.target.branch,
                 remote=self.target.remote,
                 attempts=attempts,
