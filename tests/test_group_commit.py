@@ -84,13 +84,14 @@ def queue_behind_holder(
     push: int = 1,
 ) -> tuple[subprocess.Popen[str], list[subprocess.Popen[str]]]:
     """A holder adding `a` whose push (number `push`) waits at the remote, then one waiter per name,
-    queued in order (`!name`: refuse when the name is there already)."""
+    queued in order (`!name`: refuse when the name is there already; `?name`: write outside michi's
+    files, which the engine refuses)."""
     holder = start(repo, "a")
     until(lambda: (signals / f"reached.{push}").exists(), holder)
     waiters: list[subprocess.Popen[str]] = []
     for n, name in enumerate(names, 1):
-        flags = ["--refuse"] if name.startswith("!") else []
-        waiters.append(start(repo, name.lstrip("!"), *flags, env=(envs or {}).get(name)))
+        flags = {"!": ["--refuse"], "?": ["--stray"]}.get(name[0], [])
+        waiters.append(start(repo, name.lstrip("!?"), *flags, env=(envs or {}).get(name)))
         until(lambda n=n: offers(repo) == n and queued(repo) == n, holder, *waiters)
     return holder, waiters
 
@@ -134,11 +135,12 @@ def test_a_refusal_goes_back_to_its_waiter_only(remote: Remote, repo: Path, gate
     (gated / "gate.1").touch()
     assert names_on(remote.bare) == [] and start(repo, "x").wait() == 0
     # the first waiter, whose own operation refuses, holds the batch
-    holder, waiters = queue_behind_holder(repo, gated, ["!x", "b", "!a", "c"], push=2)
+    holder, waiters = queue_behind_holder(repo, gated, ["!x", "b", "!a", "c", "?s"], push=2)
     (gated / "open").touch()
     assert finish(holder)[0] == 0
     results = [finish(p) for p in waiters]
-    assert [code for code, _out in results] == [4, 0, 4, 0]
+    assert [code for code, _out in results] == [4, 0, 4, 0, 1]
+    assert "not a file of michi's" in results[4][1]["error"]["message"]
     assert results[0][1]["error"]["code"] == "conflict"
     assert "x is already there" in results[0][1]["error"]["message"]
     assert "a is already there" in results[2][1]["error"]["message"]

@@ -30,8 +30,9 @@ def main(argv: list[str]) -> int:
         if "--sync" in argv:
             outcome = sync(req)
         else:
+            apply = "txnkit:stray" if "--stray" in argv else "txnkit:append"
             outcome = run_transaction(
-                req, Mutation("txnkit:append", {"name": argv[1], "refuse_if_present": "--refuse" in argv})
+                req, Mutation(apply, {"name": argv[1], "refuse_if_present": "--refuse" in argv})
             )
     except MichiError as exc:
         print(json.dumps(exc.to_json()))

@@ -35,6 +35,11 @@ def append(tree: TaskTree, params: Mapping[str, Any], ctx: ApplyContext) -> Chan
     )
 
 
+def stray(tree: TaskTree, params: Mapping[str, Any], ctx: ApplyContext) -> Change:
+    """A change outside michi's own files, which the engine must refuse (a bug in an apply function)."""
+    return Change(subject="stray", writes={"README.md": b"overwritten\n"})
+
+
 def noop(tree: TaskTree, params: Mapping[str, Any], ctx: ApplyContext) -> Change:
     return Change(subject="nothing", result={"seen": tree.commit})
 

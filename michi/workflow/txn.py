@@ -155,13 +155,14 @@ class Transaction:
             )
             try:
                 change = entry.mutation.resolve()(GitTaskTree(self.git, tip), entry.mutation.params, ctx)
+                # A change the tree editor refuses (not michi's path) is that operation's refusal alone.
+                built_tip = self._commit(tip, change, entry) if not change.empty else tip
             except MichiError as exc:
                 errors[entry.txn] = exc
                 if entry in leftover:
                     report.refuse(entry, exc.code, exc.message)
                 continue
-            if not change.empty:
-                tip = self._commit(tip, change, entry)
+            tip = built_tip
             if entry in leftover:
                 report.compare_ids(entry, dict(change.ids))
             kept = change.result if entry.handed else None  # the answer, should the holder die (ADR 0017)
