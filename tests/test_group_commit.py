@@ -273,3 +273,25 @@ def test_waves_of_adds_with_random_kills_land_each_at_most_once(remote: Remote, 
     assert {label: ids.get(label) for label in answered} == answered, seed
     assert set(landed) <= set(answered) | killed, seed
     print(f"{len(answered)} answered, {len(killed)} killed, {len(landed)} landed")
+
+
+def test_concurrent_claims_in_one_batch_take_distinct_tasks(remote: Remote, repo: Path) -> None:
+    assert run_michi(repo, "init").exit_code == 0
+    for n in range(4):
+        assert run_michi(repo, "task", "add", f"job {n}").exit_code == 0
+    signals = remote.root / "signals"
+    gated_hook(remote.bare, signals)
+    first = spawn_michi(repo, "--json", "task", "add", "first")
+    until(lambda: (signals / "reached.1").exists(), first)
+    claims = []
+    for n in range(4):
+        claims.append(spawn_michi(repo, "--json", "--agent", f"agent-{n}", "task", "next", "--claim"))
+        until(lambda n=n: offers(repo) == n + 1, first, *claims)
+    (signals / "open").touch()
+    assert finish(first)[0] == 0
+    outs = [finish(p) for p in claims]
+    assert [code for code, _o in outs] == [0] * 4, outs
+    assert [o["assignee"] for _c, o in outs] == [f"agent-{n}" for n in range(4)]
+    assert sorted(o["description"] for _c, o in outs) == [f"job {n}" for n in range(4)]
+    assert pushes(signals) == 2
+    assert_exactly_once(remote.bare)
