@@ -1,0 +1,313 @@
+"""The ranking of ready tasks that `next` and `next --claim` pick from, kept in the read cache (ADR 0015).
+
+`.git/michi/task-rank.v1` (CRC-checked, keyed by the tree it describes) holds one small *node* per task
+file (what readiness and urgency need), the reverse dependencies, and the tasks that were ready at the
+moment `made`, sorted by their urgency at that moment. A new tree is brought in by its diff: only the
+changed files and their dependency neighbours are re-scored, as the index is (`michi.tasks.index`).
+
+The clock: every urgency term only grows with time (age until its cap, the due ramp; `scheduled` is
+constant for a ready task), and time alone only makes tasks ready (a `wait` or `scheduled` date passing,
+a claim expiring), never unready. So the ready tasks at `now` are those ready at `made` plus the
+*events* (tasks whose time comes between `made` and `now`), and a task scores at most `made`'s score plus
+`SLOPE * (now - made)`. Tasks whose score cannot move (age capped, no due date) are kept apart: the first
+of them is the best of them. The others are scanned from the top until no later one can catch up. A
+ranking older than `STALE` seconds, or from a later clock, is re-scored whole.
+"""
+
+from __future__ import annotations
+
+from bisect import insort
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from michi.tasks import serialization, urgency
+from michi.tasks.domains import domain_of
+from michi.tasks.errors import CorruptTask
+from michi.tasks.index import for_tree as index_for_tree
+from michi.tasks.index import load_checked, parsed, save_checked
+from michi.tasks.model import Task, is_tw_date, parse_tw_date
+
+if TYPE_CHECKING:
+    from michi.workflow.mutation import TaskTree
+
+RANK_NAME = "task-rank.v1"
+FORMAT = "rank/1"
+STALE = 600.0
+# The most any ready task's urgency can gain per second: the age and due ramps' slopes.
+SLOPE = (urgency.AGE / urgency.AGE_MAX_DAYS + urgency.DUE * 0.8 / 21.0) / urgency.DAY
+ROUNDING = 0.002  # urgency is rounded to three decimals; tiny float steps hide in this
+
+# A node: (path, parses, id, entry, candidate, ready_at, terms, terms when blocking, depends, open, closed).
+# `candidate`: pending and todo, or in_progress with an assignee (ready once its claim expires);
+# `ready_at`: when its wait, scheduled date and claim let it be ready (-inf: already).
+Node = tuple[str, bool, int, str, bool, float, urgency.Terms, urgency.Terms, tuple[str, ...], bool, bool]
+# A ranked task: (-urgency at `made`, entry, id, uuid): sorted ascending is most urgent first.
+Ranked = tuple[float, str, int, str]
+NEVER = float("inf")
+
+
+def uuid_of(path: str) -> str:
+    return path.rsplit("/", 1)[-1][:-5]
+
+
+def node_of(path: str, task: Task | None) -> Node:
+    if task is None:
+        return (path, False, 0, "", False, NEVER, urgency.ZERO, urgency.ZERO, (), False, False)
+    ready_at = -NEVER
+    for key in ("wait", "scheduled"):  # as query.deferred reads them
+        value = task.extra.get(key)
+        if isinstance(value, str) and is_tw_date(value):
+            ready_at = max(ready_at, parse_tw_date(value))
+    candidate = task.status == "pending" and task.state == "todo"
+    if task.status == "pending" and task.state == "in_progress" and task.assignee:
+        expires = task.claim_expires_at
+        candidate = expires is not None  # a claim without expiry never lets go
+        ready_at = max(ready_at, expires if expires is not None else NEVER)
+    record = serialization.to_record(task)
+    return (
+        path,
+        True,
+        task.id,
+        task.entry,
+        candidate,
+        ready_at,
+        urgency.terms(record),
+        urgency.terms(record, blocking=True),
+        tuple(task.depends),
+        task.state in ("todo", "in_progress", "review") and task.status in ("pending", "waiting"),
+        task.state in ("done", "deleted"),
+    )
+
+
+class Unusable(Exception):
+    """The ranking cannot answer (two task files share a uuid, or it was found wrong): the caller ranks
+    the tree whole with `query.ready_order`."""
+
+
+class Ranking:
+    def __init__(self, tree: str, made: float, nodes: dict[str, Node], rdeps: dict[str, set[str]]) -> None:
+        self.tree, self.made, self.nodes, self.rdeps = tree, made, nodes, rdeps
+        # domain -> (tasks whose score cannot move, the others), each sorted; then (time, uuid) events
+        self.lists: dict[str, tuple[list[Ranked], list[Ranked]]] = {}
+        self.events: list[tuple[float, str]] = []
+
+    # -- readiness and score, as query.is_ready and query.ready_order decide them --
+    def blocking(self, uuid: str) -> bool:
+        nodes = self.nodes
+        return any(d in nodes and nodes[d][9] for d in self.rdeps.get(uuid, ()))
+
+    def _deps_done(self, node: Node) -> bool:
+        nodes = self.nodes
+        return all(d in nodes and nodes[d][1] and nodes[d][10] for d in node[8])
+
+    def _terms(self, uuid: str, node: Node) -> urgency.Terms:
+        return node[7] if self.blocking(uuid) else node[6]
+
+    def _place(self, uuid: str) -> None:
+        """Put one task where it belongs at `made` (a ranked list, the events, or nowhere)."""
+        node = self.nodes.get(uuid)
+        if node is None or not node[1] or not node[4] or not self._deps_done(node):
+            return
+        terms = self._terms(uuid, node)
+        if node[5] > self.made:
+            insort(self.events, (node[5], uuid))
+            return
+        if terms[3] is not None and terms[3] > self.made:  # a scheduled date read by one reader only
+            insort(self.events, (terms[3], uuid))
+        entry, due = terms[1], terms[2]  # an unreadable entry is +inf: no age, ever
+        moving = due is not None or (
+            entry is not None and (self.made - entry) / urgency.DAY < urgency.AGE_MAX_DAYS
+        )
+        pair = self.lists.setdefault(domain_of(node[0]), ([], []))
+        score = urgency.at(terms, self.made)
+        insort(pair[1] if moving else pair[0], (-score, node[3], node[2], uuid))
+
+    def arrange(self, now: float) -> None:
+        """Every list and event anew, at `now`."""
+        self.made, self.lists, self.events = now, {}, []
+        for uuid in self.nodes:
+            self._place(uuid)
+
+    def forget(self, uuids: set[str]) -> None:
+        for pair in self.lists.values():
+            for ranked in pair:
+                if any(r[3] in uuids for r in ranked):
+                    ranked[:] = [r for r in ranked if r[3] not in uuids]
+        self.events = [e for e in self.events if e[1] not in uuids]
+
+    # -- bringing a new tree in by its diff --
+    def advance(self, tree: TaskTree) -> None:
+        assert tree.tree_oid is not None
+        delta = tree.changed_task_files(self.tree)
+        records = parsed(tree, {p: oid for p, oid in delta.items() if oid is not None})
+        touched: set[str] = set()
+        for path, oid in sorted(delta.items(), key=lambda po: po[1] is not None):  # removals first
+            uuid = uuid_of(path)
+            old = self.nodes.get(uuid)
+            if old is not None and old[0] != path and oid is not None:
+                raise Unusable(uuid)
+            if old is not None and old[0] == path:
+                touched.update(old[8])
+                self._unlink(uuid, old)
+                del self.nodes[uuid]
+            if oid is not None:
+                record = records[path][0]
+                node = node_of(path, None if record is None else serialization.from_trusted(record))
+                self.nodes[uuid] = node
+                touched.update(node[8])
+                for dep in node[8]:
+                    self.rdeps.setdefault(dep, set()).add(uuid)
+            touched.add(uuid)
+            touched.update(self.rdeps.get(uuid, ()))
+        self.tree = tree.tree_oid
+        self.forget(touched)
+        for uuid in touched:
+            self._place(uuid)
+
+    def _unlink(self, uuid: str, node: Node) -> None:
+        for dep in node[8]:
+            users = self.rdeps.get(dep)
+            if users is not None:
+                users.discard(uuid)
+                if not users:
+                    del self.rdeps[dep]
+
+    # -- the answer --
+    def best(self, domain: str | None, now: float) -> tuple[str, float] | None:
+        """(path, urgency) of the most urgent ready task at `now`, ties to the oldest, then the lowest id."""
+        if now < self.made or now - self.made > STALE:
+            self.arrange(now)
+        reach = SLOPE * (now - self.made) + ROUNDING
+        best: tuple[float, str, int, str] | None = None
+        pairs = self.lists.values() if domain is None else [self.lists.get(domain, ([], []))]
+        for fixed, moving in pairs:
+            if fixed:
+                best = min(best, fixed[0]) if best is not None else fixed[0]
+            for neg, _entry, _id, uuid in moving:
+                if best is not None and -neg + reach < -best[0]:
+                    break
+                best = self._better(best, uuid, now)
+        for when, uuid in self.events:
+            if when > now:
+                break
+            node = self.nodes[uuid]
+            if (domain is None or domain_of(node[0]) == domain) and self._ready(node, now):
+                best = self._better(best, uuid, now)
+        return None if best is None else (self.nodes[best[3]][0], -best[0])
+
+    def _ready(self, node: Node, now: float) -> bool:
+        return node[1] and node[4] and node[5] <= now and self._deps_done(node)
+
+    def _better(self, best: Ranked | None, uuid: str, now: float) -> Ranked:
+        node = self.nodes[uuid]
+        mine = (-urgency.at(self._terms(uuid, node), now), node[3], node[2], uuid)
+        return mine if best is None or mine < best else best
+
+    # -- the cache file --
+    def dump(self) -> Any:
+        rdeps = {u: sorted(users) for u, users in self.rdeps.items()}
+        return (FORMAT, self.tree, self.made, self.nodes, rdeps, self.lists, self.events)
+
+    @classmethod
+    def undump(cls, data: Any) -> Ranking | None:
+        try:
+            fmt, tree, made, nodes, rdeps, lists, events = data
+            if fmt != FORMAT or not isinstance(tree, str) or not isinstance(nodes, dict):
+                return None
+            ranking = cls(tree, float(made), nodes, {u: set(users) for u, users in rdeps.items()})
+            ranking.lists, ranking.events = lists, events
+            return ranking
+        except (TypeError, ValueError, AttributeError):
+            return None
+
+
+def build(tree: TaskTree, state_dir: Path, now: float) -> Ranking:
+    """From the full index (a cold start, or a cache that cannot be believed)."""
+    index = index_for_tree(tree, state_dir)
+    nodes: dict[str, Node] = {}
+    rdeps: dict[str, set[str]] = {}
+    for path, entry in index.entries.items():
+        uuid = uuid_of(path)
+        if uuid in nodes:
+            raise Unusable(uuid)
+        task = serialization.from_trusted(entry[1]) if entry[1] is not None else None
+        nodes[uuid] = node = node_of(path, task)
+        for dep in node[8]:
+            rdeps.setdefault(dep, set()).add(uuid)
+    assert tree.tree_oid is not None
+    ranking = Ranking(tree.tree_oid, now, nodes, rdeps)
+    ranking.arrange(now)
+    return ranking
+
+
+# The ranking this process last had, by state dir: inside the lock only the fresh commit's diff is applied.
+_last: dict[Path, Ranking] = {}
+
+
+def for_tree(tree: TaskTree, state_dir: Path, now: float, save: bool = True) -> Ranking | None:
+    """The ranking of `tree`'s tasks, or None when it cannot be kept (two files share a uuid)."""
+    if tree.tree_oid is None:
+        return None
+    ranking = _last.pop(state_dir, None)
+    changed = False
+    if ranking is None:
+        ranking = Ranking.undump(load_checked(state_dir, RANK_NAME))
+    try:
+        if ranking is not None and ranking.tree != tree.tree_oid:
+            try:
+                ranking.advance(tree)
+                changed = True
+            except Unusable:
+                raise
+            except Exception:  # the cached tree is gone (gc) or unreadable: build it whole
+                ranking = None
+        if ranking is None:
+            ranking, changed = build(tree, state_dir, now), True
+    except Unusable:
+        return None
+    if now < ranking.made or now - ranking.made > STALE:
+        ranking.arrange(now)
+        changed = True
+    if save and changed:
+        save_checked(state_dir, RANK_NAME, ranking.dump())
+    _last[state_dir] = ranking
+    return ranking
+
+
+def pick(
+    tree: TaskTree, state_dir: Path, domain: str | None, now: float, save: bool
+) -> tuple[str, Task, float] | None:
+    """(path, task, urgency) of the most urgent ready task of `tree` at `now`, None when no task is ready.
+    The chosen file is read back and must be what the ranking holds for it; when it is not (a cache damaged
+    past its checksum), or the ranking cannot be kept, `Unusable` says: rank the tree whole."""
+    rank = for_tree(tree, state_dir, now, save)
+    if rank is None:
+        raise Unusable("no ranking")
+    picked = rank.best(domain, now)
+    if picked is None:
+        return None
+    path, score = picked
+    data = tree.read(path)
+    try:
+        task = serialization.loads(data, path) if data is not None else None
+    except CorruptTask:
+        task = None
+    if task is None or node_of(path, task) != rank.nodes.get(uuid_of(path)):
+        forget_cache(state_dir)  # it lied: never believed again
+        raise Unusable(path)
+    return path, task, score
+
+
+def forget_cache(state_dir: Path) -> None:
+    """A ranking found wrong is dropped from memory and disk: the next call builds it from the files."""
+    _last.pop(state_dir, None)
+    (state_dir / RANK_NAME).unlink(missing_ok=True)
+
+
+def ranked_paths(ranking: Ranking, domain: str | None) -> Iterable[str]:
+    """Every ranked path of `domain` (tests)."""
+    for key, (fixed, moving) in ranking.lists.items():
+        if domain is None or key == domain:
+            for r in (*fixed, *moving):
+                yield ranking.nodes[r[3]][0]
