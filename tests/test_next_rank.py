@@ -15,6 +15,7 @@ from michi.tasks import ranking, serialization
 from michi.tasks.index import Index, load_checked, save_checked
 from michi.tasks.model import Task, tw_date
 from michi.tasks.query import ready_order
+from tests.conftest import run_michi
 from tests.test_task_units import T0, FakeTree
 
 YEAR = 365 * 86400.0
@@ -190,3 +191,22 @@ def test_a_task_no_longer_depended_on_stops_blocking(tmp_path: Path) -> None:
     assert _picked(tree, tmp_path, None, T0) == (_path(1), 16.0)
     _write(tree, 2, entry=old)
     assert _picked(tree, tmp_path, None, T0) == _expected(tree, None, T0) == (_path(3), 9.9)
+
+
+def test_next_claim_in_another_process_sees_what_another_clone_did_after_the_ranking(cli, remote) -> None:
+    dev = remote.clone("dev")
+    cli(dev, "init")
+    cli(dev, "task", "add", "low", "-p", "L")
+    cli(dev, "task", "add", "middle", "-p", "M")
+    agent = remote.clone("agent")
+    got = run_michi(agent, "--agent", "a", "task", "next", "--json")
+    assert got.exit_code == 0 and got.json()["description"] == "middle"
+    assert (agent / ".git" / "michi" / ranking.RANK_NAME).exists()  # the ranking is cached
+    cli(dev, "task", "add", "urgent", "-p", "H")  # another clone, after that ranking
+    cli(dev, "task", "delete", "2")
+    got = run_michi(agent, "--agent", "a", "task", "next", "--claim", "--json")
+    assert got.exit_code == 0 and got.json()["description"] == "urgent"
+    got = run_michi(agent, "--agent", "a", "task", "next", "--claim", "--json")
+    assert got.exit_code == 0 and got.json()["description"] == "low"  # not the deleted one
+    got = run_michi(agent, "--agent", "a", "task", "next", "--claim", "--json")
+    assert got.exit_code != 0 and got.json()["error"]["code"] == "no_ready_task"
