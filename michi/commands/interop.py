@@ -4,6 +4,7 @@ michi changed after the data was exported is a conflict, left alone unless `--fo
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
@@ -39,6 +40,8 @@ def export(session: Session, *, every_domain: bool, domain: str | None, fetch: b
     return Export([taskwarrior.export_record(t, domains.domain_of(p)) for p, t in found])
 
 
+# ensure_ascii: a lone surrogate the export spelled as an escape stays one (and the line stays bytes)
+_LINE = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"))
 IMPORT_CHUNK = 10_000  # tasks per import commit: 50,000 tasks land as 5 commits (ADR 0015)
 
 
@@ -58,18 +61,21 @@ def import_file(
     from michi.workflow import Mutation
 
     where = domains.resolve(session.repo.worktree, session.cwd, domain)
-    with _opened(session, source) as stream:
-        # The whole file is checked before anything lands, as when it was read at once; both passes hold
-        # one block and one chunk of tasks, never the file (ADR 0015).
-        for _chunk in _chunks(_records(stream, session.repo.worktree, where)):
-            pass
-        stream.seek(0)
+    with _opened(session, source) as stream, tempfile.TemporaryFile() as checked:
+        # The whole file is checked before anything lands, as when it was read at once. Each task, once
+        # normalised, is kept on disk as one line of compact JSON, which the second pass reads back with
+        # json's C decoder instead of parsing and normalising the export again; both passes hold one
+        # block and one chunk of tasks, never the file (ADR 0015).
+        encode = _LINE.encode
+        for item in _records(stream, session.repo.worktree, where):
+            checked.write(encode(item).encode("ascii") + b"\n")
+        checked.seek(0)
         # A handful of commits, one transaction each (ADR 0015): each journal entry and commit stays
         # bounded, and a repeated import after a failure skips what already landed (matched by uuid).
         merged: dict[str, list[Any]] = {}
         results: list[Any] = []
         txn: dict[str, Any] = {}
-        for chunk in _chunks(_records(stream, session.repo.worktree, where)):
+        for chunk in _chunks(json.loads(line) for line in checked):
             params = {"records": chunk, "force": force}
             outcome = task_common.transact(
                 session, Mutation("michi.tasks.create:import_tasks", params), wait, offline
