@@ -125,7 +125,8 @@ def transact(session: Session, mutation: Mutation, wait: float | None, offline: 
         ranking.for_tree(snapshot, session.repo.state_dir, time.time())  # inside the lock: the diff only
     elif mutation.apply in _READS_ALL:
         index = for_tree(read_snapshot(session.repo, session.config), session.repo.state_dir)
-        index.tasks  # noqa: B018
+        if mutation.apply == "michi.tasks.pool:reap":  # import builds a Task only for a file it changes
+            index.tasks  # noqa: B018
     req = TxnRequest(
         repo=session.repo,
         config=session.with_overrides(lock_wait=wait),

@@ -119,7 +119,9 @@ def import_tasks(tree: TaskTree, params: Mapping[str, Any], ctx: ApplyContext) -
         if path is not None and path in index.problems:
             report["problems"].append({"path": path, "problem": index.problems[path]})
             continue
-        old = index.tasks.get(path) if path else None
+        # A Task only for a file the import would change: index.tasks would build one per task in the tree
+        entry = index.entries.get(path) if path else None
+        old = serialization.from_trusted(entry[1]) if entry is not None and entry[1] is not None else None
         imported_version = record.get("michi_version")
         if old is not None:
             taskwarrior.settle(record, old)
