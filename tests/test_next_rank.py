@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from michi.tasks import ranking, serialization
+from michi.tasks import rank_cache, serialization
 from michi.tasks.index import Index, load_checked, save_checked
 from michi.tasks.model import Task, tw_date
 from michi.tasks.query import ready_order
@@ -75,7 +75,7 @@ def _expected(tree: FakeTree, domain: str | None, now: float) -> tuple[str, floa
 
 
 def _picked(tree: FakeTree, state: Path, domain: str | None, now: float) -> tuple[str, float] | None:
-    got = ranking.pick(tree, state, domain, now, save=True)
+    got = rank_cache.pick(tree, state, domain, now, save=True)
     return None if got is None else (got[0], got[2])
 
 
@@ -89,7 +89,7 @@ def test_the_ranking_equals_ranking_the_whole_tree_after_any_change_and_any_time
     for _ in range(40):
         made += 1
         _random_task(rng, tree, made, now, made)
-    ranking._last.clear()
+    rank_cache._last.clear()
     for _step in range(12):
         for _ in range(rng.randint(0, 5)):  # what this or other clones did meanwhile
             roll = rng.random()
@@ -105,7 +105,7 @@ def test_the_ranking_equals_ranking_the_whole_tree_after_any_change_and_any_time
                 tree.files[_path(n, _domain(n))] = b"{not json"
         now += rng.choice([0, 1, 35, 500, 1000, 4000, -50])
         if rng.random() < 0.3:
-            ranking._last.clear()  # a new process: from the cache file
+            rank_cache._last.clear()  # a new process: from the cache file
         for domain in (None, ".", "api"):
             assert _picked(tree, tmp_path, domain, now) == _expected(tree, domain, now)
 
@@ -115,7 +115,7 @@ def test_ties_among_many_equal_tasks_go_to_the_lowest_id_without_scanning_them(t
     for n in range(1, 200):
         _write(tree, n, priority="H", entry=tw_date(T0 - 2 * YEAR))
     assert _picked(tree, tmp_path, None, T0) == (_path(1), 8.0)
-    rank = ranking.for_tree(tree, tmp_path, T0)
+    rank = rank_cache.for_tree(tree, tmp_path, T0)
     assert rank is not None and len(rank.lists["."][0]) == 199  # all of them in the list that never moves
     _write(tree, 1, priority="H", entry=tw_date(T0 - 2 * YEAR), status="completed", state="done")
     assert _picked(tree, tmp_path, None, T0 + 5) == (_path(2), 8.0)
@@ -126,29 +126,29 @@ def test_a_damaged_cache_is_never_believed(tmp_path: Path) -> None:
     _write(tree, 1, priority="L")
     _write(tree, 2, priority="H")
     assert _picked(tree, tmp_path, None, T0) == (_path(2), 6.0)
-    ranking._last.clear()
-    cache = tmp_path / ranking.RANK_NAME
+    rank_cache._last.clear()
+    cache = tmp_path / rank_cache.RANK_NAME
     raw = bytearray(cache.read_bytes())
     raw[len(raw) // 2] ^= 0xFF
     cache.write_bytes(bytes(raw))
     _write(tree, 3, priority="M")
     assert _picked(tree, tmp_path, None, T0) == (_path(2), 6.0)
-    assert load_checked(tmp_path, ranking.RANK_NAME) is not None  # rewritten from the files
+    assert load_checked(tmp_path, rank_cache.RANK_NAME) is not None  # rewritten from the files
 
 
 def test_a_cache_that_lies_past_its_checksum_is_dropped(tmp_path: Path) -> None:
     tree = FakeTree()
     _write(tree, 1, priority="L")
     _write(tree, 2, priority="H")
-    rank = ranking.for_tree(tree, tmp_path, T0)
+    rank = rank_cache.for_tree(tree, tmp_path, T0)
     assert rank is not None
     _write(tree, 2, priority="H", status="completed", state="done")  # done behind the cache's back
     rank.tree = tree.tree_oid or ""  # ... and the cache claims to describe that tree
-    save_checked(tmp_path, ranking.RANK_NAME, rank.dump())
-    ranking._last.clear()
-    with pytest.raises(ranking.Unusable):
-        ranking.pick(tree, tmp_path, None, T0, save=True)
-    assert not (tmp_path / ranking.RANK_NAME).exists()
+    save_checked(tmp_path, rank_cache.RANK_NAME, rank.dump())
+    rank_cache._last.clear()
+    with pytest.raises(rank_cache.Unusable):
+        rank_cache.pick(tree, tmp_path, None, T0, save=True)
+    assert not (tmp_path / rank_cache.RANK_NAME).exists()
     assert _picked(tree, tmp_path, None, T0) == (_path(1), 1.8)
 
 
@@ -166,8 +166,8 @@ def test_two_files_with_one_uuid_are_ranked_whole(tmp_path: Path) -> None:
     tree = FakeTree()
     _write(tree, 1, priority="L")
     _write(tree, 1, "api", priority="H")
-    with pytest.raises(ranking.Unusable):
-        ranking.pick(tree, tmp_path, None, T0, save=True)
+    with pytest.raises(rank_cache.Unusable):
+        rank_cache.pick(tree, tmp_path, None, T0, save=True)
 
 
 def test_a_task_whose_due_date_nears_overtakes_one_that_does_not_move(tmp_path: Path) -> None:
@@ -201,7 +201,7 @@ def test_next_claim_in_another_process_sees_what_another_clone_did_after_the_ran
     agent = remote.clone("agent")
     got = run_michi(agent, "--agent", "a", "task", "next", "--json")
     assert got.exit_code == 0 and got.json()["description"] == "middle"
-    assert (agent / ".git" / "michi" / ranking.RANK_NAME).exists()  # the ranking is cached
+    assert (agent / ".git" / "michi" / rank_cache.RANK_NAME).exists()  # the ranking is cached
     cli(dev, "task", "add", "urgent", "-p", "H")  # another clone, after that ranking
     cli(dev, "task", "delete", "2")
     got = run_michi(agent, "--agent", "a", "task", "next", "--claim", "--json")

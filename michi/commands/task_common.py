@@ -119,10 +119,10 @@ def transact(session: Session, mutation: Mutation, wait: float | None, offline: 
     from michi.workflow import TxnRequest, read_snapshot, run_transaction
 
     if mutation.apply == "michi.tasks.pool:next_claim":
-        from michi.tasks import ranking
+        from michi.tasks import rank_cache
 
         snapshot = read_snapshot(session.repo, session.config)
-        ranking.for_tree(snapshot, session.repo.state_dir, time.time())  # inside the lock: the diff only
+        rank_cache.for_tree(snapshot, session.repo.state_dir, time.time())  # inside the lock: the diff only
     elif mutation.apply in _READS_ALL:
         index = for_tree(read_snapshot(session.repo, session.config), session.repo.state_dir)
         if mutation.apply == "michi.tasks.pool:reap":  # import builds a Task only for a file it changes

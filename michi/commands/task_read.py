@@ -11,7 +11,7 @@ from michi.commands import freshness, task_common
 from michi.commands.freshness import How
 from michi.errors import MichiError, UsageError
 from michi.session import Session
-from michi.tasks import backlog, domains, ranking, urgency
+from michi.tasks import backlog, domains, rank_cache, urgency
 from michi.tasks import order as task_order
 from michi.tasks.links import Links, neighbours
 from michi.tasks.model import OPEN_STATES, STATES
@@ -101,8 +101,8 @@ def next_task(
     now = time.time()
     snap = task_common.read_from(session, got, How.OFFLINE if offline else How.FETCH)
     try:
-        picked = ranking.pick(got.snapshot, session.repo.state_dir, where, now, save=True)
-    except ranking.Unusable:
+        picked = rank_cache.pick(got.snapshot, session.repo.state_dir, where, now, save=True)
+    except rank_cache.Unusable:
         picked = next(iter(ready_order(snap.index, where, now)), None)
     if picked is not None:
         path, task, score = picked

@@ -7,7 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from michi.tasks import backlog, claims, ranking
+from michi.tasks import backlog, claims, rank_cache
 from michi.tasks.domains import domain_of
 from michi.tasks.mutations import fresh_index, written
 from michi.tasks.query import ready_order
@@ -17,15 +17,15 @@ from michi.workflow.mutation import ApplyContext, Change, TaskTree
 def next_claim(tree: TaskTree, params: Mapping[str, Any], ctx: ApplyContext) -> Change:
     """Claim the most urgent ready task of the fresh tree; a retry after a lost race picks the next one.
 
-    The choice comes from the ranking cache (`michi.tasks.ranking`, ADR 0015), which the command brought
+    The choice comes from the ranking cache (`michi.tasks.rank_cache`, ADR 0015), which the command brought
     to its snapshot before the lock: inside it only the fresh commit's diff is re-ranked. The chosen file
     is read back and must be what the ranking says it is; if not, or when the ranking cannot be kept,
     the fresh tree is ranked whole."""
     agent = claims.require_agent(ctx.agent)
     domain = params.get("domain")
     try:
-        picked = ranking.pick(tree, Path(ctx.state_dir), domain, ctx.now, save=False)
-    except ranking.Unusable:
+        picked = rank_cache.pick(tree, Path(ctx.state_dir), domain, ctx.now, save=False)
+    except rank_cache.Unusable:
         picked = next(iter(ready_order(fresh_index(tree, ctx), domain, ctx.now)), None)
     if picked is None:
         raise backlog.no_ready(fresh_index(tree, ctx), domain, agent, ctx.now)

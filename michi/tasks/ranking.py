@@ -1,8 +1,8 @@
 """The ranking of ready tasks that `next` and `next --claim` pick from, kept in the read cache (ADR 0015).
 
-`.git/michi/task-rank.v1` (CRC-checked, keyed by the tree it describes) holds one small *node* per task
-file (what readiness and urgency need), the reverse dependencies, and the tasks that were ready at the
-moment `made`, sorted by their urgency at that moment. A new tree is brought in by its diff: only the
+It holds one small *node* per task file (what readiness and urgency need), the reverse dependencies, and
+the tasks that were ready at the moment `made`, sorted by their urgency at that moment; `rank_cache`
+keeps it in `.git/michi/` and picks from it. A new tree is brought in by its diff: only the
 changed files and their dependency neighbours are re-scored, as the index is (`michi.tasks.index`).
 
 The clock: every urgency term only grows with time (age until its cap, the due ramp; `scheduled` is
@@ -18,24 +18,20 @@ from __future__ import annotations
 
 import marshal
 from bisect import insort
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from michi.tasks import serialization, urgency
 from michi.tasks.domains import domain_of
-from michi.tasks.errors import CorruptTask
-from michi.tasks.index import for_tree as index_for_tree
-from michi.tasks.index import load_checked, parsed, save_checked
+from michi.tasks.index import Index, parsed
 from michi.tasks.model import Task, is_tw_date, parse_tw_date
 
 if TYPE_CHECKING:
     from michi.workflow.mutation import TaskTree
 
-RANK_NAME = "task-rank.v1"
 FORMAT = "rank/1"
 STALE = 3600.0
-# The file is rewritten once the tree moved this many task files past it (or after a re-scoring): a
-# call then re-applies at most that diff instead of rewriting 9 MB at 50,000 tasks each time.
+# The file is rewritten once the tree moved this many task files past it (or after a re-scoring, which
+# sets `behind` to it): a call then re-applies at most that diff instead of rewriting 9 MB each time.
 SAVE_AFTER = 32
 # The most any ready task's urgency can gain per second: the age and due ramps' slopes.
 SLOPE = (urgency.AGE / urgency.AGE_MAX_DAYS + urgency.DUE * 0.8 / 21.0) / urgency.DAY
@@ -260,9 +256,8 @@ class Ranking:
             return None
 
 
-def build(tree: TaskTree, state_dir: Path, now: float) -> Ranking:
+def build(index: Index, now: float) -> Ranking:
     """From the full index (a cold start, or a cache that cannot be believed)."""
-    index = index_for_tree(tree, state_dir)
     nodes: dict[str, bytes] = {}
     rdeps: dict[str, set[str]] = {}
     for path, entry in index.entries.items():
@@ -274,69 +269,7 @@ def build(tree: TaskTree, state_dir: Path, now: float) -> Ranking:
         nodes[uuid] = marshal.dumps(node)
         for dep in node[8]:
             rdeps.setdefault(dep, set()).add(uuid)
-    assert tree.tree_oid is not None
-    ranking = Ranking(tree.tree_oid, now, nodes, rdeps)
+    assert index.tree is not None
+    ranking = Ranking(index.tree, now, nodes, rdeps)
     ranking.arrange(now)
     return ranking
-
-
-# The ranking this process last had, by state dir: inside the lock only the fresh commit's diff is applied.
-_last: dict[Path, Ranking] = {}
-
-
-def for_tree(tree: TaskTree, state_dir: Path, now: float, save: bool = True) -> Ranking | None:
-    """The ranking of `tree`'s tasks, or None when it cannot be kept (two files share a uuid)."""
-    if tree.tree_oid is None:
-        return None
-    ranking = _last.pop(state_dir, None)
-    if ranking is None:
-        ranking = Ranking.undump(load_checked(state_dir, RANK_NAME))
-    try:
-        if ranking is not None and ranking.tree != tree.tree_oid:
-            try:
-                ranking.advance(tree)
-            except Unusable:
-                raise
-            except Exception:  # the cached tree is gone (gc) or unreadable: build it whole
-                ranking = None
-        if ranking is None:
-            ranking = build(tree, state_dir, now)
-    except Unusable:
-        return None
-    if now < ranking.made or now - ranking.made > STALE:
-        ranking.arrange(now)
-    if save and ranking.behind >= SAVE_AFTER:
-        save_checked(state_dir, RANK_NAME, ranking.dump())
-        ranking.behind = 0
-    _last[state_dir] = ranking
-    return ranking
-
-
-def pick(
-    tree: TaskTree, state_dir: Path, domain: str | None, now: float, save: bool
-) -> tuple[str, Task, float] | None:
-    """(path, task, urgency) of the most urgent ready task of `tree` at `now`, None when no task is ready.
-    The chosen file is read back and must be what the ranking holds for it; when it is not (a cache damaged
-    past its checksum), or the ranking cannot be kept, `Unusable` says: rank the tree whole."""
-    rank = for_tree(tree, state_dir, now, save)
-    if rank is None:
-        raise Unusable("no ranking")
-    picked = rank.best(domain, now)
-    if picked is None:
-        return None
-    path, score = picked
-    data = tree.read(path)
-    try:
-        task = serialization.loads(data, path) if data is not None else None
-    except CorruptTask:
-        task = None
-    if task is None or node_of(path, task) != rank.node(uuid_of(path)):
-        forget_cache(state_dir)  # it lied: never believed again
-        raise Unusable(path)
-    return path, task, score
-
-
-def forget_cache(state_dir: Path) -> None:
-    """A ranking found wrong is dropped from memory and disk: the next call builds it from the files."""
-    _last.pop(state_dir, None)
-    (state_dir / RANK_NAME).unlink(missing_ok=True)
