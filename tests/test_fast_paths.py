@@ -59,6 +59,7 @@ def test_dates_are_checked_as_strptime_checks_them() -> None:
     odd = ["20240229T235959Z", "20230229T000000Z", "00000101T000000Z", "20231301T000000Z"]
     odd += ["20231231T240000Z", "20231231T236000Z", "20231231T235960Z", "20231231T235961Z"]
     odd += ["202301 5T000000Z", "20230101t000000z", "20230100T000000Z", "\uff12\uff10230101T000000Z"]
+    odd += ["20231231T235962Z", "19000229T000000Z", "20000229T000000Z", "20230431T000000Z"]
 
     def some_date() -> str:
         y, mo, d, h, mi, s = (rng.randint(0, top) for top in (10000, 13, 32, 25, 61, 63))
@@ -183,3 +184,22 @@ def test_the_depth_check_answers_as_the_full_walk_did() -> None:
         inner.append([])
         inner = inner[0]  # type: ignore[assignment]
     assert serialization.too_deep({"x": hostile}, 1)
+
+
+def test_a_task_view_is_encoded_as_json_dumps_encodes_it() -> None:
+    from michi.tasks.query import compact
+
+    rng = random.Random(3)
+    texts = ["", "plain", 'ünï \u2028 \ud800 "q" \\ \n\t', "\x00\x1f"]
+    for _ in range(2000):
+        value = {
+            "id": rng.randint(1, 10**9),
+            "description": rng.choice(texts) + str(rng.random()),
+            "urgency": rng.choice([0.0, -1.5, 1e300, rng.random(), float("inf"), float("nan")]),
+            "tags": [rng.choice(texts) for _ in range(rng.randint(0, 3))],
+            "depends": [rng.randint(1, 9), "u"],
+            "priority": rng.choice([None, "H"]),
+            "flag": rng.choice([True, False]),
+            "annotations": [{"entry": "20240101T000000Z", "description": rng.choice(texts)}],
+        }
+        assert compact(value) == json.dumps(value, ensure_ascii=False, separators=(",", ":"))

@@ -4,6 +4,7 @@ michi changed after the data was exported is a conflict, left alone unless `--fo
 
 from __future__ import annotations
 
+import marshal
 import os
 import shutil
 import sys
@@ -58,18 +59,21 @@ def import_file(
     from michi.workflow import Mutation
 
     where = domains.resolve(session.repo.worktree, session.cwd, domain)
-    with _opened(session, source) as stream:
-        # The whole file is checked before anything lands, as when it was read at once; both passes hold
-        # one block and one chunk of tasks, never the file (ADR 0015).
-        for _chunk in _chunks(_records(stream, session.repo.worktree, where)):
-            pass
-        stream.seek(0)
+    with _opened(session, source) as stream, tempfile.TemporaryFile() as checked:
+        # The whole file is checked before anything lands, as when it was read at once. Each task, once
+        # normalised, is kept on disk (marshal, length first), so the second pass reads it back instead
+        # of parsing and normalising the export again; both passes hold one block and one chunk of
+        # tasks, never the file (ADR 0015).
+        for item in _records(stream, session.repo.worktree, where):
+            data = marshal.dumps(item)
+            checked.write(len(data).to_bytes(4, "big") + data)
+        checked.seek(0)
         # A handful of commits, one transaction each (ADR 0015): each journal entry and commit stays
         # bounded, and a repeated import after a failure skips what already landed (matched by uuid).
         merged: dict[str, list[Any]] = {}
         results: list[Any] = []
         txn: dict[str, Any] = {}
-        for chunk in _chunks(_records(stream, session.repo.worktree, where)):
+        for chunk in _chunks(_spooled(checked)):
             params = {"records": chunk, "force": force}
             outcome = task_common.transact(
                 session, Mutation("michi.tasks.create:import_tasks", params), wait, offline
@@ -118,6 +122,12 @@ def _chunks(records: Iterator[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]
             chunk, sent = [], True
     if chunk or not sent:
         yield chunk
+
+
+def _spooled(spool: IO[bytes]) -> Iterator[dict[str, Any]]:
+    """The tasks the first pass wrote to `spool`, in order."""
+    while size := spool.read(4):
+        yield marshal.loads(spool.read(int.from_bytes(size, "big")))
 
 
 def _records(stream: IO[bytes], top: Path, where: str) -> Iterator[dict[str, Any]]:

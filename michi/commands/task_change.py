@@ -11,6 +11,7 @@ from michi.errors import UsageError
 from michi.session import Session
 from michi.tasks import claims, domains
 from michi.tasks.errors import TaskNotFound
+from michi.tasks.index import Index
 
 
 def _ttl(session: Session, ttl: float | None) -> float:
@@ -64,8 +65,9 @@ def next_claim(
     where = None if every_domain else domains.resolve(session.repo.worktree, session.cwd, domain)
     params = {"domain": where, "ttl": _ttl(session, ttl)}
     outcome = task_common.transact(session, Mutation("michi.tasks.pool:next_claim", params), wait, offline)
-    snap = task_common.read(session)
-    task = {**task_common.views(outcome.result, snap.index)[0], "urgency": outcome.result[0]["urgency"]}
+    # Only dependencies need other tasks' ids: without any, the index is not read (ADR 0015).
+    index = task_common.read(session).index if outcome.result[0]["record"].get("depends") else Index(None, {})
+    task = {**task_common.views(outcome.result, index)[0], "urgency": outcome.result[0]["urgency"]}
     return task_common.TaskResult(task, task_common.txn_info(outcome), outcome.notes)
 
 

@@ -45,7 +45,11 @@ def read(session: Session, mode: How | bool = How.CACHED) -> Snap:
     answers paths and ids from the small cache and reads the records only when asked (ADR 0015)."""
     if isinstance(mode, bool):
         mode = How.FETCH if mode else How.CACHED
-    got = freshness.read_snapshot(session, mode)
+    return read_from(session, freshness.read_snapshot(session, mode), mode)
+
+
+def read_from(session: Session, got: freshness.Read, mode: How) -> Snap:
+    """`read` of a snapshot already read."""
     snap = got.snapshot
     index = light(snap, session.repo.state_dir)
     age = freshness.note(snap.synced_at, snap.branch, snap.remote, mode, got.fetched, got.failure)
@@ -53,8 +57,8 @@ def read(session: Session, mode: How | bool = How.CACHED) -> Snap:
 
 
 # Apply functions that read every task inside the lock: the command loads the index before it, so the
-# critical section only applies the fresh commit's diff (ADR 0015).
-_READS_ALL = {"michi.tasks.pool:next_claim", "michi.tasks.pool:reap", "michi.tasks.create:import_tasks"}
+# critical section only applies the fresh commit's diff (ADR 0015); `next --claim` does so with the ranking.
+_READS_ALL = {"michi.tasks.pool:reap", "michi.tasks.create:import_tasks"}
 
 
 class TableRead(NamedTuple):
@@ -114,13 +118,15 @@ def split_tags(values: list[str]) -> list[str]:
 def transact(session: Session, mutation: Mutation, wait: float | None, offline: bool) -> TxnOutcome:
     from michi.workflow import TxnRequest, read_snapshot, run_transaction
 
-    if mutation.apply in _READS_ALL:
-        index = for_tree(read_snapshot(session.repo, session.config), session.repo.state_dir)
-        index.tasks  # noqa: B018
-        if mutation.apply == "michi.tasks.pool:next_claim":
-            from michi.tasks import pool
+    if mutation.apply == "michi.tasks.pool:next_claim":
+        from michi.tasks import rank_cache
 
-            pool.prerank(index, mutation.params.get("domain"), time.time())
+        snapshot = read_snapshot(session.repo, session.config)
+        rank_cache.for_tree(snapshot, session.repo.state_dir, time.time())  # inside the lock: the diff only
+    elif mutation.apply in _READS_ALL:
+        index = for_tree(read_snapshot(session.repo, session.config), session.repo.state_dir)
+        if mutation.apply == "michi.tasks.pool:reap":  # import builds a Task only for a file it changes
+            index.tasks  # noqa: B018
     req = TxnRequest(
         repo=session.repo,
         config=session.with_overrides(lock_wait=wait),

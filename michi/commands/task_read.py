@@ -11,7 +11,7 @@ from michi.commands import freshness, task_common
 from michi.commands.freshness import How
 from michi.errors import MichiError, UsageError
 from michi.session import Session
-from michi.tasks import backlog, domains, urgency
+from michi.tasks import backlog, domains, rank_cache, urgency
 from michi.tasks import order as task_order
 from michi.tasks.links import Links, neighbours
 from michi.tasks.model import OPEN_STATES, STATES
@@ -97,9 +97,15 @@ def next_task(
 ) -> task_common.TaskResult:
     """The most urgent ready task of the remote's current state (fetched first unless `offline`)."""
     where = None if every_domain else domains.resolve(session.repo.worktree, session.cwd, domain)
-    snap = task_common.read(session, How.OFFLINE if offline else How.FETCH)
+    got = freshness.read_snapshot(session, How.OFFLINE if offline else How.FETCH)
     now = time.time()
-    for path, task, score in ready_order(snap.index, where, now):
+    snap = task_common.read_from(session, got, How.OFFLINE if offline else How.FETCH)
+    try:
+        picked = rank_cache.pick(got.snapshot, session.repo.state_dir, where, now, save=True)
+    except rank_cache.Unusable:
+        picked = next(iter(ready_order(snap.index, where, now)), None)
+    if picked is not None:
+        path, task, score = picked
         return task_common.TaskResult({**view(task, path, snap.index), "urgency": score}, notes=snap.notes)
     with noted(snap.notes):
         raise backlog.no_ready(snap.index, where, session.resolve_agent(), now)

@@ -10,7 +10,7 @@ from michi.tasks import ids, serialization, taskwarrior
 from michi.tasks.domains import FANOUT, LAYOUT_PATH, layout_of, task_path
 from michi.tasks.errors import BadDomain, CorruptTask
 from michi.tasks.model import MAX_ID, MAX_TASK_BYTES, Task, tw_date
-from michi.tasks.mutations import fresh_index, resolve_refs, written
+from michi.tasks.mutations import fresh_index, resolve_refs, written, written_files
 from michi.workflow.mutation import ApplyContext, Change, TaskTree
 
 CONFIG_PATH = ".michi.toml"
@@ -110,8 +110,7 @@ def import_tasks(tree: TaskTree, params: Mapping[str, Any], ctx: ApplyContext) -
     index = fresh_index(tree, ctx)
     allocator = ids.Allocator(tree, floor=index.max_id)
     new_layout = layout(tree)
-    pairs: list[tuple[str, Task]] = []
-    records: list[tuple[dict[str, Any], bytes]] = []
+    files: list[tuple[str, dict[str, Any], bytes]] = []
     folders: set[str] = set()
     report: dict[str, list[Any]] = {k: [] for k in ("added", "modified", "skipped", "problems", "conflicts")}
     for item in params["records"]:
@@ -121,7 +120,9 @@ def import_tasks(tree: TaskTree, params: Mapping[str, Any], ctx: ApplyContext) -
         if path is not None and path in index.problems:
             report["problems"].append({"path": path, "problem": index.problems[path]})
             continue
-        old = index.tasks.get(path) if path else None
+        # A Task only for a file the import would change: index.tasks would build one per task in the tree
+        entry = index.entries.get(path) if path else None
+        old = serialization.from_trusted(entry[1]) if entry is not None and entry[1] is not None else None
         imported_version = record.get("michi_version")
         if old is not None:
             taskwarrior.settle(record, old)
@@ -129,7 +130,10 @@ def import_tasks(tree: TaskTree, params: Mapping[str, Any], ctx: ApplyContext) -
         record["michi_id"] = old.id if old else min(allocator.last + 1, MAX_ID)
         record["michi_version"] = old.version if old else 1
         try:
-            task = serialization.from_record(record, f"import {uuid}")
+            if old is None:  # a new task: its file's record, checked, without a Task between (ADR 0015)
+                final = serialization.record_of(record, f"import {uuid}")
+            else:
+                task = serialization.from_record(record, f"import {uuid}")
         except CorruptTask as exc:
             report["problems"].append({"uuid": uuid, "problem": exc.message})
             continue
@@ -142,10 +146,10 @@ def import_tasks(tree: TaskTree, params: Mapping[str, Any], ctx: ApplyContext) -
                 report["conflicts"].append(_conflict(old, imported_version))
                 continue
             task, known = task.replace(version=old.version + 1), old.id
+            final = serialization.to_record(task)
         else:
             path, known = None, None
         # The file as it will be written, sized once: a task no reader would accept is a problem.
-        final = serialization.to_record(task)
         data = serialization.dumps_record(final)
         if len(data) > MAX_TASK_BYTES:
             report["problems"].append(
@@ -154,15 +158,14 @@ def import_tasks(tree: TaskTree, params: Mapping[str, Any], ctx: ApplyContext) -
             continue
         if path is None:
             allocator.take()  # the id the task was given above
-            pairs.append((room_for(tree, task_path(domain, uuid, new_layout), folders), task))
-            report["added"].append(task.id)
+            files.append((room_for(tree, task_path(domain, uuid, new_layout), folders), final, data))
+            report["added"].append(final["michi_id"])
         else:
-            pairs.append((path, task))
+            files.append((path, final, data))
             report["modified"].append(known)
-        records.append((final, data))
-    if not pairs:
+    if not files:
         return Change("import (nothing changed)", result={"report": report, "tasks": []})
-    change = written(f"import {len(pairs)} tasks", pairs, allocator.write(), records)
+    change = written_files(f"import {len(files)} tasks", files, allocator.write())
     return replace(change, result={"report": report, "tasks": change.result})
 
 

@@ -51,7 +51,7 @@ def remember(records: dict[tuple[str, str], dict[str, Any]]) -> None:
     _written = records
 
 
-def _parsed(tree: TaskTree, wanted: dict[str, str]) -> dict[str, tuple[dict[str, Any] | None, str | None]]:
+def parsed(tree: TaskTree, wanted: dict[str, str]) -> dict[str, tuple[dict[str, Any] | None, str | None]]:
     """path -> (record, problem) of the files `wanted` (path -> blob oid)."""
     out: dict[str, tuple[dict[str, Any] | None, str | None]] = {}
     unknown: dict[str, str] = {}
@@ -134,7 +134,7 @@ class Index:
                     entries[path] = old[path]
                 else:
                     wanted[path] = oid
-        for path, (record, problem) in _parsed(tree, wanted).items():
+        for path, (record, problem) in parsed(tree, wanted).items():
             entries[path] = (wanted[path], record, problem)
         index = cls(tree.tree_oid, entries)
         if delta is not None and cached is not None:
@@ -294,7 +294,7 @@ def light(tree: TaskTree, state_dir: Path) -> Index:
             wanted = {p: oid for p, oid in delta.items() if oid is not None}
             for path in gone:
                 ids.pop(path, None)
-            for path, (record, _problem) in _parsed(tree, wanted).items():
+            for path, (record, _problem) in parsed(tree, wanted).items():
                 ids[path] = None if record is None else record["michi_id"]
             save_checked(state_dir, IDS_NAME, (tree.tree_oid, ids))
     except Exception:  # no cache, a damaged one, or a tree gone from the repository: the full way

@@ -43,20 +43,29 @@ def written(
             (rec, serialization.dumps_record(rec))
             for rec in map(serialization.to_record, (t for _p, t in pairs))
         ]
-    writes = {path: data for (path, _task), (_rec, data) in zip(pairs, records, strict=True)}
-    for path, task in pairs:
-        if len(writes[path]) > MAX_TASK_BYTES:  # never write a file every reader would call corrupt
+    return written_files(
+        subject, [(p, rec, data) for (p, _t), (rec, data) in zip(pairs, records, strict=True)], extra
+    )
+
+
+def written_files(
+    subject: str, files: list[tuple[str, dict[str, Any], bytes]], extra: Mapping[str, bytes] | None = None
+) -> Change:
+    """`written` from (path, record, file) triples: an import makes its new files without a Task each."""
+    for _path, rec, data in files:
+        if len(data) > MAX_TASK_BYTES:  # never write a file every reader would call corrupt
             raise TaskTooLarge(
-                f"task {task.id} would be {len(writes[path]):,} bytes, over the {MAX_TASK_BYTES:,} a task "
+                f"task {rec['michi_id']} would be {len(data):,} bytes, over the {MAX_TASK_BYTES:,} a task "
                 "file may hold",
                 hint="keep long text in a file and name it in the task",
-                id=task.id,
+                id=rec["michi_id"],
             )
-    remember({(p, blob_oid(data)): rec for (p, _t), (rec, data) in zip(pairs, records, strict=True)})
-    result = [{"path": p, "record": rec} for (p, _t), (rec, _data) in zip(pairs, records, strict=True)]
+    writes = {path: data for path, _rec, data in files}
+    remember({(p, blob_oid(data)): rec for p, rec, data in files})
+    result = [{"path": p, "record": rec} for p, rec, _data in files]
     writes.update(extra or {})
-    trailers = {"Michi-Task": pairs[0][1].uuid} if len(pairs) == 1 else {}
-    ids = {t.uuid: t.id for _p, t in pairs}
+    trailers = {"Michi-Task": files[0][1]["uuid"]} if len(files) == 1 else {}
+    ids = {rec["uuid"]: rec["michi_id"] for _p, rec, _data in files}
     return Change(subject, writes=writes, trailers=trailers, result=result, ids=ids)
 
 
