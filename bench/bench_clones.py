@@ -7,14 +7,16 @@ operations, the remote's new task files (every add exactly once, by description 
 command reported; ids distinct and above the repository's), the lock's hold per operation (median, p95:
 the transaction's own timings, as `bench_scale` reads them) and the pushes that had to be retried.
 The repositories are `bench_scale`'s cached ones. `MICHI_BENCH_CLONE_SCALE` (default 100,50000),
-`MICHI_BENCH_CLONE_AGENTS` (8) and `MICHI_BENCH_CLONE_ADDS` (adds per agent; default 10 up to 10,000
-tasks, 4 above) change the run.
+`MICHI_BENCH_CLONE_AGENTS` (8), `MICHI_BENCH_CLONE_ADDS` (adds per agent; default 10 up to 10,000
+tasks, 4 above) and `MICHI_BENCH_CLONE_PAUSE` (an agent's mean pause between two adds, one run per value:
+default 0,2) change the run.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import random
 import shutil
 import statistics
 import subprocess
@@ -46,14 +48,20 @@ def _clones(cached: Path, root: Path, agents: int, env: dict[str, str]) -> list[
     return works
 
 
-def _swarm(works: list[Path], adds: int, env: dict[str, str], root: Path) -> tuple[float, dict[str, str]]:
-    """Every agent's adds in its own clone at once; returns the wall time and uuid -> description."""
+def _swarm(
+    works: list[Path], adds: int, pause: float, env: dict[str, str], root: Path
+) -> tuple[float, dict[str, str]]:
+    """Every agent's adds in its own clone at once, each after a random pause of 0 to 2 x `pause` seconds
+    (an agent's work between two operations; 0: back to back, every clone always pushing); returns the
+    wall time and uuid -> description."""
     reported: dict[str, str] = {}
     failures: list[str] = []
 
     def agent(a: int) -> None:
         mine = {**env, "MICHI_BENCH_TIMINGS": str(root / f"t{a}.jsonl"), "MICHI_AGENT": f"agent{a}"}
+        rng = random.Random(a)
         for n in range(adds):
+            time.sleep(rng.uniform(0, 2 * pause))
             what = f"agent {a} op {n}"
             proc = subprocess.run(
                 [*DRIVER, "--json", "task", "add", what],
@@ -105,13 +113,13 @@ def _landed(bare: Path, base: str, env: dict[str, str]) -> list[dict[str, object
     return tasks
 
 
-def run_size(count: int, agents: int, adds: int, env: dict[str, str]) -> dict[str, float]:
+def run_size(count: int, agents: int, adds: int, pause: float, env: dict[str, str]) -> dict[str, float]:
     cached = build(count, env, None)
     root = tempdir(f"clones-{count}")
     try:
         works = _clones(cached, root, agents, env)
         base = sh(["git", "rev-parse", "main"], root / "origin.git", env).strip()
-        elapsed, reported = _swarm(works, adds, env, root)
+        elapsed, reported = _swarm(works, adds, pause, env, root)
         landed = _landed(root / "origin.git", base, env)
         timings = [
             json.loads(line)
@@ -151,20 +159,24 @@ def run_size(count: int, agents: int, adds: int, env: dict[str, str]) -> dict[st
 def main() -> None:
     sizes = [int(s) for s in os.environ.get("MICHI_BENCH_CLONE_SCALE", "100,50000").split(",")]
     agents = int(os.environ.get("MICHI_BENCH_CLONE_AGENTS", "8"))
+    pauses = [float(p) for p in os.environ.get("MICHI_BENCH_CLONE_PAUSE", "0,2").split(",")]
     env = prepared_env(isolated_git_env(tempdir("home")))
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # users have bytecode
     print(interpreter_note())
     for n in sizes:
         adds = int(os.environ.get("MICHI_BENCH_CLONE_ADDS", "10" if n <= 10_000 else "4"))
-        r = run_size(n, agents, adds, env)
-        print(
-            f"{n:,} tasks, {agents} agents x {adds} adds on {agents} clones: {r['ops']:.0f} ops in "
-            f"{r['wall']:.1f} s ({r['ops'] / r['wall']:.2f}/s), {r['landed']:.0f} new tasks on the remote, "
-            f"{'none lost or duplicated' if r['ok'] else 'LOST OR DUPLICATED'}; lock held median "
-            f"{r['hold_med']:.0f} ms, p95 {r['hold_p95']:.0f} ms, max {r['hold_max']:.0f} ms; command median "
-            f"{r['total_med']:.0f} ms; {r['retried']:.0f} ops pushed more than once (at most "
-            f"{r['attempts_max']:.0f} times); held median {r['once_med']:.0f} ms when the first push landed"
-        )
+        for pause in pauses:
+            r = run_size(n, agents, adds, pause, env)
+            verdict = "none lost or duplicated" if r["ok"] else "LOST OR DUPLICATED"
+            print(
+                f"{n:,} tasks, {agents} agents x {adds} adds on {agents} clones, pause {pause:g} s: "
+                f"{r['ops']:.0f} ops in {r['wall']:.1f} s ({r['ops'] / r['wall']:.2f}/s), "
+                f"{r['landed']:.0f} new tasks on the remote, {verdict}; lock held median "
+                f"{r['hold_med']:.0f} ms, p95 {r['hold_p95']:.0f} ms, max {r['hold_max']:.0f} ms; "
+                f"command median {r['total_med']:.0f} ms; {r['retried']:.0f} ops pushed more than "
+                f"once (at most {r['attempts_max']:.0f} times); held median {r['once_med']:.0f} ms "
+                "when the first push landed"
+            )
     load = os.getloadavg()
     print(f"(machine load: {load[0]:.1f} {load[1]:.1f} {load[2]:.1f})")
 
