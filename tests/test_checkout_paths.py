@@ -243,3 +243,26 @@ def test_edit_tree_reports_what_each_changed_path_held(work: Path) -> None:
     assert {p: (seen[p], c) for p, c in changes.items()} == {
         p: (_entry(work, old, p), _entry(work, new, p)) for p in changes
     }
+
+
+@pytest.mark.parametrize("kind", ["file", "symlink"])
+def test_a_users_file_where_a_new_folder_must_be_is_kept(work: Path, kind: str) -> None:
+    """git's checkout unlinks a file in the way of a folder it creates; the user's file refuses the move."""
+    old = git(work, "rev-parse", "HEAD").strip()
+    scratch = work / ".git" / "scratch-blob"
+    scratch.write_text("x\n")
+    blob = git(work, "hash-object", "-w", str(scratch))
+    git(work, "update-index", "--add", "--cacheinfo", f"100644,{blob},dom/.tasks/x.json")
+    new = git(work, "commit-tree", git(work, "write-tree"), "-p", old, "-m", "domain").strip()
+    git(work, "read-tree", old)
+    if kind == "file":
+        (work / "dom").write_text("mine\n")
+    else:
+        (work / "elsewhere").mkdir()
+        (work / "dom").symlink_to("elsewhere")
+    before = _state(work)
+    done, refused = move_paths(mgit.open_repo(work), old, new)
+    assert done and refused and "dom" in refused
+    assert _state(work) == before and os.path.islink(work / "dom") == (kind == "symlink")
+    assert not (work / "elsewhere" / ".tasks").exists()
+    assert mgit.read_tree_update(mgit.open_repo(work), old, new, env={"MICHI_X": "1"}) is not None

@@ -66,11 +66,18 @@ def _refusal(repo: Repo, old: str, paths: list[str], added: list[str], deleted: 
 
 def _untracked(repo: Repo, added: list[str], deleted: set[str]) -> str | None:
     """Something of the user's where a file is to be added. A folder is fine when all it holds are files
-    this move deletes (a folder that becomes a file, as read-tree allows)."""
+    this move deletes (a folder that becomes a file, as read-tree allows). A file or symlink where a folder
+    of the new file must be refuses too, unless this move deletes it: git's checkout would unlink it."""
     assert repo.working_dir is not None
     top = Path(repo.working_dir)
     for path in added:
         where = top / path
+        for parent in reversed(Path(path).parents[:-1]):  # outermost first: `a`, then `a/b`
+            if parent.as_posix() in deleted or ((top / parent).is_dir() and not (top / parent).is_symlink()):
+                continue
+            if os.path.lexists(top / parent):
+                return f"error: the untracked file {parent.as_posix()} would be overwritten"
+            break  # nothing there: nothing inside it either
         if not os.path.lexists(where):
             continue
         if where.is_dir() and not where.is_symlink():
@@ -120,7 +127,8 @@ def move_paths(repo: Repo, old: str, new: str, known: Moves | None = None) -> tu
         return True, refused
     status, err = _restore(repo, new, paths)
     if status != 0:  # put index and files back: nothing of this move may remain
-        _restore(repo, old, paths)
+        _restore(repo, old, [p for p in paths if p not in added])
+        _restore(repo, old, added)  # removes them; a path the failed move did not add matches nothing
         if (held := lock_held(err)) is not None:
             raise held
         return True, err.strip() or f"restore exited {status}"
@@ -136,6 +144,8 @@ def _restore(repo: Repo, source: str, paths: list[str]) -> tuple[int, str]:
     """Set `paths` in the index and the work tree to their version in `source`, removing those it lacks
     (and the folders that leaves empty); stat data is recorded, so `git status` reads them as clean. One
     git process: the index is read and written once (at 50,000 entries each write is ~6 MB hashed)."""
+    if not paths:
+        return 0, ""
     status, _out, err = _exec(repo, *_RESTORE, f"--source={source}", "--", *_outermost(paths), env=LITERAL)
     return status, err
 
