@@ -82,8 +82,8 @@ def _swarm(
     for t in threads:
         t.join()
     elapsed = time.perf_counter() - start
-    if failures:
-        raise RuntimeError(f"{len(failures)} adds failed, first: {failures[0]}")
+    for failure in failures[:3]:
+        print(f"  an add failed: {failure[:300]}")
     return elapsed, reported
 
 
@@ -129,6 +129,8 @@ def run_size(count: int, agents: int, adds: int, pause: float, env: dict[str, st
         expected = {f"agent {a} op {n}" for a in range(agents) for n in range(adds)}
         described = [str(t["description"]) for t in landed]
         ids = [int(str(t["michi_id"])) for t in landed]
+        failed = {f"agent {a} op {n}" for a in range(agents) for n in range(adds)} - set(reported.values())
+        expected -= failed  # a command that failed said so; it must not have landed either
         ok = (
             len(landed) == len(expected)
             and set(described) == expected
@@ -141,6 +143,7 @@ def run_size(count: int, agents: int, adds: int, pause: float, env: dict[str, st
         once = [t["lock_hold"] for t in timings if t.get("attempts", 1) == 1] or [0.0]
         return {
             "ops": len(timings),
+            "failed": len(failed),
             "landed": len(landed),
             "ok": float(ok),
             "wall": elapsed,
@@ -170,7 +173,8 @@ def main() -> None:
             verdict = "none lost or duplicated" if r["ok"] else "LOST OR DUPLICATED"
             print(
                 f"{n:,} tasks, {agents} agents x {adds} adds on {agents} clones, pause {pause:g} s: "
-                f"{r['ops']:.0f} ops in {r['wall']:.1f} s ({r['ops'] / r['wall']:.2f}/s), "
+                f"{r['ops']:.0f} ops ({r['failed']:.0f} failed) in {r['wall']:.1f} s "
+                f"({r['ops'] / r['wall']:.2f}/s), "
                 f"{r['landed']:.0f} new tasks on the remote, {verdict}; lock held median "
                 f"{r['hold_med']:.0f} ms, p95 {r['hold_p95']:.0f} ms, max {r['hold_max']:.0f} ms; "
                 f"command median {r['total_med']:.0f} ms; {r['retried']:.0f} ops pushed more than "
