@@ -354,20 +354,3 @@ def test_sigkill_between_index_and_branch_update_without_remote(local_repo: Path
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert names_on(local_repo, "HEAD") == ["a", "b"]
     assert git(local_repo, "status", "--porcelain") == ""
-
-
-def test_a_clone_refused_by_the_remote_fetches_first_while_others_push(remote: Remote) -> None:
-    """A refused push marks the clone contended (ADR 0015): its next transaction fetches before pushing
-    instead of building on a tip the other clones have most likely moved; nothing is lost either way."""
-    a, b = remote.clone("a"), remote.clone("b")
-    assert drive(a, "a1").returncode == 0
-    first = json.loads(drive(b, "b1").stdout)
-    assert first["attempts"] == 2  # b's last-known tip was stale: refused, fetched, pushed again
-    assert drive(a, "a2").returncode == 0  # the remote moves on again
-    second = json.loads(drive(b, "b2").stdout)
-    assert second["attempts"] == 1  # fetched first
-    assert names_on(remote.bare) == ["a1", "b1", "a2", "b2"]
-    os.utime(b / ".git" / "michi" / "contended", (0, 0))  # long ago: optimistic again
-    assert drive(a, "a3").returncode == 0
-    assert json.loads(drive(b, "b3").stdout)["attempts"] == 2
-    assert names_on(remote.bare) == ["a1", "b1", "a2", "b2", "a3", "b3"]

@@ -59,11 +59,6 @@ _FANOUT_DIR = re.compile(r"\.tasks/[0-9a-f]{2}")
 
 # Changed paths above which the push sends a whole pack rather than a thin one (see `git.push`).
 _THIN_UP_TO = 1000
-# A push of this clone's refused by the remote this recently (other clones are pushing): the next
-# transaction fetches before its first push instead of building on a tip that has most likely moved
-# (ADR 0015). The marker is a file in `.git/michi/`; its mtime is the last refusal.
-_CONTENDED_FOR = 60.0
-_CONTENDED = "contended"
 
 
 def _name_push(journal: Journal, entries: list[Entry], pid: int) -> None:
@@ -250,7 +245,7 @@ class Transaction:
         assert self.target.remote and self.target.remote_ref
         old_remote = git.ref_oid(self.git, self.target.remote_ref)
         base, fetched = old_remote, False
-        if fetch or leftover or base is None or self._contended():
+        if fetch or leftover or base is None:
             base, fetched = self._fetch(), True
         if rescue:
             local = git.ref_oid(self.git, self.target.local_ref)
@@ -291,7 +286,6 @@ class Transaction:
                     return self._outcome(
                         result, tip, pushed=True, attempts=attempt, notes=notes, recovered=self._completed()
                     )
-            self._mark_contended()
             time.sleep(
                 random.uniform(0, min(1.0, 0.01 * 2**attempt))
             )  # jittered backoff: let the winner finish
@@ -419,18 +413,6 @@ class Transaction:
         lock.ensure_held()
         res = git.push(self.git, self.target.remote, local, self.target.branch, {})
         return [] if res.ok else ["--push-all: the remote moved on; your own commits were not pushed"]
-
-    def _contended(self) -> bool:
-        try:
-            refused = (self.req.repo.state_dir / _CONTENDED).stat().st_mtime
-        except OSError:
-            return False
-        return 0 <= time.time() - refused < _CONTENDED_FOR
-
-    def _mark_contended(self) -> None:
-        marker = self.req.repo.state_dir / _CONTENDED
-        marker.parent.mkdir(parents=True, exist_ok=True)
-        marker.touch()
 
     def _touch_synced(self) -> None:
         marker = self.req.repo.state_dir / "synced"
