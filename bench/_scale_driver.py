@@ -1,5 +1,6 @@
 """One michi CLI command in a fresh process, as `python -m michi` runs it, that also writes the
-transaction's own timings (`outcome.timings`) as JSON to the file named by MICHI_BENCH_TIMINGS."""
+transaction's own timings (`outcome.timings`, and its push attempts) as JSON to the file named by
+MICHI_BENCH_TIMINGS."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ _run = txn.Transaction.run
 def _timed(self: txn.Transaction, *args: object, **kw: object) -> txn.TxnOutcome:
     outcome = _run(self, *args, **kw)  # type: ignore[arg-type]
     with open(os.environ["MICHI_BENCH_TIMINGS"], "a") as out:
-        out.write(json.dumps(outcome.timings) + "\n")
+        out.write(json.dumps({**outcome.timings, "attempts": outcome.attempts}) + "\n")
     return outcome
 
 

@@ -19,6 +19,7 @@ SUITES = [
     "bench_mcp",
     "bench_status",
     "bench_scale",
+    "bench_clones",
 ]
 
 

@@ -42,6 +42,11 @@ def _next(repo: Path) -> tuple[str, str]:
     return old, new
 
 
+def _entry(repo: Path, commit: str, path: str) -> tuple[int, str] | None:
+    listed = git(repo, "ls-tree", commit, "--", path).split()
+    return (int(listed[0], 8), listed[2]) if listed else None
+
+
 def _state(repo: Path) -> tuple[str, dict[str, bytes]]:
     files = {
         str(p.relative_to(repo)): p.read_bytes()
@@ -140,19 +145,124 @@ def test_a_folder_that_becomes_a_file(work: Path, users_file: bool) -> None:
 
 
 def test_known_changes_move_like_the_diff(work: Path) -> None:
-    """The transaction passes the paths it changed; the move must be the same as from the trees' diff."""
+    """The transaction passes the paths it changed with their entries before and after (the trees it
+    edited); the move must be the same as from the trees' diff, and a path it left as it was is no move."""
     old, new = _next(work)
-    listed = git(work, "ls-tree", "-r", new, "--", ".tasks/b.json", ".tasks/d.json").splitlines()
-    known: dict[str, tuple[int, str] | None] = {".tasks/c.json": None}
-    for line in listed:
-        meta, path = line.split("\t")
-        known[path] = (int(meta.split()[0], 8), meta.split()[2])
+    names = [".tasks/a.json", ".tasks/b.json", ".tasks/c.json", ".tasks/d.json"]
+    known = {p: (_entry(work, old, p), _entry(work, new, p)) for p in names}
+    assert known[".tasks/a.json"][0] == known[".tasks/a.json"][1]  # written again, unchanged
+    (work / ".tasks" / "a.json").write_text("a edited by hand\n")  # so not in the way
     (work / "notes.txt").write_text("unstaged edit\n")
     assert move_paths(mgit.open_repo(work), old, new, known) == (True, None)
     assert git(work, "diff-index", "--cached", "--name-only", new) == ""
-    assert git(work, "diff-files", "--name-only") == "notes.txt"
+    assert git(work, "diff-files", "--name-only").split() == [".tasks/a.json", "notes.txt"]
     assert not (work / ".tasks" / "c.json").exists()
     (work / ".tasks" / "b.json").write_text("mine\n")
-    back = {".tasks/b.json": None}  # a wrong claim would be caught by the checks, not obeyed blindly
+    # A wrong claim (b deleted) would be caught by the checks, not obeyed blindly.
+    back = {".tasks/b.json": (_entry(work, new, ".tasks/b.json"), None)}
     done, refused = move_paths(mgit.open_repo(work), new, old, back)
     assert done and refused and (work / ".tasks" / "b.json").read_text() == "mine\n"
+
+
+def test_a_file_that_becomes_a_folder(work: Path) -> None:
+    (work / "api").mkdir()
+    (work / "api" / ".tasks").write_text("a file\n")
+    git(work, "add", "-A")
+    git(work, "commit", "-qm", "file")
+    old = git(work, "rev-parse", "HEAD").strip()
+    git(work, "rm", "-q", "--cached", "api/.tasks")
+    scratch = work / ".git" / "scratch-blob"
+    scratch.write_text("x\n")
+    blob = git(work, "hash-object", "-w", str(scratch))
+    git(work, "update-index", "--add", "--cacheinfo", f"100644,{blob},api/.tasks/x.json")
+    new = git(work, "commit-tree", git(work, "write-tree"), "-p", old, "-m", "folder").strip()
+    git(work, "read-tree", old)  # index back at old, work tree untouched
+    assert move_paths(mgit.open_repo(work), old, new) == (True, None)
+    assert (work / "api" / ".tasks" / "x.json").read_text() == "x\n"
+    assert git(work, "diff-index", "--cached", "--name-only", new) == ""
+    assert git(work, "diff-files", "--name-only") == ""
+
+
+def test_a_staged_file_inside_a_folder_that_becomes_a_file_is_kept(work: Path) -> None:
+    """The folder's pathspec names everything in it: a file of the user's there must refuse the move,
+    even when it is staged and gone from the work tree (no untracked file shows it)."""
+    (work / "api" / ".tasks").mkdir(parents=True)
+    (work / "api" / ".tasks" / "x.json").write_text("x\n")
+    git(work, "add", "-A")
+    git(work, "commit", "-qm", "folder")
+    old = git(work, "rev-parse", "HEAD").strip()
+    git(work, "rm", "-q", "-r", "--cached", "api")
+    scratch = work / ".git" / "scratch-blob"
+    scratch.write_text("a file now\n")
+    blob = git(work, "hash-object", "-w", str(scratch))
+    git(work, "update-index", "--add", "--cacheinfo", f"100644,{blob},api/.tasks")
+    new = git(work, "commit-tree", git(work, "write-tree"), "-p", old, "-m", "file").strip()
+    git(work, "read-tree", old)
+    (work / "api" / ".tasks" / "mine.txt").write_text("mine\n")
+    git(work, "add", "api/.tasks/mine.txt")
+    (work / "api" / ".tasks" / "mine.txt").unlink()
+    before = _state(work)
+    done, refused = move_paths(mgit.open_repo(work), old, new)
+    assert done and refused
+    assert _state(work) == before
+    assert "api/.tasks/mine.txt" in git(work, "ls-files", "--stage")
+
+
+def test_the_users_checkout_hook_does_not_run(work: Path) -> None:
+    """Moving michi's files is not the user's checkout: no hook of theirs runs (read-tree ran none)."""
+    old, new = _next(work)
+    hooks = work / ".git" / "hooks"
+    hooks.mkdir(exist_ok=True)
+    ran = work / ".git" / "hook-ran"
+    hook = hooks / "post-checkout"
+    hook.write_text(f"#!/bin/sh\ntouch '{ran}'\n")
+    hook.chmod(0o755)
+    assert move_paths(mgit.open_repo(work), old, new) == (True, None)
+    assert (work / ".tasks" / "d.json").read_text() == "d 1\n"
+    assert not ran.exists()
+    git(work, "restore", "--source", old, "--staged", "--worktree", "--", ".tasks")
+    assert ran.exists()  # the hook would run: the test can fail
+
+
+def test_edit_tree_reports_what_each_changed_path_held(work: Path) -> None:
+    """The transaction moves the checkout by what `edit_tree` saw (ADR 0015): it must be the old tree's."""
+    old = git(work, "rev-parse", "HEAD").strip()
+    repo = mgit.open_repo(work)
+    blob = mgit.write_blob(repo, b"new\n")
+    changes: dict[str, tuple[int, str] | None] = {
+        ".tasks/b.json": (mgit.BLOB_MODE, blob),  # changed
+        ".tasks/c.json": None,  # deleted
+        "dom/.tasks/x.json": (mgit.BLOB_MODE, blob),  # added, in a new folder
+        "notes.txt": (mgit.BLOB_MODE, blob),  # at the root
+    }
+    seen: dict[str, tuple[int, str] | None] = {}
+    new_tree = mgit.edit_tree(repo, mgit.tree_of(repo, old), changes, seen=seen)
+    assert seen == {p: _entry(work, old, p) for p in changes}
+    assert seen["dom/.tasks/x.json"] is None and seen[".tasks/b.json"] is not None
+    new = git(work, "commit-tree", new_tree, "-p", old, "-m", "edited").strip()
+    assert {p: (seen[p], c) for p, c in changes.items()} == {
+        p: (_entry(work, old, p), _entry(work, new, p)) for p in changes
+    }
+
+
+@pytest.mark.parametrize("kind", ["file", "symlink"])
+def test_a_users_file_where_a_new_folder_must_be_is_kept(work: Path, kind: str) -> None:
+    """git's checkout unlinks a file in the way of a folder it creates; the user's file refuses the move."""
+    old = git(work, "rev-parse", "HEAD").strip()
+    scratch = work / ".git" / "scratch-blob"
+    scratch.write_text("x\n")
+    blob = git(work, "hash-object", "-w", str(scratch))
+    git(work, "update-index", "--add", "--cacheinfo", f"100644,{blob},dom/.tasks/x.json")
+    new = git(work, "commit-tree", git(work, "write-tree"), "-p", old, "-m", "domain").strip()
+    git(work, "read-tree", old)
+    if kind == "file":
+        (work / "dom").write_text("mine\n")
+    else:
+        (work / "elsewhere").mkdir()
+        (work / "dom").symlink_to("elsewhere")
+    before = _state(work)
+    done, refused = move_paths(mgit.open_repo(work), old, new)
+    assert done and refused and "dom" in refused
+    assert _state(work) == before and os.path.islink(work / "dom") == (kind == "symlink")
+    assert not (work / "elsewhere" / ".tasks").exists()
+    assert mgit.read_tree_update(mgit.open_repo(work), old, new, env={"MICHI_X": "1"}) is not None

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING
 from michi.lazy import attributes
 
 if TYPE_CHECKING:
+    from michi.git.checkout import Moves as Moves
+    from michi.git.checkout import PathEntry as PathEntry
     from michi.git.core import NO_PROMPT as NO_PROMPT
     from michi.git.core import Head as Head
     from michi.git.core import commit_messages as commit_messages
@@ -74,6 +76,8 @@ if TYPE_CHECKING:
     from michi.git.trail import log_entries as log_entries
 
 _HOMES = {
+    "Moves": "checkout",
+    "PathEntry": "checkout",
     "NO_PROMPT": "core",
     "Head": "core",
     "head": "core",

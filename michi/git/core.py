@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from michi.errors import GitFailed
 from michi.git.files import read_ref, read_ref_file, refs_are_files
@@ -12,6 +12,9 @@ from michi.git.repo import NO_PROMPT as NO_PROMPT
 from michi.git.repo import Repo, output
 from michi.git.repo import open_repo as open_repo
 from michi.plain import Plain
+
+if TYPE_CHECKING:
+    from michi.git.checkout import Moves
 
 
 class Head(Plain):
@@ -137,7 +140,7 @@ def read_tree_update(
     old: str,
     new: str,
     env: Mapping[str, str] | None = None,
-    known: Mapping[str, tuple[int, str] | None] | None = None,
+    known: Moves | None = None,
 ) -> str | None:
     """Move the user's index and work tree from `old` to `new` the way `git checkout` does: paths that do
     not differ keep every staged and unstaged change; git refuses (and changes nothing) when a path that

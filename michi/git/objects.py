@@ -185,12 +185,15 @@ def edit_tree(
     *,
     strict: bool = True,
     prefix: str = "",
+    seen: dict[str, tuple[int, str] | None] | None = None,
 ) -> str:
     """A new tree: `tree` with each path set to (mode, blob oid) or removed (None). Empty folders vanish.
 
     `strict` (michi's own commits): only plain files are written or removed; a folder, symlink or
     submodule in the way raises `NotMichisPath` instead of being replaced, deleted or written through.
-    Replaying a user's commit passes `strict=False`: its changes are the user's own."""
+    Replaying a user's commit passes `strict=False`: its changes are the user's own.
+    `seen`, when given, gets each changed path's entry in `tree` (None where it had no file): the trees
+    are read here anyway, so moving the checkout needs no git process to learn them (ADR 0015)."""
     entries = _raw_entries(repo, tree)
     nested: dict[bytes, dict[str, tuple[int, str] | None]] = {}
     set_here: set[bytes] = set()
@@ -205,6 +208,9 @@ def edit_tree(
         if strict and current is not None and _entry_mode_oid(current)[0] not in _PLAIN:
             doing = f"{'delete' if change is None else 'write'} {prefix}{first}"
             raise _refuse(prefix + first, _entry_mode_oid(current)[0], doing)
+        if seen is not None:
+            was = _entry_mode_oid(current) if current is not None else None
+            seen[prefix + first] = was if was is not None and was[0] != TREE_MODE else None
         if change is None:
             entries.pop(name, None)
         else:
@@ -225,7 +231,7 @@ def edit_tree(
                 raise _refuse(where, mode, f"change {where}/{next(iter(sub_changes))}")
             sub_tree = oid if mode == TREE_MODE else None
         sub_prefix = f"{prefix}{name.decode('utf-8', 'surrogateescape')}/"
-        new_sub = edit_tree(repo, sub_tree, sub_changes, strict=strict, prefix=sub_prefix)
+        new_sub = edit_tree(repo, sub_tree, sub_changes, strict=strict, prefix=sub_prefix, seen=seen)
         if new_sub == EMPTY_TREE:
             entries.pop(name, None)
         else:

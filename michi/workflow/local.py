@@ -11,7 +11,7 @@ is lost, the branch is just behind, as after a `git fetch`.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Collection
 from typing import TYPE_CHECKING
 
 from michi import git
@@ -64,14 +64,15 @@ def move_checkout(
     local: str | None,
     goal: str,
     interrupted: Collection[str],
-    known: Mapping[str, tuple[int, str] | None] | None = None,
+    known: git.Moves | None = None,
 ) -> str | None:
     """Move index and work tree from `local` to `goal`; None on success, else git's refusal.
 
     A michi process killed between moving the index and moving the branch (ADR 0004) left the index at
     one of the `interrupted` commits while the branch still names `local`; moving from there finishes
     its work. git refuses, changing nothing, unless the index really matches the commit it moves from.
-    `known`, when given, is every path that differs from `local` to `goal` (the transaction's own edits)."""
+    `known`, when given, is every path that differs from `local` to `goal` with its entries in both (the
+    transaction's own edits)."""
     refused = git.read_tree_update(repo, local or git.EMPTY_TREE, goal, known=known if local else None)
     for commit in interrupted:
         if refused is None:
@@ -89,7 +90,7 @@ def update_local(
     new_tip: str,
     drop: Collection[str],
     interrupted: Collection[str] = (),
-    known: Mapping[str, tuple[int, str] | None] | None = None,
+    known: git.Moves | None = None,
 ) -> list[str]:
     """Move the local task branch to `new_tip` plus the user's own local commits. Returns notes."""
     ref = target.local_ref

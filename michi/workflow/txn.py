@@ -104,10 +104,13 @@ class Transaction:
         self.rescued: set[str] = set()  # txns of those that this run completes (or found landed)
         self.pushed = False  # this run's push landed: its journal entry must survive a late failure
         self.keep_entry = False  # the push's outcome is unknown: the next run must check the remote
-        # path -> new entry for every path the last application's commits changed, from its start: moving
-        # the checkout by these needs no diff of two (possibly 50,000-entry) trees (ADR 0015).
-        self.changed: dict[str, tuple[int, str] | None] = {}
-        self.known: dict[str, tuple[int, str] | None] | None = None  # `changed`, when it starts at local
+        # path -> (entry before, entry after) for every path the last application's commits changed, from
+        # its start: moving the checkout by these needs no git process to diff or list two (possibly
+        # 50,000-entry) trees (ADR 0015).
+        self.changed: dict[str, tuple[git.PathEntry, git.PathEntry]] = {}
+        self.known: dict[str, tuple[git.PathEntry, git.PathEntry]] | None = (
+            None  # `changed`, when it starts at local
+        )
         head = git.head(self.git)
         if head.branch is None:
             self.notes.append(f"HEAD is detached; tasks were written to branch {self.target.branch}")
@@ -131,8 +134,10 @@ class Transaction:
         changes.update({_safe_path(p): (git.BLOB_MODE, oid) for p, oid in change.links.items()})
         changes.update({_safe_path(p): None for p in change.deletes})
         base_tree = git.tree_of(self.git, parent) if parent else None
-        tree = git.edit_tree(self.git, base_tree, changes)
-        self.changed.update(changes)
+        seen: dict[str, git.PathEntry] = {}
+        tree = git.edit_tree(self.git, base_tree, changes, seen=seen)
+        for path, after in changes.items():
+            self.changed[path] = (self.changed[path][0] if path in self.changed else seen[path], after)
         return git.write_commit(
             self.git, tree, [parent] if parent else [], self._headers(), _message(change, entry, self.host)
         )

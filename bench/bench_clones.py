@@ -1,0 +1,190 @@
+"""Eight agents on eight clones of one remote, at 100 and 50,000 tasks (ADR 0015).
+
+`python bench/run.py clones`. Each agent runs `michi task add` in its own clone, one fresh process after
+the other; the clones meet only on the remote (each clone's lock is its own: a push the remote refuses
+because another clone pushed first is fetched, re-applied and pushed again inside the lock). Counted: the
+operations, the remote's new task files (every add exactly once, by description and by the uuid the
+command reported; ids distinct and above the repository's), the lock's hold per operation (median, p95:
+the transaction's own timings, as `bench_scale` reads them) and the pushes that had to be retried.
+The repositories are `bench_scale`'s cached ones. `MICHI_BENCH_CLONE_SCALE` (default 100,50000),
+`MICHI_BENCH_CLONE_AGENTS` (8), `MICHI_BENCH_CLONE_ADDS` (adds per agent; default 10 up to 10,000
+tasks, 4 above) and `MICHI_BENCH_CLONE_PAUSE` (an agent's mean pause between two adds, one run per value:
+default 0,2) change the run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from _startup import MICHI, interpreter_note, prepared_env
+from _util import isolated_git_env, p95, sh, tempdir
+from bench_scale import DRIVER, build
+
+CACHES = ("task-ids.v1", "task-index.v2", "task-list.v1")
+
+
+def _clones(cached: Path, root: Path, agents: int, env: dict[str, str]) -> list[Path]:
+    """A copy of the cached remote and `agents` clones of it, their caches warm (built once, copied)."""
+    sh(["git", "clone", "-q", "--bare", str(cached / "origin.git"), "origin.git"], root, env)
+    works = []
+    for a in range(agents):
+        sh(["git", "clone", "-q", "origin.git", f"w{a}"], root, env)
+        works.append(root / f"w{a}")
+    sh([*MICHI, "--json", "task", "list"], works[0], env)
+    for work in works[1:]:
+        (work / ".git" / "michi").mkdir(exist_ok=True)
+        for name in CACHES:
+            if (works[0] / ".git" / "michi" / name).exists():
+                shutil.copy2(works[0] / ".git" / "michi" / name, work / ".git" / "michi" / name)
+    return works
+
+
+def _swarm(
+    works: list[Path], adds: int, pause: float, env: dict[str, str], root: Path
+) -> tuple[float, dict[str, str]]:
+    """Every agent's adds in its own clone at once, each after a random pause of 0 to 2 x `pause` seconds
+    (an agent's work between two operations; 0: back to back, every clone always pushing); returns the
+    wall time and uuid -> description."""
+    reported: dict[str, str] = {}
+    failures: list[str] = []
+
+    def agent(a: int) -> None:
+        mine = {**env, "MICHI_BENCH_TIMINGS": str(root / f"t{a}.jsonl"), "MICHI_AGENT": f"agent{a}"}
+        rng = random.Random(a)
+        for n in range(adds):
+            time.sleep(rng.uniform(0, 2 * pause))
+            what = f"agent {a} op {n}"
+            proc = subprocess.run(
+                [*DRIVER, "--json", "task", "add", what],
+                cwd=works[a],
+                env=mine,
+                capture_output=True,
+                text=True,
+            )
+            if proc.returncode != 0:
+                failures.append(proc.stderr.strip() or proc.stdout.strip())
+                continue
+            reported[json.loads(proc.stdout)["uuid"]] = what
+
+    threads = [threading.Thread(target=agent, args=(a,)) for a in range(len(works))]
+    start = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    elapsed = time.perf_counter() - start
+    for failure in failures[:3]:
+        print(f"  an add failed: {failure[:300]}")
+    return elapsed, reported
+
+
+def _landed(bare: Path, base: str, env: dict[str, str]) -> list[dict[str, object]]:
+    """The task files the remote's branch gained since `base`, decoded."""
+    out = sh(["git", "diff-tree", "-r", "-z", "--no-renames", "--diff-filter=A", base, "main"], bare, env)
+    fields = out.split("\0")
+    oids = [
+        meta.split(" ")[3]
+        for meta, path in zip(fields[0::2], fields[1::2], strict=False)
+        if "/.tasks/" in f"/{path}"
+    ]
+    batch = subprocess.run(
+        ["git", "cat-file", "--batch"],
+        cwd=bare,
+        env=env,
+        input="".join(o + "\n" for o in oids).encode(),
+        capture_output=True,
+        check=True,
+    ).stdout
+    tasks, at = [], 0
+    while at < len(batch):
+        header_end = batch.index(b"\n", at)
+        size = int(batch[at:header_end].split()[2])
+        tasks.append(json.loads(batch[header_end + 1 : header_end + 1 + size]))
+        at = header_end + 1 + size + 1
+    return tasks
+
+
+def run_size(count: int, agents: int, adds: int, pause: float, env: dict[str, str]) -> dict[str, float]:
+    cached = build(count, env, None)
+    root = tempdir(f"clones-{count}")
+    try:
+        works = _clones(cached, root, agents, env)
+        base = sh(["git", "rev-parse", "main"], root / "origin.git", env).strip()
+        elapsed, reported = _swarm(works, adds, pause, env, root)
+        landed = _landed(root / "origin.git", base, env)
+        timings = [
+            json.loads(line)
+            for a in range(agents)
+            for line in (root / f"t{a}.jsonl").read_text().splitlines()
+        ]
+        expected = {f"agent {a} op {n}" for a in range(agents) for n in range(adds)}
+        described = [str(t["description"]) for t in landed]
+        ids = [int(str(t["michi_id"])) for t in landed]
+        failed = {f"agent {a} op {n}" for a in range(agents) for n in range(adds)} - set(reported.values())
+        expected -= failed  # a command that failed said so; it must not have landed either
+        ok = (
+            len(landed) == len(expected)
+            and set(described) == expected
+            and len(set(described)) == len(described)
+            and {str(t["uuid"]): str(t["description"]) for t in landed} == reported
+            and len(set(ids)) == len(ids)
+            and min(ids) > count
+        )
+        holds = [t["lock_hold"] for t in timings]
+        once = [t["lock_hold"] for t in timings if t.get("attempts", 1) == 1] or [0.0]
+        return {
+            "ops": len(timings),
+            "failed": len(failed),
+            "landed": len(landed),
+            "ok": float(ok),
+            "wall": elapsed,
+            "hold_med": statistics.median(holds) * 1000,
+            "hold_p95": p95(holds) * 1000,
+            "hold_max": max(holds) * 1000,
+            "total_med": statistics.median(t["total"] for t in timings) * 1000,
+            "retried": sum(1 for t in timings if t.get("attempts", 1) > 1),
+            "attempts_max": max(t.get("attempts", 1) for t in timings),
+            "once_med": statistics.median(once) * 1000,
+        }
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def main() -> None:
+    sizes = [int(s) for s in os.environ.get("MICHI_BENCH_CLONE_SCALE", "100,50000").split(",")]
+    agents = int(os.environ.get("MICHI_BENCH_CLONE_AGENTS", "8"))
+    pauses = [float(p) for p in os.environ.get("MICHI_BENCH_CLONE_PAUSE", "0,2").split(",")]
+    env = prepared_env(isolated_git_env(tempdir("home")))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # users have bytecode
+    print(interpreter_note())
+    for n in sizes:
+        adds = int(os.environ.get("MICHI_BENCH_CLONE_ADDS", "10" if n <= 10_000 else "4"))
+        for pause in pauses:
+            r = run_size(n, agents, adds, pause, env)
+            verdict = "none lost or duplicated" if r["ok"] else "LOST OR DUPLICATED"
+            print(
+                f"{n:,} tasks, {agents} agents x {adds} adds on {agents} clones, pause {pause:g} s: "
+                f"{r['ops']:.0f} ops ({r['failed']:.0f} failed) in {r['wall']:.1f} s "
+                f"({r['ops'] / r['wall']:.2f}/s), "
+                f"{r['landed']:.0f} new tasks on the remote, {verdict}; lock held median "
+                f"{r['hold_med']:.0f} ms, p95 {r['hold_p95']:.0f} ms, max {r['hold_max']:.0f} ms; "
+                f"command median {r['total_med']:.0f} ms; {r['retried']:.0f} ops pushed more than "
+                f"once (at most {r['attempts_max']:.0f} times); held median {r['once_med']:.0f} ms "
+                "when the first push landed"
+            )
+    load = os.getloadavg()
+    print(f"(machine load: {load[0]:.1f} {load[1]:.1f} {load[2]:.1f})")
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    main()
