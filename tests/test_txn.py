@@ -144,6 +144,31 @@ def test_refusal_is_decided_on_the_fresh_remote_state(remote: Remote) -> None:
     assert names_on(remote.bare) == ["x"]
 
 
+def test_a_refused_push_lets_the_lock_go_before_trying_again(remote: Remote) -> None:
+    one, two = remote.clone("one"), remote.clone("two")
+    assert drive(one, "a").returncode == 0
+    assert drive(two, "b").returncode == 0  # one's last-known tip is stale now: its next push is refused
+    out = json.loads(drive(one, "c").stdout)
+    assert out["pushed"] and out["attempts"] == 2
+    holds = out["timings"]
+    assert holds["lock_hold"] > holds["lock_hold_max"] > 0  # two rounds under the lock, not one
+    assert names_on(remote.bare) == ["a", "b", "c"]
+    assert not (one / ".git/michi/journal.json").exists()
+
+
+def test_killed_between_rounds_nothing_landed_and_the_lock_is_free(remote: Remote) -> None:
+    one, two = remote.clone("one"), remote.clone("two")
+    assert drive(one, "a").returncode == 0
+    assert drive(two, "b").returncode == 0
+    killed = drive(one, "c", env={"MICHI_FAULT": "refused"})
+    assert killed.returncode == -signal.SIGKILL
+    assert names_on(remote.bare) == ["a", "b"]  # the refused push landed nothing
+    assert not (one / ".michi.lock").exists()  # let go before the wait, not left to go stale
+    again = json.loads(drive(one, "c").stdout)
+    assert again["pushed"] and again["recovered"] == 0
+    assert names_on(remote.bare) == ["a", "b", "c"]
+
+
 def test_remote_rejecting_exits_5_and_changes_nothing(remote: Remote, repo: Path) -> None:
     hook = remote.bare / "hooks" / "pre-receive"
     hook.write_text("#!/bin/sh\necho 'protected branch' >&2\nexit 1\n")

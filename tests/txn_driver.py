@@ -48,6 +48,7 @@ def main(argv: list[str]) -> int:
                 "recovered": outcome.recovered,
                 "refused": outcome.refused,
                 "renumbered": outcome.renumbered,
+                "timings": outcome.timings,
             }
         )
     )

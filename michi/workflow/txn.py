@@ -65,6 +65,16 @@ def _name_push(journal: Journal, entries: list[Entry], pid: int) -> None:
     journal.save(entries, orphans.describe(pid))
 
 
+class _Refused(Exception):
+    """The remote refused this run's push (another clone landed first) and nothing else rode on it: the
+    lock is let go while waiting to try again, so it is held for one round at a time (ADR 0004)."""
+
+
+def _backoff(attempt: int) -> float:
+    """Jittered exponential backoff: let the winner finish."""
+    return random.uniform(0, min(1.0, 0.01 * 2**attempt))
+
+
 def _safe_path(path: str) -> str:
     parts = path.split("/")
     if (
@@ -99,6 +109,8 @@ class Transaction:
         self.already: set[str] = set()  # txns of leftover entries found on the remote already
         self.landed_at: dict[str, str] = {}  # those of them, each with the commit that carried it
         self.grouping = False  # this run may hand its operation to the holder or take others' (ADR 0017)
+        self.attempt = 0  # push attempts so far, over every round under the lock
+        self.refused = False  # a round before this one was refused: fetch before applying
         self.adopted: Entry | None = None  # our operation, taken by a holder that died or failed
         self.stranded: list[stranded.Stranded] = []  # sync only: michi commits no journal entry names
         self.rescued: set[str] = set()  # txns of those that this run completes (or found landed)
@@ -209,22 +221,35 @@ class Transaction:
         if self.grouping:
             entry = Entry(uuid4_hex(), mutations[0], self.req.command, self.req.agent, base=guessed)
             offer = group.Offer(self.req.repo.state_dir, entry, self._group_target())
-        lock = RepoLock(
-            self.req.repo,
-            ttl=cfg.lock_ttl,
-            command=self.req.command,
-            agent=self.req.agent,
-            on_wait=self.req.on_wait,
-            handover=offer,
-        )
         prepared = time.monotonic()
+        holds: list[float] = []
+        handover = offer
         try:
             outcome: TxnOutcome | None = None
             try:
-                with lock.held(cfg.lock_wait):
-                    locked = time.monotonic()
-                    outcome = self._locked(lock, mutations, fetch, rescue, offer)
-                    released = time.monotonic()
+                while True:
+                    lock = RepoLock(
+                        self.req.repo,
+                        ttl=cfg.lock_ttl,
+                        command=self.req.command,
+                        agent=self.req.agent,
+                        on_wait=self.req.on_wait,
+                        handover=handover,
+                    )
+                    try:
+                        with lock.held(cfg.lock_wait):
+                            locked = time.monotonic()
+                            try:
+                                outcome = self._locked(lock, mutations, fetch, rescue, handover)
+                            finally:
+                                released = time.monotonic()
+                                holds.append(released - locked)
+                        break
+                    except _Refused:
+                        faults.point("refused")
+                        handover = None  # settled in the first round; later rounds only take the lock
+                        time.sleep(_backoff(self.attempt))
+                locked = released - sum(holds)  # the wait: everything but the holds, backoff included
             except Answered:
                 locked = released = time.monotonic()
             except BaseException as exc:
@@ -247,7 +272,8 @@ class Transaction:
         outcome.timings.update(
             prepare=prepared - self.started,
             lock_wait=locked - prepared,
-            lock_hold=released - locked,
+            lock_hold=sum(holds),  # every round under the lock
+            lock_hold_max=max(holds, default=0.0),  # the longest the lock was held at once
             total=time.monotonic() - self.started,
         )
         return outcome
@@ -336,13 +362,14 @@ class Transaction:
             if found:
                 known = self._kept_result(self.adopted, found[self.adopted.txn])
                 leftover, mine = leftover + mine, []
-        elif fetch or leftover or base is None:
+        elif fetch or leftover or base is None or self.refused:
             base, fetched = self._fetch(), True
         if rescue:
             local = git.ref_oid(self.git, self.target.local_ref)
             self.stranded = stranded.find(self.git, local, base, {e.txn for e in leftover})
         retries = self.req.config.push_retries
-        for attempt in range(1, retries + 1):
+        for attempt in range(self.attempt + 1, retries + 1):
+            self.attempt = attempt
             self.known = None
             pending = self._not_landed(leftover, base) if leftover else []
             start = self._rescue(base) if self.stranded else base
@@ -385,9 +412,12 @@ class Transaction:
                     return self._outcome(
                         result, tip, pushed=True, attempts=attempt, notes=notes, recovered=self._completed()
                     )
-            time.sleep(
-                random.uniform(0, min(1.0, 0.01 * 2**attempt))
-            )  # jittered backoff: let the winner finish
+            if attempt < retries and not (leftover or handed or self.adopted or self.stranded):
+                # Only this run's own operations rode on the refused push: nothing landed and nobody
+                # waits on it, so wait for the next try without the lock (`run` takes it again).
+                self.refused = True
+                raise _Refused
+            time.sleep(_backoff(attempt))
             base, fetched = self._fetch(), True
         raise GitFailed(
             f"the remote kept moving: push rejected {retries} times",
