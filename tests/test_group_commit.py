@@ -295,3 +295,18 @@ def test_concurrent_claims_in_one_batch_take_distinct_tasks(remote: Remote, repo
     assert sorted(o["description"] for _c, o in outs) == [f"job {n}" for n in range(4)]
     assert pushes(signals) == 2
     assert_exactly_once(remote.bare)
+
+
+@pytest.mark.parametrize("phase", ["pushed", "local"])
+def test_a_waiter_whose_operation_a_killed_holder_pushed_says_it_was_pushed(
+    remote: Remote, repo: Path, gated: Path, phase: str
+) -> None:
+    holder, (batch, waiter) = queue_behind_holder(repo, gated, ["b", "c"], {"b": {"MICHI_FAULT": phase}})
+    (gated / "open").touch()
+    assert finish(holder)[0] == 0
+    assert batch.wait(timeout=120) == -signal.SIGKILL
+    code, out = finish(waiter)  # it adopts its own entry and finds it landed by the killed holder
+    assert code == 0 and out["result"]["name"] == "c", out
+    landed = {oid for oid, _m in michi_commits(remote.bare)}
+    assert out["pushed"] and out["commit"] in landed, out
+    once(remote.bare)

@@ -313,6 +313,7 @@ class Transaction:
         old_remote = git.ref_oid(self.git, self.target.remote_ref)
         base, fetched = old_remote, False
         known: Any = None  # our adopted operation's result, when a dead holder's push had landed it
+        landed_at: str | None = None  # and the commit that carried it there
         if self.adopted is not None:
             try:
                 base, fetched = self._fetch(), True
@@ -329,7 +330,8 @@ class Transaction:
             found = recovery.landed(self.git, base, mine)
             self.keep_entry = False
             if found:
-                known = self._kept_result(self.adopted, found[self.adopted.txn])
+                landed_at = found[self.adopted.txn]
+                known = self._kept_result(self.adopted, landed_at)
                 leftover, mine = leftover + mine, []
         elif fetch or leftover or base is None:
             base, fetched = self._fetch(), True
@@ -356,8 +358,14 @@ class Transaction:
                 notes = self._update_local(old_remote, base, landed)
                 if own_error is not None:
                     raise own_error
+                # Our adopted operation, landed by the dead holder, was pushed as any other (ADR 0017).
                 return self._outcome(
-                    result, None, pushed=False, attempts=attempt, notes=notes, recovered=self._completed()
+                    result,
+                    landed_at,
+                    pushed=landed_at is not None,
+                    attempts=attempt,
+                    notes=notes,
+                    recovered=self._completed(),
                 )
             assert tip is not None
             self.known = self.changed if start == old_remote else None
