@@ -310,3 +310,16 @@ def test_a_waiter_whose_operation_a_killed_holder_pushed_says_it_was_pushed(
     landed = {oid for oid, _m in michi_commits(remote.bare)}
     assert out["pushed"] and out["commit"] in landed, out
     once(remote.bare)
+
+
+def test_the_offer_of_a_waiter_killed_before_any_holder_took_it_never_lands(
+    remote: Remote, repo: Path, gated: Path
+) -> None:
+    holder, (victim,) = queue_behind_holder(repo, gated, ["b"])
+    victim.kill()  # as a harness's timeout does: the command did nothing, so its caller may run it again
+    assert victim.wait() == -signal.SIGKILL and offers(repo) == 1
+    (gated / "open").touch()
+    assert finish(holder)[0] == 0
+    assert start(repo, "c").wait(timeout=120) == 0  # a later holder finds the dead waiter's offer
+    assert names_on(remote.bare) == ["a", "c"] and offers(repo) == 0
+    once(remote.bare)

@@ -20,6 +20,8 @@ from typing import Any
 from michi import __version__
 from michi.atomic import write_atomic
 from michi.errors import MichiError, Relayed
+from michi.host import hostname
+from michi.lock import procs
 from michi.workflow.journal import Entry
 from michi.workflow.mutation import Mutation
 from michi.workflow.request import TxnOutcome
@@ -57,6 +59,10 @@ class Offer:
             "command": e.command,
             "agent": e.agent,
             "base": e.base,
+            # Who waits for it: an offer whose waiter is gone is nobody's to do (see `take`).
+            "host": hostname(),
+            "pid": os.getpid(),
+            "ticks": procs.start_ticks(os.getpid()),
             **self.target,
         }
         write_atomic(self._path(OFFER), json.dumps(offer).encode(), mode=0o600)
@@ -123,6 +129,9 @@ def take(state_dir: Path, target: dict[str, Any], base: str | None, cap: int = C
             data = json.loads(path.read_bytes())
             if any(data.get(k) != v for k, v in target.items()) or data["mutation"]["apply"] in SOLO:
                 continue
+            if _orphaned(data):
+                path.unlink()  # its waiter was killed before anyone took it: its command did nothing
+                continue
             entry = Entry(
                 str(data["txn"]),
                 Mutation.from_json(data["mutation"]),
@@ -138,6 +147,11 @@ def take(state_dir: Path, target: dict[str, Any], base: str | None, cap: int = C
             continue  # not an offer this code can read: left to its waiter's deadline
         taken.append(entry)
     return taken
+
+
+def _orphaned(offer: dict[str, Any]) -> bool:
+    """The process that posted `offer` is gone (only judged on its own host)."""
+    return offer.get("host") == hostname() and not procs.alive(int(offer["pid"]), offer.get("ticks"))
 
 
 def _sweep(path: Path) -> None:
