@@ -323,3 +323,22 @@ def test_the_offer_of_a_waiter_killed_before_any_holder_took_it_never_lands(
     assert start(repo, "c").wait(timeout=120) == 0  # a later holder finds the dead waiter's offer
     assert names_on(remote.bare) == ["a", "c"] and offers(repo) == 0
     once(remote.bare)
+
+
+def test_a_waiter_in_another_work_tree_moves_its_own_checkout(
+    remote: Remote, repo: Path, gated: Path
+) -> None:
+    git(repo, "checkout", "-qb", "feature")
+    wt = remote.root / "wt"
+    git(repo, "worktree", "add", "-q", str(wt), "main")
+    holder, (batch,) = queue_behind_holder(repo, gated, ["b"])  # b, in `repo`, takes c along
+    waiter = start(wt, "c")
+    until(lambda: offers(repo) == 2, holder, batch, waiter)
+    (gated / "open").touch()
+    assert finish(holder)[0] == 0 and finish(batch)[0] == 0
+    code, out = finish(waiter)
+    assert code == 0 and out["pushed"], out
+    # as without group commit: the command run in the work tree of the task branch moved it
+    assert git(wt, "rev-parse", "HEAD") == remote.head() and names_on(wt, "HEAD") == ["a", "b", "c"]
+    assert not any("another work tree" in n for n in out["notes"]), out
+    once(remote.bare)

@@ -104,9 +104,10 @@ class Offer:
                     os.unlink(self._path(suffix))
 
 
-def target_of(remote: str | None, branch: str) -> dict[str, Any]:
-    """What an offer must share with the holder that takes it: the same remote branch, the same code."""
-    return {"remote": remote, "branch": branch, "version": __version__}
+def target_of(remote: str | None, branch: str, work_tree: str) -> dict[str, Any]:
+    """What an offer must share with the holder that takes it: the same remote branch, the same code, and
+    the same work tree (the holder moves its own checkout, and its notes speak of its own HEAD)."""
+    return {"remote": remote, "branch": branch, "version": __version__, "work_tree": work_tree}
 
 
 def take(state_dir: Path, target: dict[str, Any], base: str | None, cap: int = CAP) -> list[Entry]:

@@ -248,7 +248,7 @@ class Transaction:
         return outcome
 
     def _group_target(self) -> dict[str, Any]:
-        return group.target_of(self.target.remote, self.target.branch)
+        return group.target_of(self.target.remote, self.target.branch, str(self.req.repo.git_dir))
 
     def _locked(
         self, lock: RepoLock, mutations: list[Mutation], fetch: bool, rescue: bool, offer: group.Offer | None
