@@ -342,3 +342,16 @@ def test_a_waiter_in_another_work_tree_moves_its_own_checkout(
     assert git(wt, "rev-parse", "HEAD") == remote.head() and names_on(wt, "HEAD") == ["a", "b", "c"]
     assert not any("another work tree" in n for n in out["notes"]), out
     once(remote.bare)
+
+
+def test_a_waiter_with_its_own_git_identity_authors_its_commit(
+    remote: Remote, repo: Path, gated: Path
+) -> None:
+    agent = {"GIT_AUTHOR_NAME": "Agent C", "GIT_COMMITTER_NAME": "Agent C"}
+    holder, waiters = queue_behind_holder(repo, gated, ["b", "c"], {"c": agent})
+    (gated / "open").touch()
+    assert [finish(p)[0] for p in [holder, *waiters]] == [0, 0, 0]
+    log = git(remote.bare, "log", "--format=%s|%an|%cn", "main").splitlines()
+    assert "michi: append c|Agent C|Agent C" in log, log  # as without group commit
+    assert "michi: append b|Test Author|Test Committer" in log, log
+    once(remote.bare)

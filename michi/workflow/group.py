@@ -104,10 +104,20 @@ class Offer:
                     os.unlink(self._path(suffix))
 
 
-def target_of(remote: str | None, branch: str, work_tree: str) -> dict[str, Any]:
-    """What an offer must share with the holder that takes it: the same remote branch, the same code, and
-    the same work tree (the holder moves its own checkout, and its notes speak of its own HEAD)."""
-    return {"remote": remote, "branch": branch, "version": __version__, "work_tree": work_tree}
+def target_of(
+    remote: str | None, branch: str, work_tree: str, identity: tuple[bytes, bytes]
+) -> dict[str, Any]:
+    """What an offer must share with the holder that takes it: the same remote branch, the same code, the
+    same work tree (the holder moves its own checkout, and its notes speak of its own HEAD) and the same
+    author and committer (the holder writes the commit; agents may set GIT_AUTHOR_NAME each)."""
+    who = [i.decode("utf-8", "backslashreplace") for i in identity]
+    return {
+        "remote": remote,
+        "branch": branch,
+        "version": __version__,
+        "work_tree": work_tree,
+        "identity": who,
+    }
 
 
 def take(state_dir: Path, target: dict[str, Any], base: str | None, cap: int = CAP) -> list[Entry]:

@@ -248,7 +248,8 @@ class Transaction:
         return outcome
 
     def _group_target(self) -> dict[str, Any]:
-        return group.target_of(self.target.remote, self.target.branch, str(self.req.repo.git_dir))
+        where = str(self.req.repo.git_dir)
+        return group.target_of(self.target.remote, self.target.branch, where, self.identity)
 
     def _locked(
         self, lock: RepoLock, mutations: list[Mutation], fetch: bool, rescue: bool, offer: group.Offer | None
