@@ -138,10 +138,10 @@ def take(state_dir: Path, target: dict[str, Any], base: str | None, cap: int = C
         path = folder / name
         try:
             data = json.loads(path.read_bytes())
-            if any(data.get(k) != v for k, v in target.items()) or data["mutation"]["apply"] in SOLO:
-                continue
             if _orphaned(data):
                 path.unlink()  # its waiter was killed before anyone took it: its command did nothing
+                continue
+            if any(data.get(k) != v for k, v in target.items()) or data["mutation"]["apply"] in SOLO:
                 continue
             entry = Entry(
                 str(data["txn"]),
