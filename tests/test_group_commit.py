@@ -355,3 +355,40 @@ def test_a_waiter_with_its_own_git_identity_authors_its_commit(
     assert "michi: append c|Agent C|Agent C" in log, log  # as without group commit
     assert "michi: append b|Test Author|Test Committer" in log, log
     once(remote.bare)
+
+
+def test_an_interrupted_waiter_told_its_change_lands_sees_it_land_though_its_holder_failed(
+    remote: Remote, repo: Path, gated: Path
+) -> None:
+    hook = remote.bare / "hooks" / "pre-receive"  # once let through, push 2 is refused
+    hook.write_text(hook.read_text() + 'if [ "$n" = 2 ]; then exit 1; fi\n')
+    once_only = {"MICHI_PUSH_RETRIES": "1"}
+    holder, (batch, victim) = queue_behind_holder(repo, gated, ["b", "c"], {"b": once_only})
+    (gated / "gate.1").touch()
+    until(lambda: (gated / "reached.2").exists(), batch)  # b's push, carrying c, waits at the remote
+    assert offers(repo) == 0  # taken
+    victim.send_signal(signal.SIGINT)
+    code, out = finish(victim)
+    assert code == 130 and "do not repeat" in out["error"]["hint"], out
+    (gated / "gate.2").touch()  # b's push is refused: b fails
+    assert finish(holder)[0] == 0 and finish(batch)[0] != 0
+    (gated / "open").touch()
+    assert start(repo, "d").wait(timeout=120) == 0
+    assert names_on(remote.bare) == ["a", "c", "d"]  # c landed once, as its waiter was told
+    once(remote.bare)
+
+
+def test_a_waiter_whose_holder_failed_lands_its_operation_itself(
+    remote: Remote, repo: Path, gated: Path
+) -> None:
+    hook = remote.bare / "hooks" / "pre-receive"  # once let through, push 2 is refused
+    hook.write_text(hook.read_text() + 'if [ "$n" = 2 ]; then exit 1; fi\n')
+    once_only = {"MICHI_PUSH_RETRIES": "1"}
+    holder, (batch, waiter) = queue_behind_holder(repo, gated, ["b", "c"], {"b": once_only})
+    (gated / "open").touch()
+    assert finish(holder)[0] == 0 and finish(batch)[0] != 0
+    code, out = finish(waiter)  # it adopts the entry its failed holder kept journaled
+    assert code == 0 and out["result"]["name"] == "c" and out["pushed"], out
+    assert names_on(remote.bare) == ["a", "c"]
+    assert not (repo / ".git/michi/journal.json").exists()
+    once(remote.bare)

@@ -292,11 +292,12 @@ class Transaction:
                 return self._online(lock, journal, leftover, mine, handed, fetch, rescue)
             return self._local_only(journal, leftover, mine)
         except BaseException:
-            # A failed command is not pending work: forget its entry and those it took, unless its push
-            # landed (then the next transaction sees that on the remote and only finishes the local
-            # update). A waiter left without an answer finds its operation itself (ADR 0017).
+            # A failed command is not pending work: forget its entry, unless its push landed (then the
+            # next transaction sees that on the remote and only finishes the local update). The entries
+            # it took stay: they are its waiters' (ADR 0017), who adopt them, or, if they are gone (told
+            # their change lands anyway), the next holder completes them.
             if not self.pushed and not self.keep_entry:
-                drop = {e.txn for e in mine + handed}
+                drop = {e.txn for e in mine}
                 journal.save([e for e in journal.load() if e.txn not in drop])
             raise
 
