@@ -392,3 +392,26 @@ def test_a_waiter_whose_holder_failed_lands_its_operation_itself(
     assert names_on(remote.bare) == ["a", "c"]
     assert not (repo / ".git/michi/journal.json").exists()
     once(remote.bare)
+
+
+def test_a_command_under_a_scripts_lock_takes_no_offers(remote: Remote, repo: Path, gated: Path) -> None:
+    (gated / "open").touch()
+    go, done = remote.root / "go", remote.root / "done"
+    script = (
+        f"until [ -e {go} ]; do sleep 0.01; done; {sys.executable} {DRIVER} {repo} b && : > {done}; "
+        f"until [ -e {go}.end ]; do sleep 0.01; done"
+    )
+    holder = spawn_michi(repo, "lock", "run", "--", "sh", "-c", script)
+    until(lambda: (repo / ".michi.lock").exists(), holder)
+    waiter = start(repo, "c", env={"MICHI_LOCK_WAIT": "60"})
+    until(lambda: offers(repo) == 1, holder, waiter)
+    go.touch()
+    until(lambda: done.exists(), holder, waiter)
+    # the script holds the lock still: nothing of another command may happen under it
+    assert waiter.poll() is None and names_on(remote.bare) == ["b"] and offers(repo) == 1
+    (remote.root / "go.end").touch()
+    assert holder.wait(timeout=120) == 0
+    code, out = finish(waiter)
+    assert code == 0 and out["result"]["name"] == "c", out
+    assert names_on(remote.bare) == ["b", "c"]
+    once(remote.bare)

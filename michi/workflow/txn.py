@@ -284,7 +284,9 @@ class Transaction:
             self.adopted = own or mine[0]
             # Its push may have landed: until the remote says, it must stay journaled (as `push_unknown`).
             self.keep_entry = own is not None and own.state == PUSHING
-        handed = group.take(state_dir, self._group_target(), tracking) if self.grouping else []
+        # Under a script's lock (`michi lock run`) nothing of another command may happen: take no offers.
+        grouping = self.grouping and not lock.joined
+        handed = group.take(state_dir, self._group_target(), tracking) if grouping else []
         journal.save(leftover + mine + handed)
         faults.point("locked")
         try:
