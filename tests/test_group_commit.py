@@ -415,3 +415,25 @@ def test_a_command_under_a_scripts_lock_takes_no_offers(remote: Remote, repo: Pa
     assert code == 0 and out["result"]["name"] == "c", out
     assert names_on(remote.bare) == ["b", "c"]
     once(remote.bare)
+
+
+def test_a_waiter_outliving_the_claim_sweep_is_still_answered_once(
+    remote: Remote, repo: Path, gated: Path
+) -> None:
+    holder, (batch, waiter) = queue_behind_holder(repo, gated, ["b", "c"], {"b": {"MICHI_FAULT": "locked"}})
+    waiter.send_signal(signal.SIGSTOP)  # c waits a long time (a stopped terminal, a suspended laptop)
+    try:
+        (gated / "open").touch()
+        assert finish(holder)[0] == 0
+        assert batch.wait(timeout=120) == -signal.SIGKILL  # b took c, journaled it and died
+        (claim,) = (repo / ".git/michi/group").glob("*.taken")
+        os.utime(claim, (time.time() - 7200, time.time() - 7200))  # older than the sweep's hour
+        # d, out of patience behind c, takes the lock: it lands b's and c's operations
+        assert start(repo, "d", env={"MICHI_LOCK_WAIT": "0.5"}).wait(timeout=120) == 0
+        assert sorted(names_on(remote.bare)) == ["a", "b", "c", "d"]
+    finally:
+        waiter.send_signal(signal.SIGCONT)
+    code, out = finish(waiter)
+    assert code == 0 and out["result"]["name"] == "c" and out["pushed"], out
+    assert sorted(names_on(remote.bare)) == ["a", "b", "c", "d"]  # c once
+    once(remote.bare)

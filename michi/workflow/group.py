@@ -29,7 +29,7 @@ from michi.workflow.request import TxnOutcome
 FOLDER = "group"
 OFFER, TAKEN, ANSWER = ".offer", ".taken", ".answer"
 CAP = 16  # operations of others one holder takes per transaction
-STALE = 3600.0  # seconds after which an answer or claim nobody collected (a killed waiter's) is swept
+STALE = 3600.0  # seconds after which a claim whose waiter cannot be judged (another host's) is swept
 # Operations that stay alone: an import's 10,000 records, init, migrate (they are rare and large).
 SOLO = {"michi.tasks.create:import_tasks", "michi.tasks.create:init", "michi.tasks.migrate:to_fanout"}
 
@@ -131,7 +131,7 @@ def take(state_dir: Path, target: dict[str, Any], base: str | None, cap: int = C
     for name in names:
         if not name.endswith(OFFER):
             if name.endswith((ANSWER, TAKEN)):
-                _sweep(folder / name)
+                _sweep(folder, name)
             continue
         if len(taken) >= cap:
             break
@@ -165,9 +165,23 @@ def _orphaned(offer: dict[str, Any]) -> bool:
     return offer.get("host") == hostname() and not procs.alive(int(offer["pid"]), offer.get("ticks"))
 
 
-def _sweep(path: Path) -> None:
+def _sweep(folder: Path, name: str) -> None:
+    """A claim whose waiter is gone, and an answer whose claim is gone, are nobody's: delete them. A live
+    waiter's claim stays however long it waits: were it swept, its answer would be dropped and the waiter
+    would take its operation for one nobody did, and do it again."""
+    path = folder / name
     with contextlib.suppress(OSError):
-        if time.time() - path.stat().st_mtime > STALE:
+        if name.endswith(ANSWER):
+            if not (folder / (name[: -len(ANSWER)] + TAKEN)).exists():
+                path.unlink()
+            return
+        try:
+            claim = json.loads(path.read_bytes())  # the offer it was, renamed
+            judged = claim.get("host") == hostname() and isinstance(claim.get("pid"), int)
+        except (ValueError, AttributeError):
+            claim, judged = None, False
+        # Another host's claim (a git dir on a shared file system) cannot be judged: an hour is the clue.
+        if _orphaned(claim) if judged else time.time() - path.stat().st_mtime > STALE:
             path.unlink()
 
 

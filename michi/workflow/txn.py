@@ -275,12 +275,15 @@ class Transaction:
             Entry(txn or uuid4_hex(), m, self.req.command, self.req.agent, base=tracking) for m in mutations
         ]
         if settled == group.TAKEN_STATE:
+            assert offer is not None
             # Taken by a holder that gave no answer (it died or failed): the journal holds our operation
             # if that holder got as far as writing it, and then it may even have landed (see `_online`).
             own = next((e for e in leftover if e.txn == txn), None)
             if own is not None:
                 leftover = [e for e in leftover if e is not own]
                 mine = [own.but(handed=None, result=None)]
+            else:  # look for it on the remote from where its waiter started: whoever took it built on
+                mine = [mine[0].but(base=offer.entry.base)]  # that tip or a later one
             self.adopted = own or mine[0]
             # Its push may have landed: until the remote says, it must stay journaled (as `push_unknown`).
             self.keep_entry = own is not None and own.state == PUSHING
