@@ -186,6 +186,7 @@ def test_a_waiter_killed_or_interrupted_after_its_operation_was_taken(
     assert finish(holder)[0] == 0 and finish(batch)[0] == 0
     assert start(repo, "d").wait(timeout=120) == 0
     assert names_on(remote.bare) == ["a", "b", "c", "d"]
+    assert count(repo / ".git/michi/group", "") == 0  # the dead waiter's claim and answer, swept by d
     once(remote.bare)
 
 

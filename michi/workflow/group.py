@@ -183,6 +183,7 @@ def _sweep(folder: Path, name: str) -> None:
         # Another host's claim (a git dir on a shared file system) cannot be judged: an hour is the clue.
         if _orphaned(claim) if judged else time.time() - path.stat().st_mtime > STALE:
             path.unlink()
+            (folder / (name[: -len(TAKEN)] + ANSWER)).unlink(missing_ok=True)
 
 
 def answer(state_dir: Path, stem: str, outcome: TxnOutcome | None, error: MichiError | None = None) -> None:
