@@ -186,6 +186,7 @@ def test_a_waiter_killed_or_interrupted_after_its_operation_was_taken(
     assert finish(holder)[0] == 0 and finish(batch)[0] == 0
     assert start(repo, "d").wait(timeout=120) == 0
     assert names_on(remote.bare) == ["a", "b", "c", "d"]
+    assert count(repo / ".git/michi/group", "") == 0  # the dead waiter's claim and answer, swept by d
     once(remote.bare)
 
 
@@ -295,3 +296,145 @@ def test_concurrent_claims_in_one_batch_take_distinct_tasks(remote: Remote, repo
     assert sorted(o["description"] for _c, o in outs) == [f"job {n}" for n in range(4)]
     assert pushes(signals) == 2
     assert_exactly_once(remote.bare)
+
+
+@pytest.mark.parametrize("phase", ["pushed", "local"])
+def test_a_waiter_whose_operation_a_killed_holder_pushed_says_it_was_pushed(
+    remote: Remote, repo: Path, gated: Path, phase: str
+) -> None:
+    holder, (batch, waiter) = queue_behind_holder(repo, gated, ["b", "c"], {"b": {"MICHI_FAULT": phase}})
+    (gated / "open").touch()
+    assert finish(holder)[0] == 0
+    assert batch.wait(timeout=120) == -signal.SIGKILL
+    code, out = finish(waiter)  # it adopts its own entry and finds it landed by the killed holder
+    assert code == 0 and out["result"]["name"] == "c", out
+    landed = {oid for oid, _m in michi_commits(remote.bare)}
+    assert out["pushed"] and out["commit"] in landed, out
+    once(remote.bare)
+
+
+def test_the_offer_of_a_waiter_killed_before_any_holder_took_it_never_lands(
+    remote: Remote, repo: Path, gated: Path
+) -> None:
+    holder, (victim,) = queue_behind_holder(repo, gated, ["b"])
+    victim.kill()  # as a harness's timeout does: the command did nothing, so its caller may run it again
+    assert victim.wait() == -signal.SIGKILL and offers(repo) == 1
+    (gated / "open").touch()
+    assert finish(holder)[0] == 0
+    assert start(repo, "c").wait(timeout=120) == 0  # a later holder finds the dead waiter's offer
+    assert names_on(remote.bare) == ["a", "c"] and offers(repo) == 0
+    once(remote.bare)
+
+
+def test_a_waiter_in_another_work_tree_moves_its_own_checkout(
+    remote: Remote, repo: Path, gated: Path
+) -> None:
+    git(repo, "checkout", "-qb", "feature")
+    wt = remote.root / "wt"
+    git(repo, "worktree", "add", "-q", str(wt), "main")
+    holder, (batch,) = queue_behind_holder(repo, gated, ["b"])  # b, in `repo`, takes c along
+    waiter = start(wt, "c")
+    until(lambda: offers(repo) == 2, holder, batch, waiter)
+    (gated / "open").touch()
+    assert finish(holder)[0] == 0 and finish(batch)[0] == 0
+    code, out = finish(waiter)
+    assert code == 0 and out["pushed"], out
+    # as without group commit: the command run in the work tree of the task branch moved it
+    assert git(wt, "rev-parse", "HEAD") == remote.head() and names_on(wt, "HEAD") == ["a", "b", "c"]
+    assert not any("another work tree" in n for n in out["notes"]), out
+    once(remote.bare)
+
+
+def test_a_waiter_with_its_own_git_identity_authors_its_commit(
+    remote: Remote, repo: Path, gated: Path
+) -> None:
+    agent = {"GIT_AUTHOR_NAME": "Agent C", "GIT_COMMITTER_NAME": "Agent C"}
+    holder, waiters = queue_behind_holder(repo, gated, ["b", "c"], {"c": agent})
+    (gated / "open").touch()
+    assert [finish(p)[0] for p in [holder, *waiters]] == [0, 0, 0]
+    log = git(remote.bare, "log", "--format=%s|%an|%cn", "main").splitlines()
+    assert "michi: append c|Agent C|Agent C" in log, log  # as without group commit
+    assert "michi: append b|Test Author|Test Committer" in log, log
+    once(remote.bare)
+
+
+def test_an_interrupted_waiter_told_its_change_lands_sees_it_land_though_its_holder_failed(
+    remote: Remote, repo: Path, gated: Path
+) -> None:
+    hook = remote.bare / "hooks" / "pre-receive"  # once let through, push 2 is refused
+    hook.write_text(hook.read_text() + 'if [ "$n" = 2 ]; then exit 1; fi\n')
+    once_only = {"MICHI_PUSH_RETRIES": "1"}
+    holder, (batch, victim) = queue_behind_holder(repo, gated, ["b", "c"], {"b": once_only})
+    (gated / "gate.1").touch()
+    until(lambda: (gated / "reached.2").exists(), batch)  # b's push, carrying c, waits at the remote
+    assert offers(repo) == 0  # taken
+    victim.send_signal(signal.SIGINT)
+    code, out = finish(victim)
+    assert code == 130 and "do not repeat" in out["error"]["hint"], out
+    (gated / "gate.2").touch()  # b's push is refused: b fails
+    assert finish(holder)[0] == 0 and finish(batch)[0] != 0
+    (gated / "open").touch()
+    assert start(repo, "d").wait(timeout=120) == 0
+    assert names_on(remote.bare) == ["a", "c", "d"]  # c landed once, as its waiter was told
+    once(remote.bare)
+
+
+def test_a_waiter_whose_holder_failed_lands_its_operation_itself(
+    remote: Remote, repo: Path, gated: Path
+) -> None:
+    hook = remote.bare / "hooks" / "pre-receive"  # once let through, push 2 is refused
+    hook.write_text(hook.read_text() + 'if [ "$n" = 2 ]; then exit 1; fi\n')
+    once_only = {"MICHI_PUSH_RETRIES": "1"}
+    holder, (batch, waiter) = queue_behind_holder(repo, gated, ["b", "c"], {"b": once_only})
+    (gated / "open").touch()
+    assert finish(holder)[0] == 0 and finish(batch)[0] != 0
+    code, out = finish(waiter)  # it adopts the entry its failed holder kept journaled
+    assert code == 0 and out["result"]["name"] == "c" and out["pushed"], out
+    assert names_on(remote.bare) == ["a", "c"]
+    assert not (repo / ".git/michi/journal.json").exists()
+    once(remote.bare)
+
+
+def test_a_command_under_a_scripts_lock_takes_no_offers(remote: Remote, repo: Path, gated: Path) -> None:
+    (gated / "open").touch()
+    go, done = remote.root / "go", remote.root / "done"
+    script = (
+        f"until [ -e {go} ]; do sleep 0.01; done; {sys.executable} {DRIVER} {repo} b && : > {done}; "
+        f"until [ -e {go}.end ]; do sleep 0.01; done"
+    )
+    holder = spawn_michi(repo, "lock", "run", "--", "sh", "-c", script)
+    until(lambda: (repo / ".michi.lock").exists(), holder)
+    waiter = start(repo, "c", env={"MICHI_LOCK_WAIT": "60"})
+    until(lambda: offers(repo) == 1, holder, waiter)
+    go.touch()
+    until(lambda: done.exists(), holder, waiter)
+    # the script holds the lock still: nothing of another command may happen under it
+    assert waiter.poll() is None and names_on(remote.bare) == ["b"] and offers(repo) == 1
+    (remote.root / "go.end").touch()
+    assert holder.wait(timeout=120) == 0
+    code, out = finish(waiter)
+    assert code == 0 and out["result"]["name"] == "c", out
+    assert names_on(remote.bare) == ["b", "c"]
+    once(remote.bare)
+
+
+def test_a_waiter_outliving_the_claim_sweep_is_still_answered_once(
+    remote: Remote, repo: Path, gated: Path
+) -> None:
+    holder, (batch, waiter) = queue_behind_holder(repo, gated, ["b", "c"], {"b": {"MICHI_FAULT": "locked"}})
+    waiter.send_signal(signal.SIGSTOP)  # c waits a long time (a stopped terminal, a suspended laptop)
+    try:
+        (gated / "open").touch()
+        assert finish(holder)[0] == 0
+        assert batch.wait(timeout=120) == -signal.SIGKILL  # b took c, journaled it and died
+        (claim,) = (repo / ".git/michi/group").glob("*.taken")
+        os.utime(claim, (time.time() - 7200, time.time() - 7200))  # older than the sweep's hour
+        # d, out of patience behind c, takes the lock: it lands b's and c's operations
+        assert start(repo, "d", env={"MICHI_LOCK_WAIT": "0.5"}).wait(timeout=120) == 0
+        assert sorted(names_on(remote.bare)) == ["a", "b", "c", "d"]
+    finally:
+        waiter.send_signal(signal.SIGCONT)
+    code, out = finish(waiter)
+    assert code == 0 and out["result"]["name"] == "c" and out["pushed"], out
+    assert sorted(names_on(remote.bare)) == ["a", "b", "c", "d"]  # c once
+    once(remote.bare)

@@ -20,6 +20,8 @@ from typing import Any
 from michi import __version__
 from michi.atomic import write_atomic
 from michi.errors import MichiError, Relayed
+from michi.host import hostname
+from michi.lock import procs
 from michi.workflow.journal import Entry
 from michi.workflow.mutation import Mutation
 from michi.workflow.request import TxnOutcome
@@ -27,7 +29,7 @@ from michi.workflow.request import TxnOutcome
 FOLDER = "group"
 OFFER, TAKEN, ANSWER = ".offer", ".taken", ".answer"
 CAP = 16  # operations of others one holder takes per transaction
-STALE = 3600.0  # seconds after which an answer or claim nobody collected (a killed waiter's) is swept
+STALE = 3600.0  # seconds after which a claim whose waiter cannot be judged (another host's) is swept
 # Operations that stay alone: an import's 10,000 records, init, migrate (they are rare and large).
 SOLO = {"michi.tasks.create:import_tasks", "michi.tasks.create:init", "michi.tasks.migrate:to_fanout"}
 
@@ -57,6 +59,10 @@ class Offer:
             "command": e.command,
             "agent": e.agent,
             "base": e.base,
+            # Who waits for it: an offer whose waiter is gone is nobody's to do (see `take`).
+            "host": hostname(),
+            "pid": os.getpid(),
+            "ticks": procs.start_ticks(os.getpid()),
             **self.target,
         }
         write_atomic(self._path(OFFER), json.dumps(offer).encode(), mode=0o600)
@@ -98,9 +104,20 @@ class Offer:
                     os.unlink(self._path(suffix))
 
 
-def target_of(remote: str | None, branch: str) -> dict[str, Any]:
-    """What an offer must share with the holder that takes it: the same remote branch, the same code."""
-    return {"remote": remote, "branch": branch, "version": __version__}
+def target_of(
+    remote: str | None, branch: str, work_tree: str, identity: tuple[bytes, bytes]
+) -> dict[str, Any]:
+    """What an offer must share with the holder that takes it: the same remote branch, the same code, the
+    same work tree (the holder moves its own checkout, and its notes speak of its own HEAD) and the same
+    author and committer (the holder writes the commit; agents may set GIT_AUTHOR_NAME each)."""
+    who = [i.decode("utf-8", "backslashreplace") for i in identity]
+    return {
+        "remote": remote,
+        "branch": branch,
+        "version": __version__,
+        "work_tree": work_tree,
+        "identity": who,
+    }
 
 
 def take(state_dir: Path, target: dict[str, Any], base: str | None, cap: int = CAP) -> list[Entry]:
@@ -114,13 +131,16 @@ def take(state_dir: Path, target: dict[str, Any], base: str | None, cap: int = C
     for name in names:
         if not name.endswith(OFFER):
             if name.endswith((ANSWER, TAKEN)):
-                _sweep(folder / name)
+                _sweep(folder, name)
             continue
         if len(taken) >= cap:
             break
         path = folder / name
         try:
             data = json.loads(path.read_bytes())
+            if _orphaned(data):
+                path.unlink()  # its waiter was killed before anyone took it: its command did nothing
+                continue
             if any(data.get(k) != v for k, v in target.items()) or data["mutation"]["apply"] in SOLO:
                 continue
             entry = Entry(
@@ -140,10 +160,30 @@ def take(state_dir: Path, target: dict[str, Any], base: str | None, cap: int = C
     return taken
 
 
-def _sweep(path: Path) -> None:
+def _orphaned(offer: dict[str, Any]) -> bool:
+    """The process that posted `offer` is gone (only judged on its own host)."""
+    return offer.get("host") == hostname() and not procs.alive(int(offer["pid"]), offer.get("ticks"))
+
+
+def _sweep(folder: Path, name: str) -> None:
+    """A claim whose waiter is gone, and an answer whose claim is gone, are nobody's: delete them. A live
+    waiter's claim stays however long it waits: were it swept, its answer would be dropped and the waiter
+    would take its operation for one nobody did, and do it again."""
+    path = folder / name
     with contextlib.suppress(OSError):
-        if time.time() - path.stat().st_mtime > STALE:
+        if name.endswith(ANSWER):
+            if not (folder / (name[: -len(ANSWER)] + TAKEN)).exists():
+                path.unlink()
+            return
+        try:
+            claim = json.loads(path.read_bytes())  # the offer it was, renamed
+            judged = claim.get("host") == hostname() and isinstance(claim.get("pid"), int)
+        except (ValueError, AttributeError):
+            claim, judged = None, False
+        # Another host's claim (a git dir on a shared file system) cannot be judged: an hour is the clue.
+        if _orphaned(claim) if judged else time.time() - path.stat().st_mtime > STALE:
             path.unlink()
+            (folder / (name[: -len(TAKEN)] + ANSWER)).unlink(missing_ok=True)
 
 
 def answer(state_dir: Path, stem: str, outcome: TxnOutcome | None, error: MichiError | None = None) -> None:

@@ -279,7 +279,8 @@ class Transaction:
         return outcome
 
     def _group_target(self) -> dict[str, Any]:
-        return group.target_of(self.target.remote, self.target.branch)
+        where = str(self.req.repo.git_dir)
+        return group.target_of(self.target.remote, self.target.branch, where, self.identity)
 
     def _locked(
         self, lock: RepoLock, mutations: list[Mutation], fetch: bool, rescue: bool, offer: group.Offer | None
@@ -305,16 +306,21 @@ class Transaction:
             Entry(txn or uuid4_hex(), m, self.req.command, self.req.agent, base=tracking) for m in mutations
         ]
         if settled == group.TAKEN_STATE:
+            assert offer is not None
             # Taken by a holder that gave no answer (it died or failed): the journal holds our operation
             # if that holder got as far as writing it, and then it may even have landed (see `_online`).
             own = next((e for e in leftover if e.txn == txn), None)
             if own is not None:
                 leftover = [e for e in leftover if e is not own]
                 mine = [own.but(handed=None, result=None)]
+            else:  # look for it on the remote from where its waiter started: whoever took it built on
+                mine = [mine[0].but(base=offer.entry.base)]  # that tip or a later one
             self.adopted = own or mine[0]
             # Its push may have landed: until the remote says, it must stay journaled (as `push_unknown`).
             self.keep_entry = own is not None and own.state == PUSHING
-        handed = group.take(state_dir, self._group_target(), tracking) if self.grouping else []
+        # Under a script's lock (`michi lock run`) nothing of another command may happen: take no offers.
+        grouping = self.grouping and not lock.joined
+        handed = group.take(state_dir, self._group_target(), tracking) if grouping else []
         journal.save(leftover + mine + handed)
         faults.point("locked")
         try:
@@ -322,11 +328,12 @@ class Transaction:
                 return self._online(lock, journal, leftover, mine, handed, fetch, rescue)
             return self._local_only(journal, leftover, mine)
         except BaseException:
-            # A failed command is not pending work: forget its entry and those it took, unless its push
-            # landed (then the next transaction sees that on the remote and only finishes the local
-            # update). A waiter left without an answer finds its operation itself (ADR 0017).
+            # A failed command is not pending work: forget its entry, unless its push landed (then the
+            # next transaction sees that on the remote and only finishes the local update). The entries
+            # it took stay: they are its waiters' (ADR 0017), who adopt them, or, if they are gone (told
+            # their change lands anyway), the next holder completes them.
             if not self.pushed and not self.keep_entry:
-                drop = {e.txn for e in mine + handed}
+                drop = {e.txn for e in mine}
                 journal.save([e for e in journal.load() if e.txn not in drop])
             raise
 
@@ -344,6 +351,7 @@ class Transaction:
         old_remote = git.ref_oid(self.git, self.target.remote_ref)
         base, fetched = old_remote, False
         known: Any = None  # our adopted operation's result, when a dead holder's push had landed it
+        landed_at: str | None = None  # and the commit that carried it there
         if self.adopted is not None:
             try:
                 base, fetched = self._fetch(), True
@@ -360,7 +368,8 @@ class Transaction:
             found = recovery.landed(self.git, base, mine)
             self.keep_entry = False
             if found:
-                known = self._kept_result(self.adopted, found[self.adopted.txn])
+                landed_at = found[self.adopted.txn]
+                known = self._kept_result(self.adopted, landed_at)
                 leftover, mine = leftover + mine, []
         elif fetch or leftover or base is None or self.refused:
             base, fetched = self._fetch(), True
@@ -388,8 +397,14 @@ class Transaction:
                 notes = self._update_local(old_remote, base, landed)
                 if own_error is not None:
                     raise own_error
+                # Our adopted operation, landed by the dead holder, was pushed as any other (ADR 0017).
                 return self._outcome(
-                    result, None, pushed=False, attempts=attempt, notes=notes, recovered=self._completed()
+                    result,
+                    landed_at,
+                    pushed=landed_at is not None,
+                    attempts=attempt,
+                    notes=notes,
+                    recovered=self._completed(),
                 )
             assert tip is not None
             self.known = self.changed if start == old_remote else None
