@@ -6,6 +6,7 @@ import os
 import statistics
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -65,3 +66,14 @@ def row(name: str, samples: list[float], baseline: list[float] | None = None) ->
     if baseline:
         text += f"   ratio {med / statistics.median(baseline):6.2f}x"
     return text
+
+
+def threads_elapsed(count: int, target: Callable[[int], None]) -> float:
+    """Wall time for `count` threads running `target(0)` ... `target(count - 1)` at once."""
+    threads = [threading.Thread(target=target, args=(a,)) for a in range(count)]
+    start = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return time.perf_counter() - start

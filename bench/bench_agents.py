@@ -16,13 +16,11 @@ import os
 import statistics
 import subprocess
 import sys
-import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 from _startup import MICHI, RAW_BODY, bare_with_clone, interpreter_note, michi_clone, prepared_env
-from _util import isolated_git_env, tempdir
+from _util import isolated_git_env, tempdir, threads_elapsed
 
 
 def _swarm(
@@ -37,13 +35,7 @@ def _swarm(
             if proc.returncode != 0:
                 failures.append(proc.stderr.strip() or proc.stdout.strip())
 
-    threads = [threading.Thread(target=agent, args=(a,)) for a in range(agents)]
-    start = time.perf_counter()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    elapsed = time.perf_counter() - start
+    elapsed = threads_elapsed(agents, agent)
     if failures:
         raise RuntimeError(f"{len(failures)} commands failed, first: {failures[0]}")
     return elapsed

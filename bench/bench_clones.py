@@ -23,12 +23,11 @@ import shutil
 import statistics
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 from _startup import MICHI, interpreter_note, prepared_env
-from _util import isolated_git_env, p95, sh, tempdir
+from _util import isolated_git_env, p95, sh, tempdir, threads_elapsed
 from bench_scale import DRIVER, build
 
 CACHES = ("task-ids.v1", "task-index.v2", "task-list.v1")
@@ -77,13 +76,7 @@ def _swarm(
                 continue
             reported[json.loads(proc.stdout)["uuid"]] = what
 
-    threads = [threading.Thread(target=agent, args=(a,)) for a in range(len(works))]
-    start = time.perf_counter()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    elapsed = time.perf_counter() - start
+    elapsed = threads_elapsed(len(works), agent)
     for failure in failures[:3]:
         print(f"  an add failed: {failure[:300]}")
     return elapsed, reported

@@ -183,6 +183,18 @@ def test_a_file_that_becomes_a_folder(work: Path) -> None:
     assert git(work, "diff-files", "--name-only") == ""
 
 
+def _child_with_file(work: Path, old: str, path: str, text: str) -> str:
+    """A commit on `old` whose index adds `path` with `text` (built without touching the work tree);
+    the index is put back at `old`."""
+    scratch = work / ".git" / "scratch-blob"
+    scratch.write_text(text)
+    blob = git(work, "hash-object", "-w", str(scratch))
+    git(work, "update-index", "--add", "--cacheinfo", f"100644,{blob},{path}")
+    new = git(work, "commit-tree", git(work, "write-tree"), "-p", old, "-m", path).strip()
+    git(work, "read-tree", old)
+    return new
+
+
 def test_a_staged_file_inside_a_folder_that_becomes_a_file_is_kept(work: Path) -> None:
     """The folder's pathspec names everything in it: a file of the user's there must refuse the move,
     even when it is staged and gone from the work tree (no untracked file shows it)."""
@@ -192,12 +204,7 @@ def test_a_staged_file_inside_a_folder_that_becomes_a_file_is_kept(work: Path) -
     git(work, "commit", "-qm", "folder")
     old = git(work, "rev-parse", "HEAD").strip()
     git(work, "rm", "-q", "-r", "--cached", "api")
-    scratch = work / ".git" / "scratch-blob"
-    scratch.write_text("a file now\n")
-    blob = git(work, "hash-object", "-w", str(scratch))
-    git(work, "update-index", "--add", "--cacheinfo", f"100644,{blob},api/.tasks")
-    new = git(work, "commit-tree", git(work, "write-tree"), "-p", old, "-m", "file").strip()
-    git(work, "read-tree", old)
+    new = _child_with_file(work, old, "api/.tasks", "a file now\n")
     (work / "api" / ".tasks" / "mine.txt").write_text("mine\n")
     git(work, "add", "api/.tasks/mine.txt")
     (work / "api" / ".tasks" / "mine.txt").unlink()
@@ -249,12 +256,7 @@ def test_edit_tree_reports_what_each_changed_path_held(work: Path) -> None:
 def test_a_users_file_where_a_new_folder_must_be_is_kept(work: Path, kind: str) -> None:
     """git's checkout unlinks a file in the way of a folder it creates; the user's file refuses the move."""
     old = git(work, "rev-parse", "HEAD").strip()
-    scratch = work / ".git" / "scratch-blob"
-    scratch.write_text("x\n")
-    blob = git(work, "hash-object", "-w", str(scratch))
-    git(work, "update-index", "--add", "--cacheinfo", f"100644,{blob},dom/.tasks/x.json")
-    new = git(work, "commit-tree", git(work, "write-tree"), "-p", old, "-m", "domain").strip()
-    git(work, "read-tree", old)
+    new = _child_with_file(work, old, "dom/.tasks/x.json", "x\n")
     if kind == "file":
         (work / "dom").write_text("mine\n")
     else:

@@ -18,19 +18,7 @@ from typing import Any
 
 import pytest
 from conftest import Remote, git, run_michi, spawn_michi
-from txnkit import assert_exactly_once, gated_hook, michi_commits, txn_of
-
-DRIVER = Path(__file__).with_name("txn_driver.py")
-
-
-def start(repo: Path, name: str, *flags: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, str(DRIVER), str(repo), name, *flags],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, **(env or {})},
-    )
+from txnkit import DRIVER, assert_exactly_once, gated_hook, michi_commits, start, txn_of
 
 
 def until(done: Callable[[], bool], *procs: subprocess.Popen[str]) -> None:
@@ -208,16 +196,26 @@ def test_a_taken_waiter_outwaits_its_deadline_an_untaken_one_gives_up(
     once(remote.bare)
 
 
-def test_concurrent_task_adds_each_get_their_own_task(remote: Remote, repo: Path) -> None:
-    assert run_michi(repo, "init").exit_code == 0
+def _cli_batch(
+    remote: Remote, repo: Path, waiting: list[list[str]]
+) -> tuple[subprocess.Popen[str], list[subprocess.Popen[str]]]:
+    """A `task add first` held at the remote's gate, and `michi --json ARGS` for each of `waiting` queued
+    behind it, each one's offer posted before the next starts."""
     signals = remote.root / "signals"
     gated_hook(remote.bare, signals)
     first = spawn_michi(repo, "--json", "task", "add", "first")
     until(lambda: (signals / "reached.1").exists(), first)
-    adds = []
-    for n in range(5):
-        adds.append(spawn_michi(repo, "--json", "task", "add", f"waiter {n}"))
-        until(lambda n=n: offers(repo) == n + 1, first, *adds)
+    procs: list[subprocess.Popen[str]] = []
+    for n, args in enumerate(waiting):
+        procs.append(spawn_michi(repo, "--json", *args))
+        until(lambda n=n: offers(repo) == n + 1, first, *procs)
+    return first, procs
+
+
+def test_concurrent_task_adds_each_get_their_own_task(remote: Remote, repo: Path) -> None:
+    assert run_michi(repo, "init").exit_code == 0
+    signals = remote.root / "signals"
+    first, adds = _cli_batch(remote, repo, [["task", "add", f"waiter {n}"] for n in range(5)])
     (signals / "open").touch()
     outs = [finish(p) for p in [first, *adds]]
     assert [code for code, _o in outs] == [0] * 6
@@ -281,13 +279,9 @@ def test_concurrent_claims_in_one_batch_take_distinct_tasks(remote: Remote, repo
     for n in range(4):
         assert run_michi(repo, "task", "add", f"job {n}").exit_code == 0
     signals = remote.root / "signals"
-    gated_hook(remote.bare, signals)
-    first = spawn_michi(repo, "--json", "task", "add", "first")
-    until(lambda: (signals / "reached.1").exists(), first)
-    claims = []
-    for n in range(4):
-        claims.append(spawn_michi(repo, "--json", "--agent", f"agent-{n}", "task", "next", "--claim"))
-        until(lambda n=n: offers(repo) == n + 1, first, *claims)
+    first, claims = _cli_batch(
+        remote, repo, [["--agent", f"agent-{n}", "task", "next", "--claim"] for n in range(4)]
+    )
     (signals / "open").touch()
     assert finish(first)[0] == 0
     outs = [finish(p) for p in claims]
@@ -358,12 +352,17 @@ def test_a_waiter_with_its_own_git_identity_authors_its_commit(
     once(remote.bare)
 
 
+def _refuse_the_second_push(remote: Remote) -> dict[str, str]:
+    """The gated hook refuses push 2; the environment that makes its pusher give up at once."""
+    hook = remote.bare / "hooks" / "pre-receive"
+    hook.write_text(hook.read_text() + 'if [ "$n" = 2 ]; then exit 1; fi\n')
+    return {"MICHI_PUSH_RETRIES": "1"}
+
+
 def test_an_interrupted_waiter_told_its_change_lands_sees_it_land_though_its_holder_failed(
     remote: Remote, repo: Path, gated: Path
 ) -> None:
-    hook = remote.bare / "hooks" / "pre-receive"  # once let through, push 2 is refused
-    hook.write_text(hook.read_text() + 'if [ "$n" = 2 ]; then exit 1; fi\n')
-    once_only = {"MICHI_PUSH_RETRIES": "1"}
+    once_only = _refuse_the_second_push(remote)
     holder, (batch, victim) = queue_behind_holder(repo, gated, ["b", "c"], {"b": once_only})
     (gated / "gate.1").touch()
     until(lambda: (gated / "reached.2").exists(), batch)  # b's push, carrying c, waits at the remote
@@ -382,9 +381,7 @@ def test_an_interrupted_waiter_told_its_change_lands_sees_it_land_though_its_hol
 def test_a_waiter_whose_holder_failed_lands_its_operation_itself(
     remote: Remote, repo: Path, gated: Path
 ) -> None:
-    hook = remote.bare / "hooks" / "pre-receive"  # once let through, push 2 is refused
-    hook.write_text(hook.read_text() + 'if [ "$n" = 2 ]; then exit 1; fi\n')
-    once_only = {"MICHI_PUSH_RETRIES": "1"}
+    once_only = _refuse_the_second_push(remote)
     holder, (batch, waiter) = queue_behind_holder(repo, gated, ["b", "c"], {"b": once_only})
     (gated / "open").touch()
     assert finish(holder)[0] == 0 and finish(batch)[0] != 0

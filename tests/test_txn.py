@@ -5,38 +5,13 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 from conftest import Remote, git
 from gitdaemon import git_daemon
-
-DRIVER = Path(__file__).with_name("txn_driver.py")
-
-
-def drive(
-    repo: Path, name: str, *flags: str, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, str(DRIVER), str(repo), name, *flags],
-        capture_output=True,
-        text=True,
-        env={**os.environ, **(env or {})},
-        timeout=120,
-    )
-
-
-def start(repo: Path, name: str, *flags: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, str(DRIVER), str(repo), name, *flags],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, **(env or {})},
-    )
+from txnkit import drive, start
 
 
 def names_on(where: Path, ref: str = "main") -> list[str]:

@@ -5,8 +5,10 @@ checks and hooks the exactly-once tests share."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
+import sys
 from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
@@ -45,6 +47,33 @@ def noop(tree: TaskTree, params: Mapping[str, Any], ctx: ApplyContext) -> Change
 
 
 # --- the remote, as the tests of exactly-once see it -------------------------------------------------
+
+
+DRIVER = Path(__file__).with_name("txn_driver.py")
+
+
+def drive(
+    repo: Path, name: str, *flags: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """One transaction in its own process (`txn_driver.py`), run to the end."""
+    return subprocess.run(
+        [sys.executable, str(DRIVER), str(repo), name, *flags],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=120,
+    )
+
+
+def start(repo: Path, name: str, *flags: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    """One transaction in its own process, started in the background."""
+    return subprocess.Popen(
+        [sys.executable, str(DRIVER), str(repo), name, *flags],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def _git(cwd: Path, *args: str) -> str:
