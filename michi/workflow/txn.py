@@ -286,6 +286,10 @@ class Transaction:
         self, lock: RepoLock, mutations: list[Mutation], fetch: bool, rescue: bool, offer: group.Offer | None
     ) -> TxnOutcome | None:
         """The transaction under the lock; None when a holder already answered our offer."""
+        # First: an answered offer is done, whatever else might fail here (a retry would repeat it).
+        settled = offer.settle() if offer is not None else group.FRESH
+        if settled == group.ANSWERED:
+            return None
         state_dir = self.req.repo.state_dir
         journal = Journal(state_dir)
         leftover = self.leftover = journal.load()
@@ -298,9 +302,6 @@ class Transaction:
         if waited:
             self.notes.append(waited)
         tracking = git.ref_oid(self.git, self.target.remote_ref) if self.target.remote_ref else None
-        settled = offer.settle() if offer is not None else group.FRESH
-        if settled == group.ANSWERED:
-            return None
         txn = offer.entry.txn if offer is not None else None
         mine = [
             Entry(txn or uuid4_hex(), m, self.req.command, self.req.agent, base=tracking) for m in mutations
