@@ -49,6 +49,7 @@ def test_a_uuid_prefix_of_digits_names_its_task_unless_it_is_an_id(cli, ready: P
     assert cli(ready, "task", "show", "0001", "--json").json()["uuid"] == first["uuid"]
     assert cli(ready, "task", "show", "0001b", "--json").json()["uuid"] == uuids[1]
     assert cli(ready, "task", "show", "99999999", "--json").exit_code == 3
+    assert cli(ready, "task", "show", "\u00b2", "--json").exit_code == 3  # a digit to isdigit(), not int()
 
 
 def test_init_reaches_the_remote_and_is_idempotent(cli, ready: Path, remote) -> None:

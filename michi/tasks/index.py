@@ -200,7 +200,7 @@ class Index:
 
         ref = ref.strip().lower()
         paths: list[str] = []
-        if ref.isdigit():
+        if ref.isascii() and ref.isdigit():  # not `²`, which isdigit() takes and int() refuses
             wanted = int(ref)  # one pass, no by_id: changing commands name one task (ADR 0015)
             paths = self.by_id.get(wanted, []) if "by_id" in self.__dict__ else self._with_id(wanted)
         if not paths and UUID_RE.match(ref):
