@@ -108,7 +108,9 @@ class Transaction:
         self.report = recovery.Report()  # what became of them, in the application that counted
         self.already: set[str] = set()  # txns of leftover entries found on the remote already
         self.landed_at: dict[str, str] = {}  # those of them, each with the commit that carried it
-        self.grouping = False  # this run may hand its operation to the holder or take others' (ADR 0017)
+        # What an offer must share with this run to join it; None: this run neither hands its operation to
+        # the holder nor takes others' (ADR 0017). Made once, before the lock.
+        self.group_target: dict[str, Any] | None = None
         self.attempt = 0  # push attempts so far, over every round under the lock
         self.refused = False  # a round before this one was refused: fetch before applying
         self.adopted: Entry | None = None  # our operation, taken by a holder that died or failed
@@ -211,16 +213,17 @@ class Transaction:
         guessed = git.ref_oid(self.git, guess) if guess else None
         git.warm_up(self.git, guessed)
         cfg = self.req.config
-        self.grouping = (
+        offer = None
+        if (
             self.target.online
             and not (fetch or rescue or self.req.push_all)
             and len(mutations) == 1
             and group.eligible(mutations[0], cfg.group_commit)
-        )
-        offer = None
-        if self.grouping:
+        ):
+            where = str(self.req.repo.git_dir)
+            self.group_target = group.target_of(self.target.remote, self.target.branch, where, self.identity)
             entry = Entry(uuid4_hex(), mutations[0], self.req.command, self.req.agent, base=guessed)
-            offer = group.Offer(self.req.repo.state_dir, entry, self._group_target())
+            offer = group.Offer(self.req.repo.state_dir, entry, self.group_target)
         prepared = time.monotonic()
         holds: list[float] = []
         handover = offer
@@ -278,10 +281,6 @@ class Transaction:
         )
         return outcome
 
-    def _group_target(self) -> dict[str, Any]:
-        where = str(self.req.repo.git_dir)
-        return group.target_of(self.target.remote, self.target.branch, where, self.identity)
-
     def _locked(
         self, lock: RepoLock, mutations: list[Mutation], fetch: bool, rescue: bool, offer: group.Offer | None
     ) -> TxnOutcome | None:
@@ -320,8 +319,8 @@ class Transaction:
             # Its push may have landed: until the remote says, it must stay journaled (as `push_unknown`).
             self.keep_entry = own is not None and own.state == PUSHING
         # Under a script's lock (`michi lock run`) nothing of another command may happen: take no offers.
-        grouping = self.grouping and not lock.joined
-        handed = group.take(state_dir, self._group_target(), tracking) if grouping else []
+        target = None if lock.joined else self.group_target
+        handed = group.take(state_dir, target, tracking) if target is not None else []
         journal.save(leftover + mine + handed)
         faults.point("locked")
         try:
