@@ -138,7 +138,7 @@ def take(state_dir: Path, target: dict[str, Any], base: str | None, cap: int = C
         path = folder / name
         try:
             data = json.loads(path.read_bytes())
-            if _orphaned(data):
+            if _waiter_gone(data):
                 path.unlink()  # its waiter was killed before anyone took it: its command did nothing
                 continue
             if any(data.get(k) != v for k, v in target.items()) or data["mutation"]["apply"] in SOLO:
@@ -160,9 +160,13 @@ def take(state_dir: Path, target: dict[str, Any], base: str | None, cap: int = C
     return taken
 
 
-def _orphaned(offer: dict[str, Any]) -> bool:
-    """The process that posted `offer` is gone (only judged on its own host)."""
-    return offer.get("host") == hostname() and not procs.alive(int(offer["pid"]), offer.get("ticks"))
+def _waiter_gone(offer: Any) -> bool | None:
+    """Whether the process that posted `offer` is gone; None when that cannot be judged here (it ran on
+    another host, a git dir on a shared file system, or the file is not an offer)."""
+    pid = offer.get("pid") if isinstance(offer, dict) else None
+    if not isinstance(pid, int) or offer.get("host") != hostname():
+        return None
+    return not procs.alive(pid, offer.get("ticks"))
 
 
 def _sweep(folder: Path, name: str) -> None:
@@ -176,12 +180,11 @@ def _sweep(folder: Path, name: str) -> None:
                 path.unlink()
             return
         try:
-            claim = json.loads(path.read_bytes())  # the offer it was, renamed
-            judged = claim.get("host") == hostname() and isinstance(claim.get("pid"), int)
-        except (ValueError, AttributeError):
-            claim, judged = None, False
-        # Another host's claim (a git dir on a shared file system) cannot be judged: an hour is the clue.
-        if _orphaned(claim) if judged else time.time() - path.stat().st_mtime > STALE:
+            gone = _waiter_gone(json.loads(path.read_bytes()))  # the offer it was, renamed
+        except ValueError:
+            gone = None
+        # A claim that cannot be judged (another host's) is swept after an hour.
+        if gone or (gone is None and time.time() - path.stat().st_mtime > STALE):
             path.unlink()
             (folder / (name[: -len(TAKEN)] + ANSWER)).unlink(missing_ok=True)
 
