@@ -31,39 +31,44 @@ def tw_date(epoch: float) -> str:
 
 
 def parse_tw_date(text: str) -> float:
-    """Epoch seconds of a Taskwarrior date, as `strptime(text, DATE_FORMAT)` reads it. The usual form
-    (ASCII digits, in range) is read by slicing: strptime's first call costs milliseconds of imports and
-    regular expressions in every process, and each call ~10 us on a cold list (ADR 0010)."""
-    if len(text) == 16 and text[8] == "T" and text[15] == "Z":
-        digits = text[:8] + text[9:15]
-        if digits.isascii() and digits.isdigit():
-            year, month, day = int(digits[:4]), int(digits[4:6]), int(digits[6:8])
-            hour, minute, second = int(digits[8:10]), int(digits[10:12]), int(digits[12:])
-            in_range = year and 1 <= month <= 12 and hour < 24 and minute < 60 and second <= 61
-            if in_range and 1 <= day <= calendar.monthrange(year, month)[1]:
-                return float(calendar.timegm((year, month, day, hour, minute, second)))
+    """Epoch seconds of a Taskwarrior date, as `strptime(text, DATE_FORMAT)` reads it."""
+    fields = _usual_date(text)
+    if fields is not None:
+        return float(calendar.timegm(fields))
     return float(calendar.timegm(time.strptime(text, DATE_FORMAT)))  # the rest: strptime decides
-
-
-_DAYS = (0, 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
 
 
 def is_tw_date(text: object) -> bool:
     if not isinstance(text, str) or len(text) != 16:
         return False
-    if text[8] == "T" and text[15] == "Z":  # parse_tw_date's fast form, checked without the epoch
-        digits = text[:8] + text[9:15]
-        if digits.isascii() and digits.isdigit():
-            year, month, day = int(digits[:4]), int(digits[4:6]), int(digits[6:8])
-            hour, minute, second = int(digits[8:10]), int(digits[10:12]), int(digits[12:])
-            in_range = year and 1 <= month <= 12 and 1 <= day <= _DAYS[month]
-            if in_range and hour < 24 and minute < 60 and second <= 61:
-                return month != 2 or day < 29 or calendar.isleap(year)
+    if _usual_date(text) is not None:  # checked without computing the epoch (ADR 0015)
+        return True
     try:
-        parse_tw_date(text)  # the common spelling without strptime (ADR 0010, 0015)
+        parse_tw_date(text)
     except ValueError:
         return False
     return True
+
+
+_DAYS = (0, 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+
+
+def _usual_date(text: str) -> tuple[int, int, int, int, int, int] | None:
+    """The fields of a date in the usual form (ASCII digits, in range), read by slicing; None for any
+    other spelling, which strptime decides. strptime's first call costs milliseconds of imports and
+    regular expressions in every process, and each call ~10 us on a cold list (ADR 0010)."""
+    if len(text) != 16 or text[8] != "T" or text[15] != "Z":
+        return None
+    digits = text[:8] + text[9:15]
+    if not (digits.isascii() and digits.isdigit()):
+        return None
+    year, month, day = int(digits[:4]), int(digits[4:6]), int(digits[6:8])
+    hour, minute, second = int(digits[8:10]), int(digits[10:12]), int(digits[12:])
+    if not (year and 1 <= month <= 12 and 1 <= day <= _DAYS[month] and hour < 24 and minute < 60):
+        return None
+    if second > 61 or (month == 2 and day == 29 and not calendar.isleap(year)):
+        return None
+    return year, month, day, hour, minute, second
 
 
 def status_for(state: str, previous_status: str = "pending") -> str:
