@@ -111,8 +111,9 @@ class Transaction:
         # What an offer must share with this run to join it; None: this run neither hands its operation to
         # the holder nor takes others' (ADR 0017). Made once, before the lock.
         self.group_target: dict[str, Any] | None = None
-        self.attempt = 0  # push attempts so far, over every round under the lock
-        self.refused = False  # a round before this one was refused: fetch before applying
+        # Push attempts so far, over every round under the lock: above 0 when a round starts, the one
+        # before it was refused (`_Refused`), so the remote has moved and is fetched before applying.
+        self.attempt = 0
         self.adopted: Entry | None = None  # our operation, taken by a holder that died or failed
         self.stranded: list[stranded.Stranded] = []  # sync only: michi commits no journal entry names
         self.rescued: set[str] = set()  # txns of those that this run completes (or found landed)
@@ -371,7 +372,7 @@ class Transaction:
                 landed_at = found[self.adopted.txn]
                 known = self._kept_result(self.adopted, landed_at)
                 leftover, mine = leftover + mine, []
-        elif fetch or leftover or base is None or self.refused:
+        elif fetch or leftover or base is None or self.attempt:
             base, fetched = self._fetch(), True
         if rescue:
             local = git.ref_oid(self.git, self.target.local_ref)
@@ -430,7 +431,6 @@ class Transaction:
             if attempt < retries and not (leftover or handed or self.adopted or self.stranded):
                 # Only this run's own operations rode on the refused push: nothing landed and nobody
                 # waits on it, so wait for the next try without the lock (`run` takes it again).
-                self.refused = True
                 raise _Refused
             time.sleep(_backoff(attempt))
             base, fetched = self._fetch(), True
