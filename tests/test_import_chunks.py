@@ -112,7 +112,7 @@ def test_a_bad_task_late_in_the_file_stops_the_import_before_anything_lands(
 
 
 def test_an_import_from_stdin(repo: Path, remote) -> None:
-    """stdin is read twice (checked whole, then imported chunk by chunk) through a temporary copy."""
+    """stdin is read once: checked whole, then imported chunk by chunk from the spool of checked tasks."""
     assert run_michi(repo, "init").exit_code == 0
     proc = subprocess.run(
         [sys.executable, "-m", "michi", "import", "-", "--json"],

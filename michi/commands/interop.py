@@ -4,9 +4,9 @@ michi changed after the data was exported is a conflict, left alone unless `--fo
 
 from __future__ import annotations
 
+import io
 import marshal
 import os
-import shutil
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -147,23 +147,19 @@ def _records(stream: IO[bytes], top: Path, where: str) -> Iterator[dict[str, Any
 
 @contextmanager
 def _opened(session: Session, source: str) -> Iterator[IO[bytes]]:
-    """The export as a binary stream that can be read twice (stdin is copied to a temporary file)."""
+    """The export as a binary stream. It is read once: the second pass reads the checked tasks back from
+    their own spool, so stdin needs no copy."""
+    if source == "-":
+        stdin = getattr(sys.stdin, "buffer", None)
+        if stdin is None:  # a text stream without bytes underneath (an in-process test runner)
+            stdin = io.BytesIO(sys.stdin.read().encode("utf-8", "surrogateescape"))
+        yield stdin
+        return
     try:
-        stream = open(session.cwd / source, "rb") if source != "-" else _spooled_stdin()  # noqa: SIM115
+        stream = open(session.cwd / source, "rb")  # noqa: SIM115 - closed below
     except OSError as exc:
         raise UsageError(
             f"cannot read {source}: {exc}", hint="pass a file written by 'task export'"
         ) from None
     with stream:
         yield stream
-
-
-def _spooled_stdin() -> IO[bytes]:
-    spool = tempfile.TemporaryFile()  # noqa: SIM115 - returned open; the caller closes it
-    stdin = getattr(sys.stdin, "buffer", None)
-    if stdin is None:  # a text stream without bytes underneath (an in-process test runner)
-        spool.write(sys.stdin.read().encode("utf-8", "surrogateescape"))
-    else:
-        shutil.copyfileobj(stdin, spool)
-    spool.seek(0)
-    return spool
