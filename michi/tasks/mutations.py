@@ -30,22 +30,11 @@ def blob_oid(data: bytes) -> str:
     return object_id(b"blob", data)
 
 
-def written(
-    subject: str,
-    pairs: list[tuple[str, Task]],
-    extra: Mapping[str, bytes] | None = None,
-    records: list[tuple[dict[str, Any], bytes]] | None = None,
-) -> Change:
-    """A Change writing `pairs`; its result is JSON-able: [{path, record}] in the order given. `records`
-    (each task's `serialization.to_record` and file, when the caller has them) saves making them again."""
-    if records is None:
-        records = [
-            (rec, serialization.dumps_record(rec))
-            for rec in map(serialization.to_record, (t for _p, t in pairs))
-        ]
-    return written_files(
-        subject, [(p, rec, data) for (p, _t), (rec, data) in zip(pairs, records, strict=True)], extra
-    )
+def written(subject: str, pairs: list[tuple[str, Task]], extra: Mapping[str, bytes] | None = None) -> Change:
+    """A Change writing `pairs`; its result is JSON-able: [{path, record}] in the order given."""
+    records = map(serialization.to_record, (t for _p, t in pairs))
+    files = [(p, rec, serialization.dumps_record(rec)) for (p, _t), rec in zip(pairs, records, strict=True)]
+    return written_files(subject, files, extra)
 
 
 def written_files(
