@@ -78,9 +78,15 @@ def _one_shot() -> Any:
     """What `JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode` runs on a dict, built once."""
     base = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
     make = getattr(json.encoder, "c_make_encoder", None)
-    if make is None:  # no C accelerator: the encoder's own one-shot path
-        return lambda value, _level: [base.encode(value)]
-    return make(None, base.default, json.encoder.encode_basestring, None, ":", ",", False, False, True)
+    slow = lambda value, _level: [base.encode(value)]  # noqa: E731  (the encoder's own one-shot path)
+    if make is None:  # no C accelerator
+        return slow
+    try:  # a private signature: believed only while it answers as the public encoder does
+        fast = make(None, base.default, json.encoder.encode_basestring, None, ":", ",", False, False, True)
+        sample = {"a": [1, 2.5, None, True], "b": 'é\n"', "c": {}}
+        return fast if "".join(fast(sample, 0)) == base.encode(sample) else slow
+    except Exception:  # another Python's signature
+        return slow
 
 
 _ONE_SHOT = _one_shot()
