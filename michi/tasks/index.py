@@ -78,8 +78,6 @@ class Index:
     ) -> None:
         """Either `entries` (every record), or `ids` and a `loader` that reads the records when asked."""
         self.tree = tree
-        # (an earlier tree, the task files that differ from it) when built from that tree's index
-        self.since: tuple[str | None, set[str]] | None = None
         if entries is not None:
             self.__dict__["entries"] = entries
         self._ids = ids
@@ -137,8 +135,6 @@ class Index:
         for path, (record, problem) in parsed(tree, wanted).items():
             entries[path] = (wanted[path], record, problem)
         index = cls(tree.tree_oid, entries)
-        if delta is not None and cached is not None:
-            index.since = (cached.tree, set(delta))
         if cached is not None and "tasks" in cached.__dict__:
             # Task objects of unchanged files carry over: inside the lock only the diff's are built.
             before: dict[str, Task] = cached.tasks
