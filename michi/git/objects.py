@@ -296,15 +296,11 @@ def identity(repo: Repo, role: str) -> tuple[str, str]:
     prefix = f"GIT_{role.upper()}_"
     if f"{prefix}NAME" in env and f"{prefix}EMAIL" in env:
         return env[f"{prefix}NAME"], env[f"{prefix}EMAIL"]
-    config = _user_config(repo)
+    config = config_values(repo)
     default = _default_user()
     name = env.get(f"{prefix}NAME") or config.get("user.name") or default.split("@")[0]
     email = env.get(f"{prefix}EMAIL") or config.get("user.email") or default
     return name, email
-
-
-def _user_config(repo: Repo) -> dict[str, str]:
-    return config_values(repo)
 
 
 def _default_user() -> str:
