@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import michi
+from michi.atomic import write_atomic
 from michi.serve.address import Address
 
 IDLE = 900.0
@@ -191,10 +192,7 @@ class Server:
             "python": sys.executable,
             "workers": [{"pid": pid, "client": client} for pid, (_, client) in self.workers.items()],
         }
-        tmp = f"{self.where.info}.{os.getpid()}.tmp"
-        with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(info, fh)
-        os.replace(tmp, self.where.info)
+        write_atomic(Path(self.where.info), json.dumps(info).encode())
 
     def _close(self, listener: socket.socket) -> None:
         """Stop taking requests: remove the socket first, so clients run commands themselves (it is ours:
