@@ -74,8 +74,9 @@ def status(where: Address | None = None) -> ServerStatus:
 
 def start(idle: float | None) -> ServerStatus:
     where = Address()
-    if status(where).running:
-        return _with_text(status(where), "already running")
+    found = status(where)
+    if found.running:
+        return _with_text(found, "already running")
     args = [sys.executable, "-m", "michi.serve.server"]
     if idle is not None:
         args += ["--idle", str(idle)]
@@ -89,8 +90,8 @@ def start(idle: float | None) -> ServerStatus:
         if now.running:
             return _with_text(now, "started")
         if proc.poll() is not None:
-            if status(where).running:  # another `start` won the race: that one serves
-                return _with_text(status(where), "already running")
+            if (found := status(where)).running:  # another `start` won the race: that one serves
+                return _with_text(found, "already running")
             detail = proc.stderr.read().decode(errors="replace").strip() if proc.stderr else ""
             raise ServerFailed(
                 f"the michi server did not start: {detail or f'exit {proc.returncode}'}",
