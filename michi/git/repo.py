@@ -56,13 +56,20 @@ class Repo:
         return child_env({**PLAIN_LOCALE, **NO_PROMPT, **(extra or {})})
 
     def execute(
-        self, args: list[str], env: Mapping[str, str] | None = None, own_session: bool = False
+        self,
+        args: list[str],
+        env: Mapping[str, str] | None = None,
+        own_session: bool = False,
+        data: bytes | None = None,
     ) -> tuple[int, bytes, bytes]:
+        """`git <args>`; `data`, when given, on its stdin (written while its output is read: no pipe
+        deadlock)."""
         proc = subprocess.run(
             ["git", *args],
             cwd=self.working_dir,
             env=self.env(env),
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL if data is None else None,
+            input=data,
             capture_output=True,
             start_new_session=own_session,
             check=False,
@@ -116,8 +123,8 @@ class Repo:
     def cat_many(self, oids: list[str]) -> dict[str, bytes]:
         """Contents of many objects from one `git cat-file --batch` fed every oid at once (its own
         process: the persistent one answers one question at a time). Raises GitFailed if one is missing."""
-        status, out, err = self.execute_input(
-            ["cat-file", "--batch"], "".join(o + "\n" for o in oids).encode()
+        status, out, err = self.execute(
+            ["cat-file", "--batch"], data="".join(o + "\n" for o in oids).encode()
         )
         if status != 0:
             raise GitFailed(f"git cat-file failed: {err.decode('utf-8', 'replace').strip()}")
@@ -132,13 +139,6 @@ class Repo:
             found[oid] = bytes(view[end + 1 : at])
             at += 1  # the newline after the content
         return found
-
-    def execute_input(self, args: list[str], data: bytes) -> tuple[int, bytes, bytes]:
-        """`git <args>` with `data` on its stdin (written while its output is read: no pipe deadlock)."""
-        proc = subprocess.run(
-            ["git", *args], cwd=self.working_dir, env=self.env(), input=data, capture_output=True, check=False
-        )
-        return proc.returncode, proc.stdout, proc.stderr
 
     def store(self, kind: bytes, data: bytes) -> str:
         """Write a loose object as git does (zlib, read-only file renamed into place); returns its oid."""
