@@ -168,6 +168,9 @@ def test_two_files_with_one_uuid_are_ranked_whole(tmp_path: Path) -> None:
     _write(tree, 1, "api", priority="H")
     with pytest.raises(rank_cache.Unusable):
         rank_cache.pick(tree, tmp_path, None, T0, save=True)
+    best = rank_cache.best(tree, tmp_path, None, T0, True, lambda: Index.build(tree))
+    assert best is not None and (best[0], best[2]) == _expected(tree, None, T0)
+    assert best[0] == _path(1, "api")  # the H one: the tree ranked whole answers
 
 
 def test_a_task_whose_due_date_nears_overtakes_one_that_does_not_move(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from michi.tasks import backlog, domains, rank_cache, urgency
 from michi.tasks import order as task_order
 from michi.tasks.links import Links, neighbours
 from michi.tasks.model import OPEN_STATES, STATES
-from michi.tasks.query import Filter, ready_order, select, view
+from michi.tasks.query import Filter, select, view
 from michi.tasks.table import BLOCKED, COL, table_for
 
 
@@ -100,10 +100,7 @@ def next_task(
     got = freshness.read_snapshot(session, How.OFFLINE if offline else How.FETCH)
     now = time.time()
     snap = task_common.read_from(session, got, How.OFFLINE if offline else How.FETCH)
-    try:
-        picked = rank_cache.pick(got.snapshot, session.repo.state_dir, where, now, save=True)
-    except rank_cache.Unusable:
-        picked = next(iter(ready_order(snap.index, where, now)), None)
+    picked = rank_cache.best(got.snapshot, session.repo.state_dir, where, now, True, lambda: snap.index)
     if picked is not None:
         path, task, score = picked
         return task_common.TaskResult({**view(task, path, snap.index), "urgency": score}, notes=snap.notes)

@@ -10,7 +10,6 @@ from typing import Any
 from michi.tasks import backlog, claims, rank_cache
 from michi.tasks.domains import domain_of
 from michi.tasks.mutations import fresh_index, written
-from michi.tasks.query import ready_order
 from michi.workflow.mutation import ApplyContext, Change, TaskTree
 
 
@@ -23,10 +22,8 @@ def next_claim(tree: TaskTree, params: Mapping[str, Any], ctx: ApplyContext) -> 
     the fresh tree is ranked whole."""
     agent = claims.require_agent(ctx.agent)
     domain = params.get("domain")
-    try:
-        picked = rank_cache.pick(tree, Path(ctx.state_dir), domain, ctx.now, save=False)
-    except rank_cache.Unusable:
-        picked = next(iter(ready_order(fresh_index(tree, ctx), domain, ctx.now)), None)
+    state_dir = Path(ctx.state_dir)
+    picked = rank_cache.best(tree, state_dir, domain, ctx.now, False, lambda: fresh_index(tree, ctx))
     if picked is None:
         raise backlog.no_ready(fresh_index(tree, ctx), domain, agent, ctx.now)
     path, task, score = picked

@@ -12,13 +12,17 @@ from michi.tasks.errors import CorruptTask
 from michi.tasks.index import for_tree as index_for_tree
 from michi.tasks.index import load_checked, save_checked
 from michi.tasks.model import Task
+from michi.tasks.query import ready_order
 from michi.tasks.ranking import SAVE_AFTER, STALE, Ranking, Unusable, build, node_of, uuid_of
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from michi.tasks.index import Index
     from michi.workflow.mutation import TaskTree
 
 RANK_NAME = "task-rank.v1"
-__all__ = ["RANK_NAME", "Unusable", "for_tree", "forget", "pick"]
+__all__ = ["RANK_NAME", "Unusable", "best", "for_tree", "forget", "pick"]
 
 # The ranking this process last had, by state dir: inside the lock only the fresh commit's diff is applied.
 _last: dict[Path, Ranking] = {}
@@ -74,6 +78,16 @@ def pick(
         forget(state_dir)  # it lied: never believed again
         raise Unusable(path)
     return path, task, score
+
+
+def best(
+    tree: TaskTree, state_dir: Path, domain: str | None, now: float, save: bool, index: Callable[[], Index]
+) -> tuple[str, Task, float] | None:
+    """`pick`; when the ranking cannot answer, the first of `index()` (the same tree's) ranked whole."""
+    try:
+        return pick(tree, state_dir, domain, now, save)
+    except Unusable:
+        return next(iter(ready_order(index(), domain, now)), None)
 
 
 def forget(state_dir: Path) -> None:
