@@ -8,6 +8,7 @@ instead of skipping it, writing over it or crashing on it (ADR 0006).
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 from typing import Any
 
 from michi.agent import agent_problem
@@ -231,32 +232,9 @@ def from_record(record: Any, where: str) -> Task:
 
 def record_of(record: Any, where: str) -> dict[str, Any]:
     """`to_record(from_record(record, where))` without the Task between: a cold read checks 50,000 files
-    and keeps only their records (ADR 0015)."""
-    f = _fields(record, where)
-    values: dict[str, Any] = {
-        "uuid": f["uuid"],
-        "michi_id": f["id"],
-        "description": f["description"],
-        "status": f["status"],
-        "michi_state": f["state"],
-        "priority": f["priority"],
-        "project": f["project"],
-        "tags": list(f["tags"]),
-        "depends": sorted(f["depends"]),
-        "entry": f["entry"],
-        "modified": f["modified"],
-        "start": f["start"],
-        "end": f["end"],
-        "annotations": [{"entry": a.entry, "description": a.description} for a in f["annotations"]],
-        "michi_assignee": f["assignee"],
-        "michi_claim_expires": f["claim_expires"],
-        "michi_version": f["version"],
-    }
-    out = {k: v for k, v in values.items() if v not in (None, [], "")}
-    extra = f["extra"]
-    for key in sorted(extra):
-        out[key] = extra[key]
-    return out
+    and keeps only their records (ADR 0015). The fields go to `to_record` as a namespace (C-built, a
+    third of a Task's cost), so the file's shape is written down once."""
+    return to_record(SimpleNamespace(**_fields(record, where)))  # type: ignore[arg-type]  # Task's fields
 
 
 def _finite(text: str) -> float:
