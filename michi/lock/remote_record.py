@@ -16,6 +16,7 @@ from typing import Self
 
 from michi.host import hostname
 from michi.lock.record import Stamped, iso, parse_iso
+from michi.unique import token_hex
 
 REF = "refs/michi/lock"
 FENCE_ENV = "MICHI_LOCK_FENCE"
@@ -52,7 +53,7 @@ class RemoteRecord(Stamped):
         return cls(
             state="held",
             fence=fence,
-            token=os.urandom(16).hex(),
+            token=token_hex(16),
             host=hostname(),
             pid=os.getpid() if pid is None else pid,
             agent=agent,
