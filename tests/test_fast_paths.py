@@ -90,7 +90,8 @@ def test_many_blobs_go_into_one_pack_git_accepts(plain_repo: Repo) -> None:
     assert f"non delta: {len(set(contents))} objects" in verified  # each blob once, none a delta
     for oid, data in zip(oids, contents, strict=True):
         assert objects.read_blob(plain_repo, oid) == data
-    assert objects.read_blobs(plain_repo, oids[:100]) == dict(zip(oids[:100], contents[:100], strict=True))
+    streamed = dict(objects.iter_blobs(plain_repo, oids[:100]))
+    assert streamed == dict(zip(oids[:100], contents[:100], strict=True))
 
 
 def test_a_pack_of_nothing_new_writes_no_file(plain_repo: Repo) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -62,9 +62,9 @@ class FakeTree:
             return "blob"
         return "tree" if any(p.startswith(path + "/") for p in self.files) else None
 
-    def read_blobs(self, oids: Iterable[str]) -> dict[str, bytes]:
+    def iter_blobs(self, oids: Sequence[str]) -> Iterator[tuple[str, bytes]]:
         by_oid = {self._oid(d): d for d in self.files.values()}
-        return {o: by_oid[o] for o in oids}
+        return ((o, by_oid[o]) for o in oids)
 
     def changed_task_files(self, since_tree: str) -> dict[str, str | None]:
         old = {p: self._oid(d) for p, d in self.history[since_tree].items()}

@@ -47,10 +47,10 @@ if TYPE_CHECKING:
     from michi.git.objects import diff_task_files as diff_task_files
     from michi.git.objects import diff_trees as diff_trees
     from michi.git.objects import edit_tree as edit_tree
+    from michi.git.objects import iter_blobs as iter_blobs
     from michi.git.objects import ls_task_files as ls_task_files
     from michi.git.objects import path_kind as path_kind
     from michi.git.objects import read_blob as read_blob
-    from michi.git.objects import read_blobs as read_blobs
     from michi.git.objects import read_commit as read_commit
     from michi.git.objects import read_path as read_path
     from michi.git.objects import signature as signature
@@ -104,7 +104,7 @@ _HOMES = {
     "edit_tree": "objects",
     "ls_task_files": "objects",
     "read_blob": "objects",
-    "read_blobs": "objects",
+    "iter_blobs": "objects",
     "read_commit": "objects",
     "read_path": "objects",
     "signature": "objects",

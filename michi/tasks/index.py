@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from michi.atomic import write_atomic
-from michi.tasks import serialization
+from michi.tasks import normal, serialization
+from michi.tasks.bulk import no_gc
 from michi.tasks.errors import AmbiguousId, CorruptTask, TaskNotFound
 from michi.tasks.model import Task
 
@@ -35,7 +36,7 @@ Entry = tuple[str, dict[str, Any] | None, str | None]
 
 def _parse(path: str, data: bytes) -> tuple[dict[str, Any] | None, str | None]:
     try:
-        return serialization.loads_record(data, path), None  # normalised: what from_trusted expects
+        return normal.loads_record(data, path), None  # normalised: what from_trusted expects
     except CorruptTask as exc:
         return None, exc.message
 
@@ -52,19 +53,21 @@ def remember(records: dict[tuple[str, str], dict[str, Any]]) -> None:
 
 
 def parsed(tree: TaskTree, wanted: dict[str, str]) -> dict[str, tuple[dict[str, Any] | None, str | None]]:
-    """path -> (record, problem) of the files `wanted` (path -> blob oid)."""
-    out: dict[str, tuple[dict[str, Any] | None, str | None]] = {}
-    unknown: dict[str, str] = {}
+    """path -> (record, problem) of the files `wanted` (path -> blob oid), in its order. Each blob is
+    parsed as git sends it (`iter_blobs`), while git reads the next on the other core (ADR 0015)."""
+    done: dict[str, tuple[dict[str, Any] | None, str | None]] = {}
+    unknown: dict[str, list[str]] = {}  # blob oid -> the paths that hold it
     for path, oid in wanted.items():
         record = _written.get((path, oid))
         if record is None:
-            unknown[path] = oid
+            unknown.setdefault(oid, []).append(path)
         else:
-            out[path] = (record, None)
-    blobs = tree.read_blobs(set(unknown.values())) if unknown else {}
-    for path, oid in unknown.items():
-        out[path] = _parse(path, blobs[oid])
-    return out
+            done[path] = (record, None)
+    if unknown:
+        for oid, data in tree.iter_blobs(list(unknown)):
+            for path in unknown[oid]:
+                done[path] = _parse(path, data)
+    return {path: done[path] for path in wanted}
 
 
 class Index:
@@ -268,7 +271,8 @@ _last: dict[Path, Index] = {}
 
 def for_tree(tree: TaskTree, state_dir: Path, save: bool = True) -> Index:
     cached = _last.get(state_dir) or load_cache(state_dir)
-    index = Index.build(tree, cached)
+    with no_gc():
+        index = Index.build(tree, cached)
     _last[state_dir] = index
     if save and index.tree is not None and (cached is None or cached.tree != index.tree):
         save_cache(state_dir, index)

@@ -25,8 +25,8 @@ class Links:
 
     def of(self, rec: dict[str, Any]) -> tuple[bool, bool]:
         """(blocked, blocking) of a task's record."""
-        uuid = rec["uuid"]
-        blocked = any(d in self.open for d in rec.get("depends") or ())
+        uuid, depends = rec["uuid"], rec.get("depends") or ()
+        blocked = bool(depends) and any(d in self.open for d in depends)  # no generator for the many without
         return blocked, uuid in self.awaited and uuid in self.open
 
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from michi.tasks import urgency
+from michi.tasks import urgency, viewtext
+from michi.tasks.bulk import no_gc
 from michi.tasks.domains import domain_of
 from michi.tasks.index import Index
 from michi.tasks.links import Links
-from michi.tasks.query import compact, view_record
 
 COLUMNS = (
     "id",
@@ -52,7 +52,7 @@ def _row(
     blocked, blocking = links.of(rec)
     flags = BLOCKED * blocked | BLOCKING * blocking
     has_deps = bool(get("depends"))
-    text = old[COL["json"]] if old is not None and not has_deps else compact(view_record(rec, path, index))
+    text = old[COL["json"]] if old is not None and not has_deps else viewtext.text(rec, path, index)
     if old is not None and old[COL["flags"]] == flags:
         terms = tuple(old[COL["fixed"] : COL["scheduled"] + 1])
     else:
@@ -78,7 +78,9 @@ def _row(
 
 def _columns(rows: list[tuple[Any, ...]]) -> Table:
     rows.sort(key=lambda row: int(row[0]))  # by id, ties in index order
-    return tuple([row[c] for row in rows] for c in range(len(COLUMNS)))
+    if not rows:
+        return tuple([] for _ in COLUMNS)
+    return tuple(list(column) for column in zip(*rows, strict=True))  # transposed in C
 
 
 def table_of(index: Index, old: Table | None) -> Table:
@@ -86,15 +88,16 @@ def table_of(index: Index, old: Table | None) -> Table:
     reuse = {} if old is None else {path: i for i, path in enumerate(old[COL["path"]])}
     links = Links(index)
     rows: list[tuple[Any, ...]] = []
-    for path, (oid, rec, _problem) in index.entries.items():
-        if rec is None:
-            continue
-        i = reuse.get(path)
-        prev = None
-        if old is not None and i is not None and old[COL["oid"]][i] == oid:
-            prev = tuple(column[i] for column in old)
-        rows.append(_row(path, oid, rec, index, links, prev))
-    return _columns(rows)
+    with no_gc():
+        for path, (oid, rec, _problem) in index.entries.items():
+            if rec is None:
+                continue
+            i = reuse.get(path)
+            prev = None
+            if old is not None and i is not None and old[COL["oid"]][i] == oid:
+                prev = tuple(column[i] for column in old)
+            rows.append(_row(path, oid, rec, index, links, prev))
+        return _columns(rows)
 
 
 def table_for(index: Index, found: list[tuple[str, dict[str, Any]]]) -> Table:

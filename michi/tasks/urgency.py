@@ -45,9 +45,16 @@ def epoch(value: object) -> float | None:
     v = value
     if not (v[:8].isdigit() and v[9:15].isdigit()):
         return None
-    return float(
-        calendar.timegm((int(v[:4]), int(v[4:6]), int(v[6:8]), int(v[9:11]), int(v[11:13]), int(v[13:15])))
-    )
+    # timegm is whole-number arithmetic: the day's seconds plus the time's, the day's computed once per day.
+    day = _days.get(v[:8])
+    if day is None:
+        day = calendar.timegm((int(v[:4]), int(v[4:6]), int(v[6:8]), 0, 0, 0))
+        if len(_days) < 65536:
+            _days[v[:8]] = day
+    return float(day + int(v[9:11]) * 3600 + int(v[11:13]) * 60 + int(v[13:15]))
+
+
+_days: dict[str, int] = {}
 
 
 def _due_factor(due: float, now: float) -> float:
@@ -90,7 +97,13 @@ def terms(rec: Mapping[str, Any], *, blocked: bool = False, blocking: bool = Fal
         total += BLOCKED
     total += PRIORITY.get(get("priority") or "", 0.0)
     entry = epoch(get("entry"))  # no readable entry: no age, as Taskwarrior
-    return (total, math.inf if entry is None else entry, epoch(get("due")), epoch(get("scheduled")))
+    due, scheduled = get("due"), get("scheduled")  # extra keys, rarely there: no call for them then
+    return (
+        total,
+        math.inf if entry is None else entry,
+        None if due is None else epoch(due),
+        None if scheduled is None else epoch(scheduled),
+    )
 
 
 def at(parts: Terms, now: float) -> float:

@@ -12,7 +12,7 @@ one more call on a newer tree). It raises a `michi.errors.MichiError` to refuse;
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -39,8 +39,8 @@ class TaskTree(Protocol):
     def kind(self, path: str) -> str | None:
         """ "blob" (a file or symlink), "tree" (a folder), or None when nothing is at `path`."""
 
-    def read_blobs(self, oids: Iterable[str]) -> dict[str, bytes]:
-        """Contents by blob oid (one batched git call)."""
+    def iter_blobs(self, oids: Sequence[str]) -> Iterator[tuple[str, bytes]]:
+        """(oid, content) of each blob oid, in order, as they are read (one batched git call)."""
 
     def changed_task_files(self, since_tree: str) -> dict[str, str | None]:
         """`.tasks/*.json` files that differ from tree `since_tree`: path -> new blob oid (None = deleted)."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterator, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -36,8 +36,8 @@ class GitTaskTree:
     def kind(self, path: str) -> str | None:
         return None if self.tree_oid is None else git.path_kind(self._repo, self.tree_oid, path)
 
-    def read_blobs(self, oids: Iterable[str]) -> dict[str, bytes]:
-        return git.read_blobs(self._repo, oids)
+    def iter_blobs(self, oids: Sequence[str]) -> Iterator[tuple[str, bytes]]:
+        return git.iter_blobs(self._repo, oids)
 
     def changed_task_files(self, since_tree: str) -> dict[str, str | None]:
         if self.tree_oid is None:

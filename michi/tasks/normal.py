@@ -1,0 +1,181 @@
+"""A cold read's fast path (ADR 0015): a task file already in the form michi writes is its own record.
+
+`serialization.loads_record` checks every field and rebuilds the record (`record_of`), ~40 us a file: at
+50,000 files, most of a cold `list`. A file michi wrote (or one it normalised) is already that record, so
+`loads_record` here decodes it and asks only whether it *is* in normal form: known keys in `KEY_ORDER`,
+then extra keys sorted with plain values; no empty value; every value of the type and range the checks
+accept; dates in the usual `YYYYMMDDTHHMMSSZ` form. Such a record is what the full path returns (tested
+on tricky records). Anything else, a file that fails or one merely spelt differently, takes the full path,
+which decides and words the problem exactly as before.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from michi.agent import agent_problem
+from michi.tasks import serialization
+from michi.tasks.model import MAX_ID, MAX_TASK_BYTES, PRIORITIES, STATES, STATUSES, usual_date
+
+_DECODER = serialization.strict_decoder()
+# The scanner `decode` runs after skipping whitespace (set by JSONDecoder, untyped in typeshed).
+_SCAN: Callable[[str, int], tuple[Any, int]] = _DECODER.scan_once  # type: ignore[attr-defined]
+_MARKERS = serialization.CONFLICT_MARKERS
+_ORDER = {key: n for n, key in enumerate(serialization.KEY_ORDER)}
+# What `to_record` always writes: the required keys and those it fills in when the file leaves them out.
+_ALWAYS = frozenset((*serialization.REQUIRED, "michi_state", "modified", "michi_version"))
+_STATUSES, _STATES, _PRIORITIES = frozenset(STATUSES), frozenset(STATES), frozenset(PRIORITIES)
+_SCALARS = (str, int, float, bool, type(None))
+# The usual date form; the day itself is checked once per distinct day (`_day_ok`).
+_DATE = re.compile(r"[0-9]{8}T(?:[01][0-9]|2[0-3])[0-5][0-9](?:[0-5][0-9]|6[01])Z")
+_days: dict[str, bool] = {}
+Shape = tuple[tuple[tuple[str, Callable[[Any], bool]], ...], tuple[str, ...]]
+_shapes: dict[tuple[str, ...], Shape | None] = {}
+_agents: dict[str, bool] = {}
+
+
+def loads_record(data: bytes, path: str) -> dict[str, Any]:
+    """`serialization.loads_record(data, path)`: the same record, or the same `CorruptTask`."""
+    record = fast(data)
+    if record is not None:
+        uuid = record["uuid"]
+        if path.endswith(f"/{uuid}.json") or path == f"{uuid}.json":  # `_named_right`
+            return record
+    return serialization.loads_record(data, path)
+
+
+def fast(data: bytes) -> dict[str, Any] | None:
+    """The file's record when it is already in normal form, else None (the full path decides)."""
+    if len(data) > MAX_TASK_BYTES or _MARKERS[0] in data or _MARKERS[1] in data or _MARKERS[2] in data:
+        return None
+    try:
+        text = data.decode("utf-8")
+        if text[:1] != "{":
+            return None
+        value, end = _SCAN(text, 0)
+    except (ValueError, StopIteration, RecursionError):
+        return None
+    if text[end:].strip(" \t\n\r") or type(value) is not dict:  # JSON's whitespace only after it
+        return None
+    return value if normal(value) else None
+
+
+def normal(rec: dict[str, Any]) -> bool:
+    """Whether `serialization.record_of(rec)` would accept `rec` and return it unchanged, key order
+    included (a decoded JSON object: builtins only)."""
+    keys = tuple(rec)
+    try:
+        shape = _shapes[keys]
+    except KeyError:
+        shape = _shape(keys)
+        if len(_shapes) < 4096:
+            _shapes[keys] = shape
+    if shape is None:
+        return False
+    checks, extra = shape
+    uuid, ident, version, status, state = (
+        rec["uuid"],
+        rec["michi_id"],
+        rec["michi_version"],
+        rec["status"],
+        rec["michi_state"],
+    )
+    if not (
+        type(uuid) is str
+        and uuid
+        and type(ident) is int
+        and 0 < ident <= MAX_ID
+        and type(version) is int
+        and 0 < version <= MAX_ID
+        and type(status) is str
+        and status in _STATUSES
+        and type(state) is str
+        and state in _STATES
+        and _text(rec["description"])
+    ):
+        return False
+    for key, check in checks:
+        if not check(rec[key]):
+            return False
+    return not extra or all(type(rec[key]) in _SCALARS for key in extra)
+
+
+def _text(value: Any) -> bool:
+    return type(value) is str and value != ""
+
+
+def _date(value: Any) -> bool:
+    if type(value) is not str or _DATE.fullmatch(value) is None:
+        return False
+    ok = _days.get(value[:8])
+    if ok is None:
+        ok = usual_date(value[:9] + "000000Z") is not None  # the day's rules (month lengths, leap years)
+        if len(_days) < 65536:
+            _days[value[:8]] = ok
+    return ok
+
+
+def _priority(value: Any) -> bool:
+    return type(value) is str and value in _PRIORITIES
+
+
+def _strings(value: Any) -> bool:
+    return type(value) is list and bool(value) and all(type(item) is str for item in value)
+
+
+def _sorted_strings(value: Any) -> bool:
+    return _strings(value) and value == sorted(value)
+
+
+def _notes(value: Any) -> bool:
+    if type(value) is not list or not value:
+        return False
+    for note in value:
+        if type(note) is not dict or tuple(note) != ("entry", "description"):
+            return False
+        if type(note["entry"]) is not str or type(note["description"]) is not str:
+            return False
+    return True
+
+
+def _agent(value: Any) -> bool:
+    if type(value) is not str:
+        return False
+    ok = _agents.get(value)
+    if ok is None:
+        ok = agent_problem(value) is None
+        if len(_agents) < 4096:
+            _agents[value] = ok
+    return ok
+
+
+_CHECKS: dict[str, Callable[[Any], bool]] = {
+    "priority": _priority,
+    "project": _text,
+    "tags": _strings,
+    "depends": _sorted_strings,
+    "entry": _date,
+    "modified": _date,
+    "start": _date,
+    "end": _date,
+    "annotations": _notes,
+    "michi_assignee": _agent,
+    "michi_claim_expires": _date,
+}
+
+
+def _shape(keys: tuple[str, ...]) -> Shape | None:
+    """(the known keys to check, each with its check; the extra keys) of records with these keys in this
+    order, or None when `to_record` would write them otherwise: a known key out of `KEY_ORDER`, an extra
+    key before a known one or out of sorted order, or a key it always writes missing."""
+    known = [k for k in keys if k in _ORDER]
+    extra = list(keys[len(known) :])
+    if keys[: len(known)] != tuple(known) or any(k in _ORDER for k in extra):
+        return None
+    if [_ORDER[k] for k in known] != sorted(_ORDER[k] for k in known) or extra != sorted(extra):
+        return None
+    if not set(known) >= _ALWAYS:
+        return None
+    return tuple((k, _CHECKS[k]) for k in known if k in _CHECKS), tuple(extra)
