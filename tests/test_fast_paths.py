@@ -5,17 +5,23 @@ from __future__ import annotations
 import json
 import random
 import subprocess
+import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import git
 
+from michi.errors import GitFailed
 from michi.git import objects
 from michi.git.pack import write_pack
 from michi.git.repo import Repo
 from michi.repo import find_repo
-from michi.tasks import model, serialization
+from michi.tasks import model, normal, serialization, viewtext
+from michi.tasks.index import Index
 from michi.tasks.model import MAX_DEPTH
+from michi.tasks.query import compact, view_record
 
 
 def _value(rng: random.Random, depth: int = 0) -> object:
@@ -204,3 +210,269 @@ def test_a_task_view_is_encoded_as_json_dumps_encodes_it() -> None:
             "annotations": [{"entry": "20240101T000000Z", "description": rng.choice(texts)}],
         }
         assert compact(value) == json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _outcome(load: Callable[[bytes, str], dict[str, Any]], data: bytes, path: str) -> object:
+    try:
+        record = load(data, path)
+    except serialization.CorruptTask as exc:
+        return exc.message
+    return list(record.items())  # the key order too
+
+
+def _pretty(record: object) -> bytes:
+    """The file michi would write; with escapes where a lone surrogate cannot be UTF-8."""
+    try:
+        return serialization.dumps_record(record) if isinstance(record, dict) else json.dumps(record).encode()
+    except UnicodeEncodeError:
+        return (json.dumps(record, indent=2) + "\n").encode()
+
+
+def _file_bytes(rng: random.Random) -> list[bytes]:
+    """Task files as michi writes them (normalised or not) and as people or tools might."""
+    odd_dates = ["20230229T000000Z", "20240229T120000Z", "20231231T235961Z", "20231231T235962Z"]
+    odd_dates += ["20231231T240000Z", "00000101T000000Z", "2023010 T000000Z", "\uff12\uff10230101T000000Z"]
+    out: list[bytes] = []
+    for record in _file_records(rng):
+        if isinstance(record, dict):
+            if rng.random() < 0.3:
+                record[rng.choice(["entry", "modified", "michi_claim_expires", "end"])] = rng.choice(
+                    odd_dates
+                )
+            if rng.random() < 0.1:
+                record["description"] = rng.choice(["é \u2028 \ud800", "<<<<<<< x", "a\n=======\nb", ""])
+            if rng.random() < 0.1:
+                record["annotations"] = [{"description": "d", "entry": "20240102T000000Z"}]
+            try:
+                normal_form = serialization.record_of(record, "f")
+            except serialization.CorruptTask:
+                normal_form = None
+            if normal_form is not None:
+                out.append(_pretty(normal_form))
+                items = list(normal_form.items())
+                rng.shuffle(items)  # the same record, keys in another order
+                out.append(_pretty(dict(items)))
+        text = _pretty(record)
+        out.append(text)
+        out.append(rng.choice([b" ", b"\xef\xbb\xbf", b""]) + text + rng.choice([b"", b" \r\n", b"x", b"{}"]))
+        out.append(json.dumps(record, separators=(",", ":")).encode())
+    return [*out, b"", b"{", b'{"a": NaN}', b"[" * 100_000, b'{"uuid": 1e400}', b"\xff{}"]
+
+
+_FULL = {
+    "uuid": "00000000-0000-4000-8000-000000000001",
+    "michi_id": 3,
+    "description": "x",
+    "status": "pending",
+    "michi_state": "in_progress",
+    "priority": "M",
+    "project": "p",
+    "tags": ["b", "a"],
+    "depends": ["a", "b"],
+    "entry": "20240101T000000Z",
+    "modified": "20240102T000000Z",
+    "start": "20240103T000000Z",
+    "end": "20240104T000000Z",
+    "annotations": [{"entry": "20240101T000000Z", "description": "n"}],
+    "michi_assignee": "agent-1",
+    "michi_claim_expires": "20240105T000000Z",
+    "michi_version": 2,
+    "due": "20240106T000000Z",
+    "udb": 1.5,
+    "udc": None,
+}
+_DROP = object()
+# One change each to a file in normal form: valid or not, normal form or not.
+_CHANGES: list[tuple[str, object]] = [
+    ("depends", ["b", "a"]),
+    ("depends", ["a", "a"]),
+    ("depends", []),
+    ("depends", ["a", 1]),
+    ("tags", []),
+    ("tags", ["a", None]),
+    ("tags", "a"),
+    ("annotations", [{"entry": "x", "description": "n", "more": 1}]),
+    ("annotations", [{"description": "n", "entry": "x"}]),
+    ("annotations", [{"entry": 1, "description": "n"}]),
+    ("annotations", [{"entry": "", "description": ""}]),
+    ("annotations", []),
+    ("annotations", ["n"]),
+    ("michi_assignee", " agent"),
+    ("michi_assignee", "a\x00b"),
+    ("michi_assignee", ""),
+    ("michi_assignee", 5),
+    ("michi_assignee", "ünï"),
+    ("michi_version", 0),
+    ("michi_version", 10**9),
+    ("michi_version", 999_999_999),
+    ("michi_version", True),
+    ("michi_version", 2.0),
+    ("michi_version", _DROP),
+    ("michi_id", True),
+    ("michi_id", 1.0),
+    ("michi_id", 0),
+    ("michi_id", 999_999_999),
+    ("michi_id", 10**9),
+    ("michi_state", _DROP),
+    ("michi_state", "done"),
+    ("michi_state", "bogus"),
+    ("michi_state", ""),
+    ("status", "waiting"),
+    ("status", "nope"),
+    ("status", ["pending"]),
+    ("priority", "X"),
+    ("priority", ""),
+    ("priority", None),
+    ("project", ""),
+    ("project", None),
+    ("project", 1),
+    ("modified", _DROP),
+    ("modified", ""),
+    ("start", None),
+    ("start", ""),
+    ("end", "20230229T000000Z"),
+    ("end", "20240229T000000Z"),
+    ("entry", "20231231T235961Z"),
+    ("entry", "20231231T235962Z"),
+    ("entry", "20231231T240000Z"),
+    ("entry", "00000101T000000Z"),
+    ("entry", "20230431T000000Z"),
+    ("entry", "\uff12\uff10230101T000000Z"),
+    ("michi_claim_expires", "20240105T000000z"),
+    ("description", ""),
+    ("description", "<<<<<<< HEAD"),
+    ("description", "a\n=======\nb"),
+    ("description", ">>>>>>> x"),
+    ("description", 'é \u2028 \ud800 "\\'),
+    ("uuid", "00000000-0000-4000-8000-000000000002"),
+    ("uuid", ""),
+    ("udb", {"x": [1]}),
+    ("udb", [[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]),
+    ("uda", "before udb"),
+    ("zzz", "last"),
+    ("udc", ""),
+    ("description", "x" * (1024 * 1024)),
+]
+
+
+def _changed_files() -> list[bytes]:
+    out: list[bytes] = []
+    for key, value in [("", None), *_CHANGES]:
+        record = dict(_FULL)
+        if value is _DROP:
+            del record[key]
+        elif key:
+            record[key] = value
+        if key in ("uda", "zzz"):
+            record = dict(sorted(record.items(), key=lambda kv: kv[0] != "uda"))  # extra key first
+        if key == "zzz":
+            record["udb"] = record.pop("udb")  # extra keys out of order, after the known ones
+        out += [_pretty(record), json.dumps(record).encode(), _pretty(dict(reversed(record.items())))]
+    return out
+
+
+def test_a_file_in_normal_form_is_read_as_the_full_checks_read_it() -> None:
+    uuid = "00000000-0000-4000-8000-000000000001"
+    paths = [f".tasks/00/{uuid}.json", f"d/.tasks/{uuid}.json", f"{uuid}.json", f".tasks/00/x{uuid}.json"]
+    fast = 0
+    for data in _changed_files() + _file_bytes(random.Random(11)):
+        fast += normal.fast(data) is not None
+        for path in paths:
+            assert _outcome(normal.loads_record, data, path) == _outcome(
+                serialization.loads_record, data, path
+            )
+    assert fast > 300  # the fast path was taken, not only the full one
+
+
+def test_a_task_s_json_text_is_its_view_encoded() -> None:
+    rng = random.Random(4)
+    uuids = [f"00000000-0000-4000-8000-00000000000{n}" for n in range(3)]
+    entries: dict[str, Any] = {}
+    for n, uuid in enumerate(uuids):
+        rec = {"uuid": uuid, "michi_id": n + 1, "description": "d", "status": "pending", "entry": "x"}
+        entries[f"dom/.tasks/{uuid}.json"] = ("oid", rec, None)
+    index = Index("tree", entries)
+    texts = ["", "plain", 'ünï \u2028 \ud800 "q" \\ \n\t', "\x00\x1f", "<b>"]
+    checked = 0
+    for record in _file_records(rng):
+        if not isinstance(record, dict):
+            continue
+        for key in ("description", "project", "michi_assignee", "start", "end", "michi_claim_expires"):
+            if rng.random() < 0.3:
+                record[key] = rng.choice([*texts, None, 5, True, ["x"]])
+        if rng.random() < 0.3:
+            record["depends"] = rng.sample([*uuids, "gone", 7], rng.randint(0, 3))
+        if rng.random() < 0.2:
+            record["annotations"] = [{"entry": rng.choice(texts), "description": rng.choice(texts)}]
+        if rng.random() < 0.2:
+            record["michi_version"] = rng.choice([1, True, 2.0, None])
+        record.setdefault("michi_state", rng.choice(["todo", None, 3]))
+        for path in (f".tasks/ab/{record['uuid']}.json", f"a/b/.tasks/{record['uuid']}.json"):
+            try:
+                want: object = compact(view_record(record, path, index))
+            except (TypeError, KeyError) as exc:
+                want = type(exc)
+            try:
+                got: object = viewtext.text(record, path, index)
+            except (TypeError, KeyError) as exc:
+                got = type(exc)
+            assert got == want, record
+            checked += isinstance(want, str)
+    assert checked > 1000
+
+
+def test_task_files_in_a_listing_are_those_the_path_check_names(plain_repo: Repo) -> None:
+    root = Path(plain_repo.working_dir)
+    names = [".tasks/a.json", ".tasks/ab/abc.json", ".tasks/ab/cd.json", ".tasks/AB/ABc.json"]
+    names += [".tasks/ab/ab/abc.json", "x/.tasks/.json", ".tasks/0f/0f.json", "a/b/.tasks/0f/0fz.json"]
+    names += [".tasks/x.jsonx", ".tasks/y.json/z", ".tasks/ab/x/.tasks/y.json", "é/.tasks/ü.json"]
+    names += ["a\tb/.tasks/x.json", ".tasksx/a.json", "x.tasks/a.json", ".tasks/a b.json", ".tasks/1/1a.json"]
+    names += [".tasks/123/123.json", "a/.tasks/.tasks/b.json", ".tasks/ab/ab\nc.json"]
+    for name in names:
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(name)
+    (root / ".tasks" / "link.json").symlink_to("a.json")
+    git(root, "add", "-A")
+    git(
+        root,
+        "commit",
+        "-qm",
+        "files",
+        env={"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", **_committer()},
+    )
+    listed = objects.ls_task_files(plain_repo, "HEAD")
+    raw = git(root, "ls-tree", "-r", "-z", "--full-tree", "HEAD").split("\0")
+    want = {r.split("\t", 1)[1]: r.split(" ")[2].split("\t")[0] for r in raw if r}
+    assert listed == {p: o for p, o in want.items() if objects._is_task_file(p)}
+    assert len(listed) == 12
+
+
+def _committer() -> dict[str, str]:
+    return {"GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+
+
+def test_blobs_stream_in_order_and_a_missing_one_is_an_error(plain_repo: Repo) -> None:
+    contents = [b"blob %d\n" % i * i for i in range(500)]
+    oids = objects.write_blobs(plain_repo, contents)
+    order = oids[::-1] + oids[:3]
+    assert list(objects.iter_blobs(plain_repo, order)) == [(o, contents[oids.index(o)]) for o in order]
+    with pytest.raises(GitFailed, match="is missing"):
+        list(objects.iter_blobs(plain_repo, [*oids, "0" * 40, *oids]))
+    stream = objects.iter_blobs(plain_repo, oids * 200)  # 100,000: more than the pipes hold
+    assert next(stream) == (oids[0], contents[0])
+    stream.close()  # stopping early ends git and the feeding thread, without reading the rest
+    assert threading.active_count() == 1
+
+
+def test_epochs_are_those_timegm_gives() -> None:
+    import calendar
+
+    from michi.tasks import urgency
+
+    rng = random.Random(2)
+    for _ in range(20000):
+        y, mo, d, h, mi, s = (
+            rng.randint(lo, hi) for lo, hi in ((1, 9999), (1, 12), (1, 28), (0, 23), (0, 59), (0, 61))
+        )
+        text = f"{y:04d}{mo:02d}{d:02d}T{h:02d}{mi:02d}{s:02d}Z"
+        assert urgency.epoch(text) == float(calendar.timegm((y, mo, d, h, mi, s))), text

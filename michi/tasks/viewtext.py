@@ -29,11 +29,11 @@ def text(rec: dict[str, Any], path: str, index: Index) -> str:
 def _text(rec: dict[str, Any], path: str, index: Index) -> str:
     get, s = rec.get, _S
     ident, version = rec["michi_id"], get("michi_version", 1)
-    if type(ident) is not int or type(version) is not int:
-        raise TypeError
     priority, project, assignee = get("priority"), get("project"), get("michi_assignee")
     expires, start, end = get("michi_claim_expires"), get("start"), get("end")
     tags, depends, notes = get("tags"), get("depends"), get("annotations")
+    if type(ident) is not int or type(version) is not int or not isinstance(tags, list | tuple | None):
+        raise TypeError
     return _TEMPLATE % (
         ident,
         s(rec["uuid"]),
