@@ -42,16 +42,17 @@ def epoch(value: object) -> float | None:
     rebuild reads 10,000 of them."""
     if not isinstance(value, str) or len(value) != 16 or value[8] != "T" or value[15] != "Z":
         return None
-    v = value
-    if not (v[:8].isdigit() and v[9:15].isdigit()):
+    day, clock = value[:8], value[9:15]
+    if not (day.isdigit() and clock.isdigit()):
         return None
     # timegm is whole-number arithmetic: the day's seconds plus the time's, the day's computed once per day.
-    day = _days.get(v[:8])
-    if day is None:
-        day = calendar.timegm((int(v[:4]), int(v[4:6]), int(v[6:8]), 0, 0, 0))
+    start = _days.get(day)
+    if start is None:
+        start = calendar.timegm((int(day[:4]), int(day[4:6]), int(day[6:]), 0, 0, 0))
         if len(_days) < 65536:
-            _days[v[:8]] = day
-    return float(day + int(v[9:11]) * 3600 + int(v[11:13]) * 60 + int(v[13:15]))
+            _days[day] = start
+    hms = int(clock)
+    return float(start + hms // 10000 * 3600 + hms // 100 % 100 * 60 + hms % 100)
 
 
 _days: dict[str, int] = {}

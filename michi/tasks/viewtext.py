@@ -1,7 +1,7 @@
 """A task's `--json` text straight from its file record: `compact(view_record(rec, path, index))` byte for
 byte, without the view dict or the encoder's pieces (~1.5 us against ~12 us a task: 50,000 on a cold
-`list`, ADR 0015). Built by one format string over `VIEW_KEYS`; any value not of the types a normalised
-record holds takes the encoder's way, which decides.
+`list`, ADR 0015), keys in `VIEW_KEYS` order; any value not of the types a normalised record holds
+takes the encoder's way, which decides.
 """
 
 from __future__ import annotations
@@ -11,10 +11,9 @@ from typing import Any
 
 from michi.tasks.domains import domain_of
 from michi.tasks.index import Index
-from michi.tasks.query import VIEW_KEYS, compact, view_record
+from michi.tasks.query import compact, view_record
 
 _S = json.encoder.encode_basestring  # what `compact`'s encoder writes a string with (no ASCII escaping)
-_TEMPLATE = "{" + ",".join(f"{_S(key)}:%s" for key in VIEW_KEYS) + "}"
 _NOTE = '{"entry":%s,"description":%s}'
 
 
@@ -34,25 +33,24 @@ def _text(rec: dict[str, Any], path: str, index: Index) -> str:
     tags, depends, notes = get("tags"), get("depends"), get("annotations")
     if type(ident) is not int or type(version) is not int or not isinstance(tags, list | tuple | None):
         raise TypeError
-    return _TEMPLATE % (
-        ident,
-        s(rec["uuid"]),
-        s(rec["description"]),
-        s(rec["status"]),
-        s(rec["michi_state"]),
-        "null" if priority is None else s(priority),
-        "null" if project is None else s(project),
-        "[" + ",".join(map(s, tags)) + "]" if tags else "[]",
-        _ids(index.ids_of(tuple(depends))) if depends else "[]",
-        "null" if assignee is None else s(assignee),
-        "null" if expires is None else s(expires),
-        version,
-        s(domain_of(path)),
-        s(rec["entry"]),
-        s(get("modified") or rec["entry"]),
-        "null" if start is None else s(start),
-        "null" if end is None else s(end),
-        _notes(notes) if notes else "[]",
+    if not tags:
+        tag_text = "[]"
+    elif len(tags) == 1:
+        tag_text = "[" + s(tags[0]) + "]"
+    else:
+        tag_text = "[" + ",".join(map(s, tags)) + "]"
+    # An f-string, not `%` over VIEW_KEYS: half the time. Tested equal to the encoder's text.
+    return (
+        f'{{"id":{ident},"uuid":{s(rec["uuid"])},"description":{s(rec["description"])},'
+        f'"status":{s(rec["status"])},"state":{s(rec["michi_state"])},'
+        f'"priority":{"null" if priority is None else s(priority)},'
+        f'"project":{"null" if project is None else s(project)},"tags":{tag_text},'
+        f'"depends":{_ids(index.ids_of(tuple(depends))) if depends else "[]"},'
+        f'"assignee":{"null" if assignee is None else s(assignee)},'
+        f'"claim_expires":{"null" if expires is None else s(expires)},"version":{version},'
+        f'"domain":{s(domain_of(path))},"entry":{s(rec["entry"])},'
+        f'"modified":{s(get("modified") or rec["entry"])},"start":{"null" if start is None else s(start)},'
+        f'"end":{"null" if end is None else s(end)},"annotations":{_notes(notes) if notes else "[]"}}}'
     )
 
 
