@@ -154,9 +154,7 @@ class Repo:
                 fields = header.split()
                 if len(fields) != 3:
                     raise GitFailed(f"git object {oid} is missing")
-                data = out.read(int(fields[2]))
-                out.read(1)  # the newline after the content
-                yield oid, data
+                yield oid, out.read(int(fields[2]) + 1)[:-1]  # less the newline after the content
         finally:  # git's output closed first: a git still writing stops, then so does the feeder
             out.close()
             feed.join()

@@ -122,7 +122,11 @@ def _priority(value: Any) -> bool:
 
 
 def _strings(value: Any) -> bool:
-    return type(value) is list and bool(value) and all(type(item) is str for item in value)
+    if type(value) is not list or not value:
+        return False
+    if len(value) == 1:  # the usual one tag: no generator
+        return type(value[0]) is str
+    return all(type(item) is str for item in value)
 
 
 def _sorted_strings(value: Any) -> bool:
