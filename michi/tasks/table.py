@@ -52,16 +52,21 @@ def _row(
     blocked, blocking = links.of(rec)
     flags = BLOCKED * blocked | BLOCKING * blocking
     has_deps = bool(get("depends"))
-    text = old[COL["json"]] if old is not None and not has_deps else viewtext.text(rec, path, index)
-    if old is not None and old[COL["flags"]] == flags:
-        terms = tuple(old[COL["fixed"] : COL["scheduled"] + 1])
+    if old is None:  # a cold read: 50,000 of these, so no lookups of the old row's columns
+        text = viewtext.text(rec, path, index)
+        fixed, born, due, scheduled = urgency.terms(rec, blocked=blocked, blocking=blocking)
     else:
-        terms = urgency.terms(rec, blocked=blocked, blocking=blocking)
+        text = old[_JSON] if not has_deps else viewtext.text(rec, path, index)
+        if old[_FLAGS] == flags:
+            fixed, born, due, scheduled = old[_FIXED : _SCHEDULED + 1]
+        else:
+            fixed, born, due, scheduled = urgency.terms(rec, blocked=blocked, blocking=blocking)
+    entry, tags = rec["entry"], get("tags")
     return (
         rec["michi_id"],
         domain_of(path),
         rec["michi_state"],
-        tuple(get("tags") or ()),
+        tuple(tags) if tags else (),
         get("project"),
         get("michi_assignee"),
         text,
@@ -69,11 +74,17 @@ def _row(
         oid,
         has_deps,
         get("priority"),
-        rec["entry"],
-        get("modified") or rec["entry"],
-        *terms,
+        entry,
+        get("modified") or entry,
+        fixed,
+        born,
+        due,
+        scheduled,
         flags,
     )
+
+
+_JSON, _FLAGS, _FIXED, _SCHEDULED = COL["json"], COL["flags"], COL["fixed"], COL["scheduled"]
 
 
 def _columns(rows: list[tuple[Any, ...]]) -> Table:

@@ -32,9 +32,8 @@ BLOCKED = -5.0
 DAY = 86400.0
 
 
-def _count_factor(n: int) -> float:
-    """Taskwarrior's step for tags and annotations: none 0, one 0.8, two 0.9, more 1.0."""
-    return 0.0 if n == 0 else 0.8 if n == 1 else 0.9 if n == 2 else 1.0
+# Taskwarrior's step for tags and annotations: none 0, one 0.8, two 0.9, more 1.0.
+_FACTORS = (0.0, 0.8, 0.9)
 
 
 def epoch(value: object) -> float | None:
@@ -88,8 +87,9 @@ def terms(rec: Mapping[str, Any], *, blocked: bool = False, blocking: bool = Fal
         total += BLOCKING
     if get("start") or get("michi_state") == "in_progress":
         total += ACTIVE
-    total += ANNOTATIONS * _count_factor(len(get("annotations") or ()))
-    total += TAGS * _count_factor(len(tags))
+    notes = len(get("annotations") or ())
+    total += ANNOTATIONS * (_FACTORS[notes] if notes < 3 else 1.0)
+    total += TAGS * (_FACTORS[len(tags)] if len(tags) < 3 else 1.0)
     if get("project"):
         total += PROJECT
     if status == "waiting":
