@@ -158,3 +158,43 @@ def test_rich_is_imported_only_for_people(ready: Path, cli, args: list[str], ric
         [sys.executable, "-c", PROBE, *args], cwd=ready, capture_output=True, text=True, timeout=120
     )
     assert proc.stderr.strip().splitlines()[-1] == str(rich), proc.stderr
+
+
+def test_the_default_order_is_urgency_then_entry_then_id_with_many_ties() -> None:
+    """Two stable sorts give what sorting (urgency, entry, id, row) tuples gave: random tables in id
+    order, ties on every key, duplicate ids, every row or some."""
+    import random
+
+    from michi.tasks import urgency
+
+    rng = random.Random(9)
+    for _ in range(300):
+        n = rng.randint(0, 40)
+        ids_ = sorted(rng.randint(1, n // 2 + 1) for _ in range(n))
+        rows = []
+        for i in ids_:
+            entry = rng.choice(["20250101T000000Z", "20250102T000000Z", "20240101T000000Z"])
+            values = {"id": i, "state": "todo", "entry": entry, "modified": entry, "flags": 0}
+            values.update(fixed=rng.choice([0.0, 1.8, 3.9, 6.0, -3.0]), born=rng.choice([1.0e9, 1.5e9]))
+            rows.append(tuple(values.get(c) for c in COLUMNS))
+        table = _terms_table(rows)
+        picked = sorted(rng.sample(range(n), rng.randint(0, n)))
+        for chosen in (list(range(n)), picked):
+            scores = urgency.at_many(
+                [
+                    tuple(table[COLUMNS.index(c)][i] for c in ("fixed", "born", "due", "scheduled"))
+                    for i in chosen
+                ],
+                2.0e9,
+            )
+            entries, numbers = table[COLUMNS.index("entry")], table[COLUMNS.index("id")]
+            want = sorted(
+                zip(
+                    [-u for u in scores],
+                    [entries[i] for i in chosen],
+                    [numbers[i] for i in chosen],
+                    chosen,
+                    strict=True,
+                )
+            )
+            assert arrange(table, chosen, (), 2.0e9) == ([k[3] for k in want], [-k[0] for k in want])

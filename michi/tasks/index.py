@@ -246,9 +246,10 @@ def save_cache(state_dir: Path, index: Index) -> None:
     save_checked(state_dir, IDS_NAME, (index.tree, index.ids))
 
 
-def save_checked(state_dir: Path, name: str, value: Any) -> None:
-    """`value` (plain builtins only) with a CRC-32 in front, for `load_checked` (ADR 0008)."""
-    data = marshal.dumps(value)
+def save_checked(state_dir: Path, name: str, value: Any, version: int = marshal.version) -> None:
+    """`value` (plain builtins only) with a CRC-32 in front, for `load_checked` (ADR 0008). `version`
+    2 writes no back-references: quicker for values sharing many objects with the process's others."""
+    data = marshal.dumps(value, version)
     _write(state_dir, name, zlib.crc32(data).to_bytes(4, "big") + data)
 
 

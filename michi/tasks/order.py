@@ -61,23 +61,25 @@ def _values(table: Table, urg: dict[int, float]) -> dict[str, Callable[[int], An
 
 def arrange(table: Table, rows: list[int], sort: Sort, now: float) -> tuple[list[int], list[float]]:
     """`rows` (indices into `table`) in order, and each one's urgency at `now`."""
-    ids, entry = table[COL["id"]], table[COL["entry"]]
-    fixed, born, due, scheduled = (table[COL[name]] for name in ("fixed", "born", "due", "scheduled"))
-    terms = zip(
-        [fixed[i] for i in rows],
-        [born[i] for i in rows],
-        [due[i] for i in rows],
-        [scheduled[i] for i in rows],
-        strict=True,
-    )
+    entry = table[COL["entry"]]
+    columns = [table[COL[name]] for name in ("fixed", "born", "due", "scheduled")]
+    every = len(rows) == len(entry)  # `rows` are ascending and distinct, so they are all of them
+    if every:
+        terms = zip(*columns, strict=True)
+    else:
+        terms = zip(*([column[i] for i in rows] for column in columns), strict=True)
     scores = urgency.at_many(terms, now)
-    # The default: most urgent, then the oldest, then the lowest id (what `task next` picks first).
-    # Sorting plain tuples compares in C; a key function would cost a Python call per task.
-    negated, entries, numbers = [-u for u in scores], [entry[i] for i in rows], [ids[i] for i in rows]
-    keyed = sorted(zip(negated, entries, numbers, rows, strict=True))
-    ordered = [k[3] for k in keyed]
+    # The default: most urgent, then the oldest, then the lowest id (what `task next` picks first). The
+    # table is in id order (ties in index order), and so are `rows`: two stable sorts, by entry then by
+    # urgency, each over keys of one type (which CPython compares without the generic path), leave ties
+    # in that order. Sorting (urgency, entry, id) tuples compared three values a step (ADR 0015).
+    entries = entry if every else [entry[i] for i in rows]
+    negated = [-u for u in scores]
+    place = sorted(range(len(rows)), key=entries.__getitem__)
+    place.sort(key=negated.__getitem__)
+    ordered = [rows[p] for p in place]
     if not sort:
-        return ordered, [-k[0] for k in keyed]
+        return ordered, [scores[p] for p in place]
     urg = dict(zip(rows, scores, strict=True))
     values = _values(table, urg)
     for name, flipped in reversed(sort):  # stable sorts, last key first: the first field decides
