@@ -1,5 +1,5 @@
 """A task's `--json` text straight from its file record: `compact(view_record(rec, path, index))` byte for
-byte, without the view dict or the encoder's pieces (~1.5 us against ~12 us a task: 50,000 on a cold
+byte, without the view dict or the encoder's pieces (about a third of their time: 50,000 on a cold
 `list`, ADR 0015), keys in `VIEW_KEYS` order; any value not of the types a normalised record holds
 takes the encoder's way, which decides.
 """
