@@ -19,6 +19,7 @@ from michi.lazy import attributes
 if TYPE_CHECKING:
     from michi.git.checkout import Moves as Moves
     from michi.git.checkout import PathEntry as PathEntry
+    from michi.git.checkout import check_ahead as check_ahead
     from michi.git.core import NO_PROMPT as NO_PROMPT
     from michi.git.core import Head as Head
     from michi.git.core import commit_messages as commit_messages
@@ -77,6 +78,7 @@ if TYPE_CHECKING:
 
 _HOMES = {
     "Moves": "checkout",
+    "check_ahead": "checkout",
     "PathEntry": "checkout",
     "NO_PROMPT": "core",
     "Head": "core",

@@ -413,6 +413,7 @@ class Transaction:
             journal.save(entries)
             faults.point("committed")
             lock.ensure_held()  # our token and fence are still the latest (ADR 0003): else push nothing
+            self._check_ahead(old_remote)
             faults.point("pushing")
             with interruptions_deferred(lambda: self.pushed):
                 if self._push(tip, functools.partial(_name_push, journal, entries)):
@@ -439,6 +440,16 @@ class Transaction:
             code="push_retries_exhausted",
             hint="other clones are pushing heavily; retry, or raise push_retries in .michi.toml",
         )
+
+    def _check_ahead(self, old_remote: str | None) -> None:
+        """The checkout move's first check, started to run beside the push when the move will start at
+        `old_remote` with this run's own edits (its answer is used only if still provably true)."""
+        if self.known is None or old_remote is None:
+            return
+        if git.ref_oid(self.git, self.target.local_ref) != old_remote:
+            return
+        if git.head(self.git).branch == self.target.branch:
+            git.check_ahead(self.git, old_remote, self.known)
 
     def _kept_result(self, entry: Entry, landed: str) -> Any:
         """The result a dead holder kept for `entry`, if the commit that landed is the one it built."""
