@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 import random
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import git
+from conftest import CliResult, git
 
 from michi.git import objects
 from michi.git.pack import write_pack
@@ -203,3 +204,26 @@ def test_a_task_view_is_encoded_as_json_dumps_encodes_it() -> None:
             "annotations": [{"entry": "20240101T000000Z", "description": rng.choice(texts)}],
         }
         assert compact(value) == json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def test_tree_deltas_michi_remembers_are_what_git_diff_tree_says(
+    repo: Path, cli: Callable[..., CliResult], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each transaction writes down how its tree differs from the one it built on; the next command
+    reads that instead of running `git diff-tree`. It must be exactly git's answer."""
+    from michi.git import deltas
+    from michi.git.repo import open_repo
+
+    assert cli(repo, "init").exit_code == 0
+    for args in (["add", "one"], ["add", "two", "-p", "H"], ["start", "1"], ["done", "2"], ["add", "three"]):
+        assert cli(repo, "--json", "task", *args).exit_code == 0
+    git_repo = open_repo(repo)
+    kept = deltas._load(git_repo)
+    assert len(kept) >= 5
+    for old, new, _ in kept:
+        assert isinstance(old, str) and isinstance(new, str)
+        assert deltas.recall_delta(git_repo, old, new) == objects.diff_trees(git_repo, old, new)
+    old, new, _ = kept[-1]
+    want = objects.diff_task_files(git_repo, str(old), str(new))
+    monkeypatch.setattr(objects, "diff_trees", lambda *a: pytest.fail("git was asked"))
+    assert objects.diff_task_files(git_repo, str(old), str(new)) == want != {}

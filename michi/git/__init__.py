@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from michi.git.core import remote_exists as remote_exists
     from michi.git.core import rev_list as rev_list
     from michi.git.core import update_ref as update_ref
+    from michi.git.deltas import remember_delta as remember_delta
     from michi.git.files import config_fingerprint as config_fingerprint
     from michi.git.files import operation_in_progress as operation_in_progress
     from michi.git.files import read_ref as read_ref
@@ -103,6 +104,7 @@ _HOMES = {
     "CommitMeta": "objects",
     "diff_task_files": "objects",
     "diff_trees": "objects",
+    "remember_delta": "deltas",
     "edit_tree": "objects",
     "ls_task_files": "objects",
     "read_blob": "objects",

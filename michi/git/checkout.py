@@ -15,6 +15,7 @@ largest share of a move); writing it once instead of twice (`update-index --inde
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Mapping
@@ -162,7 +163,8 @@ def check_ahead(repo: Repo, old: str, known: Moves) -> None:
     something else (the push); `move_paths` uses its answer when nothing it looked at changed since."""
     diff = sorted(p for p, (o, n) in known.items() if o != n)
     if diff and len(diff) <= MAX_PATHS and (old, tuple(diff)) not in repo.ahead:
-        repo.ahead[(old, tuple(diff))] = _Ahead(repo, old, diff)
+        with contextlib.suppress(OSError):  # no process to spare: the move checks as it always did
+            repo.ahead[(old, tuple(diff))] = _Ahead(repo, old, diff)
 
 
 def move_paths(repo: Repo, old: str, new: str, known: Moves | None = None) -> tuple[bool, str | None]:

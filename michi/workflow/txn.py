@@ -8,6 +8,7 @@ mutation refuses on a state that may be stale), then applies the mutation again 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import random
 import re
@@ -413,10 +414,10 @@ class Transaction:
             journal.save(entries)
             faults.point("committed")
             lock.ensure_held()  # our token and fence are still the latest (ADR 0003): else push nothing
-            self._check_ahead(old_remote)
             faults.point("pushing")
             with interruptions_deferred(lambda: self.pushed):
-                if self._push(tip, functools.partial(_name_push, journal, entries)):
+                pushing = functools.partial(self._pushing, journal, entries, old_remote, start, tip)
+                if self._push(tip, pushing):
                     self.pushed = True
                     faults.point("pushed")
                     ours = {e.txn for e in mine + handed}
@@ -440,6 +441,24 @@ class Transaction:
             code="push_retries_exhausted",
             hint="other clones are pushing heavily; retry, or raise push_retries in .michi.toml",
         )
+
+    def _pushing(
+        self,
+        journal: Journal,
+        entries: list[Entry],
+        old_remote: str | None,
+        start: str | None,
+        tip: str,
+        pid: int,
+    ) -> None:
+        """The push process `pid` runs: the journal names it first (recovery needs it); then, beside it,
+        the checkout move's first check starts and the next command's tree diff is written down."""
+        _name_push(journal, entries, pid)
+        with contextlib.suppress(MichiError, OSError):  # both only save work later: never fail the push
+            self._check_ahead(old_remote)
+            if start is not None:
+                delta = {p: after for p, (before, after) in self.changed.items() if before != after}
+                git.remember_delta(self.git, git.tree_of(self.git, start), git.tree_of(self.git, tip), delta)
 
     def _check_ahead(self, old_remote: str | None) -> None:
         """The checkout move's first check, started to run beside the push when the move will start at
