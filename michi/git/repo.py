@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import subprocess
 import weakref
 import zlib
@@ -40,11 +41,26 @@ def _close(proc: subprocess.Popen[bytes]) -> None:
     if not AWAIT_CLOSE:
         _lingering.append(proc)  # kept: a collected Popen still running would warn
         return
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(timeout=5)
-        return
-    proc.kill()
+    if not _exited(proc, 5.0):
+        proc.kill()
     proc.wait()
+
+
+def _exited(proc: subprocess.Popen[bytes], timeout: float) -> bool:
+    """Has `proc` ended within `timeout`? Awaited on a pidfd, which wakes us the moment it exits;
+    `Popen.wait(timeout)` polls with sleeps that double from 0.5 ms, a millisecond or two per close."""
+    try:
+        fd = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):  # not Linux 5.3+, or already reaped
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+    try:
+        return bool(select.select([fd], [], [], timeout)[0])
+    finally:
+        os.close(fd)
 
 
 def _reap(proc: subprocess.Popen[bytes]) -> None:
