@@ -223,7 +223,11 @@ def test_tree_deltas_michi_remembers_are_what_git_diff_tree_says(
     for old, new, _ in kept:
         assert isinstance(old, str) and isinstance(new, str)
         assert deltas.recall_delta(git_repo, old, new) == objects.diff_trees(git_repo, old, new)
-    old, new, _ = kept[-1]
+    trees = [str(kept[0][0])] + [str(k[1]) for k in kept]  # one chain: every command built on the last
+    for i, old in enumerate(trees):
+        for new in trees[i + 1 :]:  # over several transactions: each path's first and last entry
+            assert deltas.recall_delta(git_repo, old, new) == objects.diff_trees(git_repo, old, new)
+    old, new = trees[0], trees[-1]
     want = objects.diff_task_files(git_repo, str(old), str(new))
     monkeypatch.setattr(objects, "diff_trees", lambda *a: pytest.fail("git was asked"))
     assert objects.diff_task_files(git_repo, str(old), str(new)) == want != {}

@@ -1,10 +1,12 @@
 """What differs between two trees, as michi knew it when it built the second from the first.
 
 A transaction builds its commit's tree from the remote tip's by editing a few paths (`edit_tree`), so it
-knows the difference exactly. The next command (often the same agent's next call) brings its task index
-from that tip's tree to this one and would ask `git diff-tree` for it: a process on the path of every
-command. The difference is a fact about two content-addressed trees, true forever, so it is kept in the
-state dir for the last few trees built here and read instead of running git.
+knows the difference exactly. The next commands (often the same agent's next calls) bring their task
+index or ranking from an earlier tree to the current one and would ask `git diff-tree` for it: a process
+on the path of every command. A difference is a fact about two content-addressed trees, true forever, so
+the last few are kept in the state dir, each path with its entry before and after; a chain of them
+(A to B, B to C) answers for A to C, a path counting only if its entry at the end is not the one at the
+start. Anything else (another clone's commits in between) is asked of git.
 """
 
 from __future__ import annotations
@@ -19,35 +21,53 @@ if TYPE_CHECKING:
     from michi.git.repo import Repo
 
 NAME = "tree-deltas.json"
-KEEP = 8  # the last few: one per transaction, and a command is rarely more than a few behind
+KEEP = 16  # one per transaction here; a ranking is rarely more than a few transactions behind
 MAX_PATHS = 200  # an import's thousands of paths are cheaper to diff than to store and parse
 
-Delta = dict[str, tuple[int, str] | None]  # path -> (mode, blob oid) in the new tree, None: not there
+Entry = tuple[int, str] | None  # (mode, blob oid), None: no file there
+Delta = dict[str, Entry]  # path -> its entry in the new tree, for the paths that differ
+Changes = dict[str, tuple[Entry, Entry]]  # path -> (entry in the old tree, entry in the new)
 
 
-def remember_delta(repo: Repo, old_tree: str, new_tree: str, delta: Delta) -> None:
+def remember_delta(repo: Repo, old_tree: str, new_tree: str, changes: Changes) -> None:
     """Best effort: without it, git is asked."""
-    if old_tree == new_tree or len(delta) > MAX_PATHS:
+    changes = {p: (b, a) for p, (b, a) in changes.items() if b != a}
+    if old_tree == new_tree or len(changes) > MAX_PATHS:
         return
+    kept = [k for k in _load(repo) if (k[0], k[1]) != (old_tree, new_tree)][-(KEEP - 1) :]
+    kept.append((old_tree, new_tree, {p: [_out(b), _out(a)] for p, (b, a) in changes.items()}))
     path = repo.paths.state_dir / NAME
-    kept: list[list[object]] = [list(k) for k in _load(repo) if (k[0], k[1]) != (old_tree, new_tree)]
-    kept = kept[-(KEEP - 1) :]
-    kept.append([old_tree, new_tree, {p: list(e) if e else None for p, e in delta.items()}])
     with contextlib.suppress(OSError):
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, json.dumps(kept).encode())
+        write_atomic(path, json.dumps([list(k) for k in kept]).encode())
 
 
 def recall_delta(repo: Repo, old_tree: str, new_tree: str) -> Delta | None:
-    """The paths that differ from `old_tree` to `new_tree`, if this repository built the one from the
-    other lately; else None."""
-    for old, new, delta in _load(repo):
-        if old == old_tree and new == new_tree:
-            try:
-                return {str(p): (int(e[0]), str(e[1])) if e else None for p, e in delta.items()}
-            except (TypeError, ValueError, IndexError, KeyError):
-                return None
-    return None
+    """The paths that differ from `old_tree` to `new_tree` with their entries in `new_tree`, if this
+    repository built the one from the other (through its last few trees); else None."""
+    hops = _load(repo)
+    composed: Changes = {}
+    here, steps = old_tree, 0
+    while here != new_tree:
+        step = next((k for k in reversed(hops) if k[0] == here), None)
+        if step is None or steps == len(hops):
+            return None
+        try:
+            for path, (before, after) in step[2].items():
+                first = composed[path][0] if path in composed else _in(before)
+                composed[str(path)] = (first, _in(after))
+        except (TypeError, ValueError, IndexError):
+            return None
+        here, steps = str(step[1]), steps + 1
+    return {p: a for p, (b, a) in composed.items() if b != a}
+
+
+def _out(entry: Entry) -> list[object] | None:
+    return list(entry) if entry is not None else None
+
+
+def _in(entry: Any) -> Entry:
+    return (int(entry[0]), str(entry[1])) if entry is not None else None
 
 
 def _load(repo: Repo) -> list[tuple[object, object, dict[str, Any]]]:
@@ -57,9 +77,7 @@ def _load(repo: Repo) -> list[tuple[object, object, dict[str, Any]]]:
         return []
     if not isinstance(kept, list):
         return []
-    return [
-        (k[0], k[1], k[2]) for k in kept if isinstance(k, list) and len(k) == 3 and isinstance(k[2], dict)
-    ]
+    return [(k[0], k[1], k[2]) for k in kept if _well_formed(k)]
 
 
 def _well_formed(kept: object) -> bool:

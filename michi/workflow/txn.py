@@ -457,8 +457,9 @@ class Transaction:
         with contextlib.suppress(MichiError, OSError):  # both only save work later: never fail the push
             self._check_ahead(old_remote)
             if start is not None:
-                delta = {p: after for p, (before, after) in self.changed.items() if before != after}
-                git.remember_delta(self.git, git.tree_of(self.git, start), git.tree_of(self.git, tip), delta)
+                git.remember_delta(
+                    self.git, git.tree_of(self.git, start), git.tree_of(self.git, tip), self.changed
+                )
 
     def _check_ahead(self, old_remote: str | None) -> None:
         """The checkout move's first check, started to run beside the push when the move will start at
