@@ -22,11 +22,13 @@ def test_a_process_that_has_not_ended_is_not_taken_for_ended() -> None:
         proc.wait()
 
 
-def test_closing_ends_and_reaps_the_cat_files_started_ahead(repo: Path) -> None:
+def test_closing_ends_and_reaps_the_cat_file_started_ahead(repo: Path) -> None:
     opened = git_repo.Repo(find_repo(repo))
     opened.prestart()
+    (started,) = opened._cat_files.values()
+    assert started.poll() is None
+    assert opened.cat("HEAD") is not None  # the started process answers
+    assert opened.kind("HEAD") == "commit"  # and the other starts when asked
     procs = list(opened._cat_files.values())
-    assert len(procs) == 2 and all(p.poll() is None for p in procs)
-    assert opened.kind("HEAD") == "commit"  # the started process answers
     opened.close()
     assert all(p.returncode == 0 for p in procs)  # ended on their own (stdin closed), not killed

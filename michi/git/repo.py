@@ -126,10 +126,10 @@ class Repo:
 
     # -- objects ----------------------------------------------------------------------------------------
     def prestart(self) -> None:
-        """Start the persistent `cat-file` processes now, without waiting for them: each takes a few ms
-        to start, which then overlaps whatever this process does before its first question."""
-        for mode in ("--batch", "--batch-check"):
-            self._cat_file(mode)
+        """Start the persistent `cat-file --batch` now, without waiting for it: it takes a few ms to start,
+        which then overlaps whatever this process does before its first question. (`--batch-check`
+        starts when asked: only `task add` asks it anything.)"""
+        self._cat_file("--batch")
 
     def _cat_file(self, mode: str) -> subprocess.Popen[bytes]:
         proc = self._cat_files.get(mode)
