@@ -11,13 +11,13 @@ there is no fingerprint, and git is asked every time.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 from collections.abc import Callable
 
 from michi.atomic import write_atomic
 from michi.git.files import config_fingerprint
+from michi.objectid import object_id
 from michi.repo import RepoPaths
 
 CACHE_NAME = "git-settings.json"
@@ -33,7 +33,8 @@ def _digest(paths: RepoPaths) -> str | None:
     except OSError:
         return None
     place = [f"{k}={os.environ.get(k)}" for k in _PLACE] + [str(paths.git_dir), str(os.getuid()), str(owners)]
-    return hashlib.sha256("\0".join([*found, *place]).encode("utf-8", "surrogateescape")).hexdigest()
+    # SHA-1 as git names a blob (CPython's own: hashlib would load OpenSSL, ADR 0010).
+    return object_id(b"blob", "\0".join([*found, *place]).encode("utf-8", "surrogateescape"))
 
 
 def settings(paths: RepoPaths, ask_git: Callable[[], dict[str, str]]) -> dict[str, str]:
