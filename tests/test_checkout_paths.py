@@ -10,6 +10,7 @@ import pytest
 from conftest import git
 
 from michi import git as mgit
+from michi.git import checkout
 from michi.git.checkout import move_paths
 
 
@@ -268,3 +269,78 @@ def test_a_users_file_where_a_new_folder_must_be_is_kept(work: Path, kind: str) 
     assert _state(work) == before and os.path.islink(work / "dom") == (kind == "symlink")
     assert not (work / "elsewhere" / ".tasks").exists()
     assert mgit.read_tree_update(mgit.open_repo(work), old, new, env={"MICHI_X": "1"}) is not None
+
+
+def _known(work: Path, old: str, new: str) -> mgit.Moves:
+    paths = [".tasks/b.json", ".tasks/c.json", ".tasks/d.json"]
+    return {p: (_entry(work, old, p), _entry(work, new, p)) for p in paths}
+
+
+def _diff_index_runs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, ...]]:
+    """The `diff-index` processes move_paths runs itself (not the one started ahead)."""
+    runs: list[tuple[str, ...]] = []
+    real = checkout._exec
+
+    def counted(repo: mgit.Repo, *args: str, **kw: object) -> object:
+        if args[0] == "diff-index":
+            runs.append(args)
+        return real(repo, *args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(checkout, "_exec", counted)
+    return runs
+
+
+def test_a_check_started_ahead_stands_in_for_the_first_one(
+    work: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(checkout, "_SETTLED_NS", 0)  # the fixture's files are fresh; no need to wait
+    old, new = _next(work)
+    repo = mgit.open_repo(work)
+    checkout.check_ahead(repo, old, _known(work, old, new))
+    assert repo.ahead, "the check did not start"
+    runs = _diff_index_runs(monkeypatch)
+    assert move_paths(repo, old, new, _known(work, old, new)) == (True, None)
+    assert runs == []  # its answer was used
+    assert repo.ahead == {}
+    assert (work / ".tasks" / "b.json").read_text() == "b 2\n"
+
+
+@pytest.mark.parametrize("case", ["edited", "staged", "created"])
+def test_a_check_started_ahead_counts_for_nothing_once_the_user_touched_a_path(
+    work: Path, monkeypatch: pytest.MonkeyPatch, case: str
+) -> None:
+    """The user's edit lands after the check ran clean (the push was still running): same size, so only
+    the stat data tells; it must be found, and nothing of it lost."""
+    monkeypatch.setattr(checkout, "_SETTLED_NS", 0)
+    old, new = _next(work)
+    repo = mgit.open_repo(work)
+    checkout.check_ahead(repo, old, _known(work, old, new))
+    (ahead,) = repo.ahead.values()
+    assert ahead.proc is not None
+    ahead.proc.wait()  # it has answered "clean" by now
+    if case == "edited":
+        (work / ".tasks" / "b.json").write_text("b X\n")  # as long as what michi's check saw
+    elif case == "staged":
+        (work / ".tasks" / "b.json").write_text("b X\n")
+        git(work, "add", ".tasks/b.json")
+    else:
+        (work / ".tasks" / "d.json").write_text("d X\n")
+    before = _state(work)
+    runs = _diff_index_runs(monkeypatch)
+    done, refused = move_paths(repo, old, new, _known(work, old, new))
+    assert done and refused
+    assert runs  # checked again, as without the check ahead
+    assert _state(work) == before
+
+
+def test_no_check_ahead_on_files_changed_too_recently_to_judge_by_stat(
+    work: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(checkout, "_SETTLED_NS", 3_600 * 10**9)  # "recently": within the hour
+    old, new = _next(work)
+    repo, known = mgit.open_repo(work), _known(work, old, new)
+    (work / ".tasks" / "b.json").write_text("b 1\n")  # rewritten just now, same content
+    checkout.check_ahead(repo, old, known)
+    (ahead,) = repo.ahead.values()
+    assert ahead.proc is None
+    assert move_paths(repo, old, new, known) == (True, None)

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import git
+from conftest import CliResult, git
 
 from michi.errors import GitFailed
 from michi.git import objects
@@ -484,3 +484,30 @@ def test_epochs_are_those_timegm_gives() -> None:
         )
         text = f"{y:04d}{mo:02d}{d:02d}T{h:02d}{mi:02d}{s:02d}Z"
         assert urgency.epoch(text) == float(calendar.timegm((y, mo, d, h, mi, s))), text
+
+
+def test_tree_deltas_michi_remembers_are_what_git_diff_tree_says(
+    repo: Path, cli: Callable[..., CliResult], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each transaction writes down how its tree differs from the one it built on; the next command
+    reads that instead of running `git diff-tree`. It must be exactly git's answer."""
+    from michi.git import deltas
+    from michi.git.repo import open_repo
+
+    assert cli(repo, "init").exit_code == 0
+    for args in (["add", "one"], ["add", "two", "-p", "H"], ["start", "1"], ["done", "2"], ["add", "three"]):
+        assert cli(repo, "--json", "task", *args).exit_code == 0
+    git_repo = open_repo(repo)
+    kept = deltas._load(git_repo)
+    assert len(kept) >= 5
+    for old, new, _ in kept:
+        assert isinstance(old, str) and isinstance(new, str)
+        assert deltas.recall_delta(git_repo, old, new) == objects.diff_trees(git_repo, old, new)
+    trees = [str(kept[0][0])] + [str(k[1]) for k in kept]  # one chain: every command built on the last
+    for i, old in enumerate(trees):
+        for new in trees[i + 1 :]:  # over several transactions: each path's first and last entry
+            assert deltas.recall_delta(git_repo, old, new) == objects.diff_trees(git_repo, old, new)
+    old, new = trees[0], trees[-1]
+    want = objects.diff_task_files(git_repo, str(old), str(new))
+    monkeypatch.setattr(objects, "diff_trees", lambda *a: pytest.fail("git was asked"))
+    assert objects.diff_task_files(git_repo, str(old), str(new)) == want != {}

@@ -234,6 +234,33 @@ def test_the_client_stays_lean(server: dict, tracker: Path) -> None:
     assert "code=0 heavy=[]" in proc.stderr, proc.stderr
 
 
+def test_a_worker_imports_nothing_the_server_did_not(tracker: Path) -> None:
+    """Every module a command needs is imported once, in the server: one imported in the worker costs
+    every served command its import again."""
+    probe = (
+        "import os, sys\n"
+        "from michi.serve.server import preload\n"
+        "preload()\n"
+        "before = set(sys.modules)\n"
+        "from michi.cli.main import main\n"
+        "null = os.open(os.devnull, os.O_WRONLY)\n"
+        "os.dup2(null, 1)\n"
+        "os.dup2(null, 2)\n"
+        "for args in (['--json', 'task', 'add', 'x'], ['task', 'done', '1'], ['task', 'list'],\n"
+        "             ['--json', 'task', 'next', '--claim'], ['--help'], ['task', 'add', '--help']):\n"
+        "    main(args)\n"
+        "os.write(int(sys.argv[1]), repr(sorted(set(sys.modules) - before)).encode())\n"
+    )
+    read, write = os.pipe()
+    proc = subprocess.run(
+        [sys.executable, "-c", probe, str(write)], cwd=tracker, timeout=120, pass_fds=(write,)
+    )  # fmt: skip
+    os.close(write)
+    with os.fdopen(read) as out:
+        assert proc.returncode == 0
+        assert out.read() == "[]"
+
+
 def _children(pid: int) -> list[int]:
     with open(f"/proc/{pid}/task/{pid}/children") as fh:
         return [int(n) for n in fh.read().split()]

@@ -19,6 +19,7 @@ from michi.lazy import attributes
 if TYPE_CHECKING:
     from michi.git.checkout import Moves as Moves
     from michi.git.checkout import PathEntry as PathEntry
+    from michi.git.checkout import check_ahead as check_ahead
     from michi.git.core import NO_PROMPT as NO_PROMPT
     from michi.git.core import Head as Head
     from michi.git.core import commit_messages as commit_messages
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
     from michi.git.core import remote_exists as remote_exists
     from michi.git.core import rev_list as rev_list
     from michi.git.core import update_ref as update_ref
+    from michi.git.deltas import remember_delta as remember_delta
     from michi.git.files import config_fingerprint as config_fingerprint
     from michi.git.files import operation_in_progress as operation_in_progress
     from michi.git.files import read_ref as read_ref
@@ -77,6 +79,7 @@ if TYPE_CHECKING:
 
 _HOMES = {
     "Moves": "checkout",
+    "check_ahead": "checkout",
     "PathEntry": "checkout",
     "NO_PROMPT": "core",
     "Head": "core",
@@ -101,6 +104,7 @@ _HOMES = {
     "CommitMeta": "objects",
     "diff_task_files": "objects",
     "diff_trees": "objects",
+    "remember_delta": "deltas",
     "edit_tree": "objects",
     "ls_task_files": "objects",
     "read_blob": "objects",

@@ -15,7 +15,9 @@ largest share of a move); writing it once instead of twice (`update-index --inde
 
 from __future__ import annotations
 
+import contextlib
 import os
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -37,14 +39,63 @@ def _names(out: str) -> list[str]:
     return [p for p in out.split("\0") if p]
 
 
+_CHECK = ("diff-index", "-z", "--name-only", "--no-renames")
+# A file changed this recently may change again without its ctime moving (the kernel stamps files from
+# a clock that ticks once per jiffy, 1-10 ms); one changed before that cannot, so equal stat data later
+# proves it untouched.
+_SETTLED_NS = 20_000_000
+
+
+class _Ahead:
+    """The common case's check (`_refusal`'s first process), run while the push runs. Its answer counts
+    only if nothing it looked at changed meanwhile: the index file and every path's stat data are read
+    before it starts and compared after; any difference, and the check runs again as it always did."""
+
+    def __init__(self, repo: Repo, old: str, paths: list[str]) -> None:
+        self.repo, self.key = repo, (old, tuple(paths))
+        self.before = _stats(repo, paths)
+        self.proc = repo.start([*_CHECK, old, "--", *paths], env=LITERAL) if self.before else None
+
+    def clean(self) -> bool:
+        """The check said clean, and it still holds."""
+        if self.proc is None:
+            return False
+        out, _err = self.proc.communicate()
+        return self.proc.returncode == 0 and not out and _stats(self.repo, list(self.key[1])) == self.before
+
+
+def _stats(repo: Repo, paths: list[str]) -> list[tuple[int, ...] | None] | None:
+    """Stat data of the index file and of each path (None: nothing there); None when equal stat data
+    later could not prove them untouched: another index file (`GIT_INDEX_FILE`), a file changed too
+    recently, or a file system whose times are coarser than a millisecond."""
+    if "GIT_INDEX_FILE" in os.environ:
+        return None
+    assert repo.working_dir is not None
+    settled = time.time_ns() - _SETTLED_NS
+    found: list[tuple[int, ...] | None] = []
+    for where in [repo.paths.git_dir / "index", *(Path(repo.working_dir, p) for p in paths)]:
+        try:
+            st = os.lstat(where)
+        except FileNotFoundError:
+            found.append(None)
+            continue
+        except OSError:
+            return None
+        if st.st_ctime_ns > settled or st.st_ctime_ns % 1_000_000 == 0:
+            return None
+        found.append((st.st_mode, st.st_ino, st.st_dev, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+    return found
+
+
 def _refusal(repo: Repo, old: str, paths: list[str], added: list[str], deleted: set[str]) -> str | None:
     """Why moving `paths` away from `old` would lose something of the user's, or None when it would not."""
     # One process for the common case: empty means the index holds old's version of every path and no
     # work tree file is even stat-dirty. Otherwise the exact checks decide (a touched but unchanged file
-    # must not block michi, as it does not block read-tree).
-    status, out, err = _exec(
-        repo, "diff-index", "-z", "--name-only", "--no-renames", old, "--", *paths, env=LITERAL
-    )
+    # must not block michi, as it does not block read-tree). Started during the push when it could be.
+    ahead = repo.ahead.pop((old, tuple(paths)), None)
+    if isinstance(ahead, _Ahead) and ahead.clean():
+        return _untracked(repo, added, deleted)
+    status, out, err = _exec(repo, *_CHECK, old, "--", *paths, env=LITERAL)
     if status == 0 and not out:
         return _untracked(repo, added, deleted)
     status, staged, err = _exec(
@@ -105,6 +156,15 @@ def _diff(repo: Repo, old: str, new: str) -> dict[str, tuple[PathEntry, PathEntr
                 None if status == "D" else (int(new_mode, 8), new_oid),
             )
     return diff
+
+
+def check_ahead(repo: Repo, old: str, known: Moves) -> None:
+    """Start the check a move from `old` by `known` begins with, so it runs while the caller waits for
+    something else (the push); `move_paths` uses its answer when nothing it looked at changed since."""
+    diff = sorted(p for p, (o, n) in known.items() if o != n)
+    if diff and len(diff) <= MAX_PATHS and (old, tuple(diff)) not in repo.ahead:
+        with contextlib.suppress(OSError):  # no process to spare: the move checks as it always did
+            repo.ahead[(old, tuple(diff))] = _Ahead(repo, old, diff)
 
 
 def move_paths(repo: Repo, old: str, new: str, known: Moves | None = None) -> tuple[bool, str | None]:

@@ -92,16 +92,24 @@ def head(repo: Repo) -> Head:
 
 
 def config_values(repo: Repo) -> dict[str, str]:
-    """The settings a transaction reads (the identity, the remotes' URLs), in one git process, once."""
+    """The settings a transaction reads (the identity, the remotes' URLs): once per command, and from
+    the last command's answer while the config files are unchanged (`michi.git.settings`)."""
     if "config" not in repo.memo:
-        out = repo.execute(["config", "-z", "--get-regexp", r"^(user\.(name|email)|remote\..*\.url)$"])[1]
-        values: dict[str, str] = {}
-        for record in out.decode("utf-8", "surrogateescape").split("\0"):
-            key, _, value = record.partition("\n")
-            if key:
-                values[key] = value  # the last one wins, as with `git config --get`
-        repo.memo["config"] = values
+        from michi.git.settings import settings
+
+        repo.memo["config"] = settings(repo.paths, lambda: _ask_config(repo))
     return dict(repo.memo["config"])
+
+
+def _ask_config(repo: Repo) -> dict[str, str]:
+    """The settings, from one git process."""
+    out = repo.execute(["config", "-z", "--get-regexp", r"^(user\.(name|email)|remote\..*\.url)$"])[1]
+    values: dict[str, str] = {}
+    for record in out.decode("utf-8", "surrogateescape").split("\0"):
+        key, _, value = record.partition("\n")
+        if key:
+            values[key] = value  # the last one wins, as with `git config --get`
+    return values
 
 
 def remote_exists(repo: Repo, remote: str) -> bool:

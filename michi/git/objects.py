@@ -82,11 +82,13 @@ def diff_trees(repo: Repo, old: str, new: str) -> dict[str, tuple[int, str] | No
 
 
 def diff_task_files(repo: Repo, old_tree: str, new_tree: str) -> dict[str, str | None]:
-    return {
-        p: (None if c is None else c[1])
-        for p, c in diff_trees(repo, old_tree, new_tree).items()
-        if _is_task_file(p)
-    }
+    """Task files that differ between two trees: path -> blob oid, None when deleted. No git process
+    when michi built `new_tree` from `old_tree` itself lately (`michi.git.deltas`)."""
+    from michi.git.deltas import recall_delta
+
+    known = recall_delta(repo, old_tree, new_tree)
+    changes = known if known is not None else diff_trees(repo, old_tree, new_tree)
+    return {p: (None if c is None else c[1]) for p, c in changes.items() if _is_task_file(p)}
 
 
 def read_blob(repo: Repo, oid: str) -> bytes:

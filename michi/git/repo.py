@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import subprocess
 import threading
 import weakref
@@ -28,14 +29,21 @@ NO_PROMPT = {"GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true", "SSH_ASKPASS": "
 PLAIN_LOCALE = {"LANGUAGE": "C", "LC_ALL": "C"}
 
 
+# False in a served worker (ADR 0016): it exits right after its command, so a closed `cat-file` (which
+# only reads, and ends when its stdin does) is left to end on its own rather than awaited.
+AWAIT_CLOSE = True
+_lingering: list[subprocess.Popen[bytes]] = []
+
+
 def _close(proc: subprocess.Popen[bytes]) -> None:
     with contextlib.suppress(OSError, ValueError):
         if proc.stdin is not None:
             proc.stdin.close()
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(timeout=5)
+    if not AWAIT_CLOSE:
+        _lingering.append(proc)  # kept: a collected Popen still running would warn
         return
-    proc.kill()
+    if not _exited(proc, 5.0):
+        proc.kill()
     proc.wait()
 
 
@@ -45,6 +53,31 @@ def _feed(stdin: IO[bytes] | None, oids: Sequence[str]) -> None:
     assert stdin is not None
     with contextlib.suppress(OSError, ValueError), stdin:
         stdin.write("".join(o + "\n" for o in oids).encode())
+
+
+def _exited(proc: subprocess.Popen[bytes], timeout: float) -> bool:
+    """Has `proc` ended within `timeout`? Awaited on a pidfd, which wakes us the moment it exits;
+    `Popen.wait(timeout)` polls with sleeps that double from 0.5 ms, a millisecond or two per close."""
+    try:
+        fd = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):  # not Linux 5.3+, or already reaped
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+    try:
+        return bool(select.select([fd], [], [], timeout)[0])
+    finally:
+        os.close(fd)
+
+
+def _reap(proc: subprocess.Popen[bytes]) -> None:
+    """A started process nobody asked for its answer: it only reads, so it may simply be ended."""
+    if proc.returncode is None:
+        with contextlib.suppress(OSError):
+            proc.kill()
+        proc.communicate()
 
 
 class Repo:
@@ -59,6 +92,8 @@ class Repo:
         # Answers that cannot change during one command (identity, remote URLs): asked once, before
         # the lock, never again inside it.
         self.memo: dict[str, Any] = {}
+        # Checks started ahead of the step that needs them (`checkout.check_ahead`), by what they check.
+        self.ahead: dict[Any, Any] = {}
 
     def env(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
         """os.environ for git, less what must never reach it (the lock token: `plain.SCRUBBED`)."""
@@ -85,9 +120,27 @@ class Repo:
         )
         return proc.returncode, proc.stdout, proc.stderr
 
+    def start(self, args: list[str], env: Mapping[str, str] | None = None) -> subprocess.Popen[bytes]:
+        """`git <args>` started, not awaited: its output is read by whoever needs it (`communicate`)."""
+        proc = subprocess.Popen(
+            ["git", *args],
+            cwd=self.working_dir,
+            env=self.env(env),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        self._finalizers.append(weakref.finalize(self, _reap, proc))
+        return proc
+
     # -- objects ----------------------------------------------------------------------------------------
-    def _ask(self, mode: str, spec: str) -> tuple[IO[bytes], list[bytes]]:
-        """Ask the persistent `git cat-file <mode>` about `spec`: its stdout and the answer's header."""
+    def prestart(self) -> None:
+        """Start the persistent `cat-file --batch` now, without waiting for it: it takes a few ms to start,
+        which then overlaps whatever this process does before its first question. (`--batch-check`
+        starts when asked: only `task add` asks it anything.)"""
+        self._cat_file("--batch")
+
+    def _cat_file(self, mode: str) -> subprocess.Popen[bytes]:
         proc = self._cat_files.get(mode)
         if proc is None or proc.poll() is not None:
             proc = self._cat_files[mode] = subprocess.Popen(
@@ -99,6 +152,11 @@ class Repo:
                 stderr=subprocess.DEVNULL,
             )
             self._finalizers.append(weakref.finalize(self, _close, proc))
+        return proc
+
+    def _ask(self, mode: str, spec: str) -> tuple[IO[bytes], list[bytes]]:
+        """Ask the persistent `git cat-file <mode>` about `spec`: its stdout and the answer's header."""
+        proc = self._cat_file(mode)
         stdin: IO[bytes] = proc.stdin  # type: ignore[assignment]
         stdout: IO[bytes] = proc.stdout  # type: ignore[assignment]
         stdin.write(spec.encode("utf-8", "surrogateescape") + b"\n")
@@ -176,6 +234,10 @@ class Repo:
         return oid
 
     def close(self) -> None:
+        for proc in self._cat_files.values():  # all told to end first: they exit side by side
+            with contextlib.suppress(OSError, ValueError):
+                if proc.stdin is not None:
+                    proc.stdin.close()
         for finalizer in self._finalizers:
             finalizer()
 

@@ -41,7 +41,11 @@ def preload() -> None:
             importlib.import_module(info.name)
     import ctypes  # noqa: F401  (the spares' prctl, loaded once here rather than in every fork)
 
-    for name in ("rich.console", "rich.table", "rich.text", "rich.panel", "rich.markup", "rich.highlighter"):
+    rich = ("rich.console", "rich.table", "rich.text", "rich.panel", "rich.markup", "rich.highlighter")
+    # Imported on first use inside a command (click's help option on every parse, its text wrapper for
+    # help, rich's emoji table when rendering): once here rather than in every worker.
+    lazy = ("typer._click.decorators", "typer._click._textwrap", "rich._emoji_codes", "atexit")
+    for name in (*rich, *lazy):
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
     from michi.cli.app import preload_app

@@ -167,6 +167,9 @@ def _watch(conn: socket.socket, done: threading.Event) -> None:
 
 def _main(args: list[str]) -> int:
     from michi.cli.main import main
+    from michi.git import repo
+
+    repo.AWAIT_CLOSE = False  # this process ends with the command: its cat-files end with it
 
     try:
         code = main(args)

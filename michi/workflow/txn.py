@@ -8,6 +8,7 @@ mutation refuses on a state that may be stale), then applies the mutation again 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import random
 import re
@@ -415,7 +416,8 @@ class Transaction:
             lock.ensure_held()  # our token and fence are still the latest (ADR 0003): else push nothing
             faults.point("pushing")
             with interruptions_deferred(lambda: self.pushed):
-                if self._push(tip, functools.partial(_name_push, journal, entries)):
+                pushing = functools.partial(self._pushing, journal, entries, old_remote, start, tip)
+                if self._push(tip, pushing):
                     self.pushed = True
                     faults.point("pushed")
                     ours = {e.txn for e in mine + handed}
@@ -439,6 +441,35 @@ class Transaction:
             code="push_retries_exhausted",
             hint="other clones are pushing heavily; retry, or raise push_retries in .michi.toml",
         )
+
+    def _pushing(
+        self,
+        journal: Journal,
+        entries: list[Entry],
+        old_remote: str | None,
+        start: str | None,
+        tip: str,
+        pid: int,
+    ) -> None:
+        """The push process `pid` runs: the journal names it first (recovery needs it); then, beside it,
+        the checkout move's first check starts and the next command's tree diff is written down."""
+        _name_push(journal, entries, pid)
+        with contextlib.suppress(MichiError, OSError):  # both only save work later: never fail the push
+            self._check_ahead(old_remote)
+            if start is not None:
+                git.remember_delta(
+                    self.git, git.tree_of(self.git, start), git.tree_of(self.git, tip), self.changed
+                )
+
+    def _check_ahead(self, old_remote: str | None) -> None:
+        """The checkout move's first check, started to run beside the push when the move will start at
+        `old_remote` with this run's own edits (its answer is used only if still provably true)."""
+        if self.known is None or old_remote is None:
+            return
+        if git.ref_oid(self.git, self.target.local_ref) != old_remote:
+            return
+        if git.head(self.git).branch == self.target.branch:
+            git.check_ahead(self.git, old_remote, self.known)
 
     def _kept_result(self, entry: Entry, landed: str) -> Any:
         """The result a dead holder kept for `entry`, if the commit that landed is the one it built."""

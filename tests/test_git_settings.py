@@ -1,0 +1,81 @@
+"""The settings michi reads from git's config are kept between commands only while their sources are
+unchanged (`michi.git.settings`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from conftest import CliResult, git
+
+from michi.git.settings import CACHE_NAME, settings
+from michi.repo import find_repo
+
+
+def _counting(values: dict[str, str]) -> tuple[Callable[[], dict[str, str]], list[int]]:
+    calls: list[int] = []
+
+    def ask() -> dict[str, str]:
+        calls.append(1)
+        return dict(values)
+
+    return ask, calls
+
+
+def test_git_is_asked_again_only_when_a_config_file_changed(repo: Path) -> None:
+    paths = find_repo(repo)
+    ask, calls = _counting({"user.name": "A"})
+    assert settings(paths, ask) == {"user.name": "A"}
+    assert settings(paths, ask) == {"user.name": "A"}
+    assert len(calls) == 1
+    assert (paths.state_dir / CACHE_NAME).exists()
+    git(repo, "config", "user.name", "B")
+    ask, calls = _counting({"user.name": "B"})
+    assert settings(paths, ask) == {"user.name": "B"}
+    assert len(calls) == 1
+
+
+def test_an_include_means_git_is_asked_every_time(repo: Path, isolated_env: Path) -> None:
+    (isolated_env / "more.conf").write_text("[user]\n\tname = A\n")
+    git(repo, "config", "include.path", str(isolated_env / "more.conf"))
+    paths = find_repo(repo)
+    ask, calls = _counting({"user.name": "A"})
+    settings(paths, ask)
+    settings(paths, ask)
+    assert len(calls) == 2
+
+
+def _author(repo: Path) -> str:
+    return git(repo, "log", "-1", "--format=%an <%ae>", "origin/main")
+
+
+@pytest.mark.parametrize("where", ["repository", "included"])
+def test_commits_carry_the_identity_configured_now(
+    repo: Path,
+    isolated_env: Path,
+    cli: Callable[..., CliResult],
+    monkeypatch: pytest.MonkeyPatch,
+    where: str,
+) -> None:
+    for role in ("AUTHOR", "COMMITTER"):
+        for part in ("NAME", "EMAIL"):
+            monkeypatch.delenv(f"GIT_{role}_{part}", raising=False)
+    included = isolated_env / "identity.conf"
+    if where == "included":
+        git(repo, "config", "include.path", str(included))
+
+    def name(who: str) -> None:
+        if where == "included":
+            included.write_text(f"[user]\n\tname = {who}\n\temail = {who}@example.invalid\n")
+        else:
+            git(repo, "config", "user.name", who)
+            git(repo, "config", "user.email", f"{who}@example.invalid")
+
+    name("Ann")
+    assert cli(repo, "init").exit_code == 0
+    assert cli(repo, "--json", "task", "add", "one").exit_code == 0
+    assert _author(repo) == "Ann <Ann@example.invalid>"
+    name("Bob")
+    assert cli(repo, "--json", "task", "add", "two").exit_code == 0
+    assert _author(repo) == "Bob <Bob@example.invalid>"
