@@ -2,6 +2,8 @@
 
 A domain never leaves the repository: `..` that climbs out, absolute paths elsewhere and symlinks are
 refused (exit 2), because the task branch stores plain paths and a symlinked domain would write elsewhere.
+So is a folder named as git refuses to check out (`.git` in any spelling: `michi.git.names`), which a
+Linux work tree can hold but no clone could check out once a task file is committed under it.
 Its `.tasks` must be a real folder (or not exist yet): a user's file or symlink named `.tasks` is not
 michi's, and writing a task there would replace it (ADR 0006).
 
@@ -17,6 +19,7 @@ from __future__ import annotations
 import os
 from pathlib import Path, PurePosixPath
 
+from michi.git.names import git_refuses
 from michi.tasks.errors import BadDomain
 
 ROOT = "."
@@ -62,7 +65,7 @@ def _relative(top: Path, target: Path, shown: str) -> str:
             f"domain {shown!r} is outside the repository", hint="pass a folder inside it"
         ) from None
     parts = rel.parts
-    if ".git" in parts or ".tasks" in parts:
+    if ".tasks" in parts or any(git_refuses(part) for part in parts):
         raise BadDomain(f"domain {shown!r} is not a folder for tasks", hint="pass a project folder")
     return ROOT if not parts else "/".join(parts)
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from michi import git
 from michi.errors import GitFailed, Interrupted, MichiError, RemoteUnreachable, RepoBusy
+from michi.git.names import git_refuses
 from michi.host import hostname
 from michi.unique import uuid4_hex
 from michi.workflow import faults, group, orphans, recovery, stranded
@@ -79,7 +80,7 @@ def _safe_path(path: str) -> str:
     parts = path.split("/")
     if (
         path.startswith("/")
-        or any(p in {"", ".", ".."} or p.lower() == ".git" for p in parts)
+        or any(p in {"", ".", ".."} or git_refuses(p) for p in parts)
         or ".tasks" in parts[: -3 if _FANOUT_DIR.fullmatch("/".join(parts[-3:-1])) else -2]
         or not _MICHIS.fullmatch(path)
     ):
