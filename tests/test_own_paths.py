@@ -211,6 +211,30 @@ def test_a_domain_git_would_not_check_out_is_refused(
     assert fresh.returncode == 0, fresh.stderr
 
 
+@pytest.mark.parametrize("name", ["notes ", " lead", "t\tab", "a\nb", "x missing", "y ambiguous"])
+def test_a_domain_named_with_blanks_works_like_any_other(cli, remote: Remote, repo: Path, name: str) -> None:
+    """git reads paths one per line and answers `<path> missing`: a folder name with a space, a tab or a
+    newline is still a folder of the user's, and its tasks are read back as they were written."""
+    assert cli(repo, "init").exit_code == 0
+    assert cli(repo, "task", "add", "at the root").exit_code == 0
+    (repo / name).mkdir()
+    added = cli(repo, "task", "add", "in the odd folder", "--domain", name, "--json")
+    assert added.exit_code == 0, added.stdout
+    assert added.json()["domain"] == name and added.json()["id"] == 2
+    uuid = added.json()["uuid"]
+    assert git(remote.bare, "show", "main:.michi/last-id") == "2"
+    done = cli(repo, "task", "done", "2", "--json")
+    assert done.exit_code == 0 and done.json()["state"] == "done", done.stdout
+    listed = cli(repo, "task", "list", "--all", "--state", "any", "--json")
+    assert listed.exit_code == 0
+    assert {(t["id"], t["domain"], t["state"]) for t in listed.json()} == {
+        (1, ".", "todo"),
+        (2, name, "done"),
+    }
+    shown = cli(repo, "task", "show", uuid, "--json")
+    assert shown.exit_code == 0 and shown.json()["version"] == 2
+
+
 def _push_a_file_at_api_tasks(remote: Remote) -> None:
     """Another clone pushes a plain file where a domain's `api/.tasks` folder would be."""
     other = remote.clone("other")
