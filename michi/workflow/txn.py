@@ -52,7 +52,8 @@ def _one_line(value: str) -> str:
 # files, and at init `.michi.toml` and the root domain's `.tasks/.keep`. Task files of both layouts (ADR
 # 0006): flat `.tasks/<uuid>.json` and fan-out `.tasks/<uuid[:2]>/<uuid>.json`.
 _MICHIS = re.compile(
-    r"(?:.+/)?\.tasks/(?:[^/]+\.json|([0-9a-f]{2})/\1[^/]*\.json)|\.michi/[^/]+|\.michi\.toml|\.tasks/\.keep"
+    r"(?:.+/)?\.tasks/(?:[^/]+\.json|([0-9a-f]{2})/\1[^/]*\.json)|\.michi/[^/]+|\.michi\.toml|\.tasks/\.keep",
+    re.DOTALL,  # a domain's folder name may hold a newline, as a file name may
 )
 
 _FANOUT_DIR = re.compile(r"\.tasks/[0-9a-f]{2}")
