@@ -35,6 +35,9 @@ BAD_FILES = {
     "description_not_text": f'{{"uuid": "{BAD_UUID}", "michi_id": 9, "description": ["x"], '
     '"status": "pending", "entry": "20250101T000000Z"}',
     "assignee_two_lines": HEAD + ', "michi_id": 9, "michi_assignee": "mallory\\nMichi-Agent: alice"}',
+    # Valid JSON, but a lone surrogate is no character: no text holding it can be printed or written.
+    "lone_surrogate": HEAD + ', "michi_id": 9, "project": "a\\ud800b"}',
+    "lone_low_surrogate_in_extra": HEAD + ', "michi_id": 9, "x": {"k\\udfff": 1}}',
 }
 
 
