@@ -160,8 +160,12 @@ def test_a_config_nested_too_deep_is_a_config_error(cli, ready: Path) -> None:
         '"entry": "20250101T000000Z", "x": ' + "[" * 100_000 + "]" * 100_000 + "}]",
         '[{"uuid": "aaaaaaaa-1111-4111-8111-111111111111", "description": "x", "status": "pending", '
         '"entry": "20250101T000000Z", "x": ' + "[" * 50 + "]" * 50 + "}]",
+        '[{"uuid": "aaaaaaaa-1111-4111-8111-111111111111", "description": "x\\udc00", "status": "pending", '
+        '"entry": "20250101T000000Z"}]',
+        '{"uuid": "aaaaaaaa-1111-4111-8111-111111111111", "description": "x", "status": "pending", '
+        '"entry": "20250101T000000Z", "tags": ["\\ud83d"]}',
     ],
-    ids=["nan", "deep", "deeper_than_the_cap"],
+    ids=["nan", "deep", "deeper_than_the_cap", "lone_surrogate", "lone_surrogate_in_a_line"],
 )
 def test_an_import_file_beyond_the_caps_is_refused(
     cli, ready: Path, remote: Remote, tmp_path: Path, text: str
