@@ -74,6 +74,39 @@ def test_a_bad_task_file_is_corrupt_for_itself_alone(cli, ready: Path, remote: R
     assert git(remote.bare, "show", f"main:{bad_path}") == BAD_FILES[kind]  # never rewritten
 
 
+@pytest.mark.parametrize(
+    "dates",
+    [
+        {"due": "00000101T000000Z"},
+        {"scheduled": "99999999T999999Z"},
+        {"due": "20251399T000000Z", "wait": "20250230T000000Z"},
+        {"due": "2025010\u00b2T000000Z"},
+        {"scheduled": 20250101, "due": ["x"]},
+    ],
+    ids=["year_zero", "all_nines", "month_13", "superscript_digit", "not_text"],
+)
+def test_a_date_taskwarrior_keeps_that_is_no_date_counts_as_none(
+    cli, ready: Path, remote: Remote, tmp_path: Path, dates: dict[str, object]
+) -> None:
+    """`due`, `scheduled` and `wait` are Taskwarrior's, kept as they came (a hand edit, an import): one that
+    is no date gives the task no urgency term and no deferral, and stops nobody's `list` or `next`."""
+    record = json.loads(HEAD + ', "michi_id": 9}') | dates
+    commit_by_hand(ready, f".tasks/{BAD_UUID}.json", json.dumps(record))
+    listed = cli(ready, "task", "list", "--json")
+    assert listed.exit_code == 0, listed.stdout
+    assert sorted(t["id"] for t in listed.json()) == [1, 9]
+    assert cli(ready, "task", "list").exit_code == 0
+    assert cli(ready, "status", "--json").exit_code == 0
+    assert cli(ready, "task", "show", "9", "--json").exit_code == 0
+    claimed = cli(ready, "--agent", "a1", "task", "next", "--claim", "--json")
+    assert claimed.exit_code == 0, claimed.stdout
+    record["uuid"] = "aaaaaaaa-1111-4111-8111-111111111111"
+    (tmp_path / "tw.json").write_text(json.dumps([record]))
+    imported = cli(ready, "import", str(tmp_path / "tw.json"), "--json")
+    assert imported.exit_code == 0, imported.stdout
+    assert sorted(t["id"] for t in cli(ready, "task", "list", "--json").json()) == [1, 9, 10]
+
+
 def test_a_counter_out_of_range_is_named_and_never_used(cli, ready: Path, remote: Remote) -> None:
     commit_by_hand(ready, ".michi/last-id", f"{10**30}\n")
     problems = cli(ready, "doctor", "--json").json()["problems"]
