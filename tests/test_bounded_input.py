@@ -98,6 +98,7 @@ def test_a_date_taskwarrior_keeps_that_is_no_date_counts_as_none(
     assert cli(ready, "task", "list").exit_code == 0
     assert cli(ready, "status", "--json").exit_code == 0
     assert cli(ready, "task", "show", "9", "--json").exit_code == 0
+    assert cli(ready, "task", "show", "9").exit_code == 0
     claimed = cli(ready, "--agent", "a1", "task", "next", "--claim", "--json")
     assert claimed.exit_code == 0, claimed.stdout
     record["uuid"] = "aaaaaaaa-1111-4111-8111-111111111111"

@@ -32,7 +32,7 @@ def tw_date(epoch: float) -> str:
 
 def parse_tw_date(text: str) -> float:
     """Epoch seconds of a Taskwarrior date, as `strptime(text, DATE_FORMAT)` reads it."""
-    fields = _usual_date(text)
+    fields = usual_date(text)
     if fields is not None:
         return float(calendar.timegm(fields))
     return float(calendar.timegm(time.strptime(text, DATE_FORMAT)))  # the rest: strptime decides
@@ -41,7 +41,7 @@ def parse_tw_date(text: str) -> float:
 def is_tw_date(text: object) -> bool:
     if not isinstance(text, str) or len(text) != 16:
         return False
-    if _usual_date(text) is not None:  # checked without computing the epoch (ADR 0015)
+    if usual_date(text) is not None:  # checked without computing the epoch (ADR 0015)
         return True
     try:
         parse_tw_date(text)
@@ -53,7 +53,7 @@ def is_tw_date(text: object) -> bool:
 _DAYS = (0, 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
 
 
-def _usual_date(text: str) -> tuple[int, int, int, int, int, int] | None:
+def usual_date(text: str) -> tuple[int, int, int, int, int, int] | None:
     """The fields of a date in the usual form (ASCII digits, in range), read by slicing; None for any
     other spelling, which strptime decides. strptime's first call costs milliseconds of imports and
     regular expressions in every process, and each call ~10 us on a cold list (ADR 0010)."""

@@ -13,7 +13,7 @@ import math
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
-from michi.tasks.model import Task
+from michi.tasks.model import Task, usual_date
 from michi.tasks.serialization import to_record
 
 PRIORITY = {"H": 6.0, "M": 3.9, "L": 1.8}
@@ -39,15 +39,10 @@ def _count_factor(n: int) -> float:
 
 def epoch(value: object) -> float | None:
     """A `YYYYMMDDTHHMMSSZ` date as epoch seconds, four times faster than `strptime`: a cold `list` cache
-    rebuild reads 10,000 of them."""
-    if not isinstance(value, str) or len(value) != 16 or value[8] != "T" or value[15] != "Z":
-        return None
-    v = value
-    if not (v[:8].isdigit() and v[9:15].isdigit()):
-        return None
-    return float(
-        calendar.timegm((int(v[:4]), int(v[4:6]), int(v[6:8]), int(v[9:11]), int(v[11:13]), int(v[13:15])))
-    )
+    rebuild reads 10,000 of them. None for anything else: `due` and `scheduled` are kept as they came (a
+    hand edit, an import), and one that is no date (year 0, month 13) must not stop every `list`."""
+    fields = usual_date(value) if type(value) is str else None
+    return None if fields is None else float(calendar.timegm(fields))
 
 
 def _due_factor(due: float, now: float) -> float:
