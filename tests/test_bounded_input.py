@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import Remote, git
+from conftest import Remote, git, run_michi
 
 from michi.agent import MAX_AGENT_LENGTH
 from michi.tasks.model import MAX_ID, MAX_TASK_BYTES
@@ -106,6 +106,32 @@ def test_a_date_taskwarrior_keeps_that_is_no_date_counts_as_none(
     imported = cli(ready, "import", str(tmp_path / "tw.json"), "--json")
     assert imported.exit_code == 0, imported.stdout
     assert sorted(t["id"] for t in cli(ready, "task", "list", "--json").json()) == [1, 9, 10]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("task", "add", "caf\udce9"),
+        ("task", "add", "x", "--project", "\udcff"),
+        ("task", "add", "x", "-t", "ok,\udcfe"),
+        ("task", "annotate", "1", "note \udce9"),
+        ("task", "modify", "1", "--description", "\udc80"),
+        ("task", "modify", "1", "-t", "\udc80"),
+    ],
+    ids=["description", "project", "tag", "note", "new_description", "new_tag"],
+)
+def test_text_that_is_not_utf8_on_the_command_line_is_a_usage_error(
+    ready: Path, remote: Remote, args: tuple[str, ...]
+) -> None:
+    """Bytes that are not UTF-8 reach Python as lone surrogates (surrogateescape), which no task file can
+    hold: the command says which value is wrong, before the lock, and nothing lands."""
+    before = remote.head()
+    result = run_michi(ready, "--json", *args)  # a real process: the bytes come from its argv
+    assert result.exit_code == 2, result.stdout + result.stderr
+    error = result.json()["error"]
+    assert error["code"] == "usage" and "UTF-8" in error["message"], error
+    assert remote.head() == before
+    assert git(ready, "status", "--porcelain") == ""
 
 
 def test_a_counter_out_of_range_is_named_and_never_used(cli, ready: Path, remote: Remote) -> None:
