@@ -32,6 +32,7 @@ def change(
 
     if action in ("claim", "renew", "release"):
         claims.require_agent(session.resolve_agent())
+    task_common.check_text(fields)
     snap = task_common.read(session)
     params: dict[str, Any] = {"action": action, "ref": ref, "if_version": if_version, **fields}
     # The path is a hint (the apply function reads the file fresh); a task another clone added since the
