@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 import time
-from functools import cached_property
 from collections.abc import Mapping
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from michi import __version__
