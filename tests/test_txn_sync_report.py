@@ -149,6 +149,78 @@ def test_damaged_journal_offline_work_is_completed_by_sync(cli: Cli, remote: Rem
     assert_exactly_once(remote.bare)
 
 
+def _twice(journal: dict[str, Any]) -> None:
+    journal["entries"].append(dict(journal["entries"][0]))
+
+
+def _set(key: str, value: Any) -> Callable[[dict[str, Any]], None]:
+    def edit(journal: dict[str, Any]) -> None:
+        journal["entries"][0][key] = value
+
+    return edit
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        _twice,
+        _set("txn", ""),
+        _set("txn", ["not", "an", "id"]),
+        _set("base", ["x"]),
+        _set("commit", 5),
+        _set("state", "weird"),
+        _set("ids", {"x": "1"}),
+        _set("agent", {"name": "x"}),
+    ],
+    ids=[
+        "entry_twice",
+        "empty_txn",
+        "txn_not_text",
+        "base_not_text",
+        "commit_not_text",
+        "unknown_state",
+        "id_not_a_number",
+        "agent_not_text",
+    ],
+)
+def test_a_journal_that_parses_but_is_damaged_lands_the_work_once(
+    cli: Cli, remote: Remote, ready: Path, edit: Callable[[dict[str, Any]], None]
+) -> None:
+    """Valid JSON in the wrong shape is a damaged journal too: kept as evidence, and the offline work on
+    the local branch lands exactly once; it never stops every later command, never lands twice."""
+    cli(ready, "task", "annotate", "1", "offline note", "--offline")
+    path = ready / ".git/michi/journal.json"
+    journal = json.loads(path.read_text())
+    edit(journal)
+    path.write_text(json.dumps(journal))
+    synced = cli(ready, "sync", "--json")
+    assert synced.exit_code == 0, synced.stdout
+    assert_exactly_once(remote.bare)
+    shown = cli(ready, "task", "show", "1", "--json").json()
+    assert (shown["version"], [a["description"] for a in shown["annotations"]]) == (2, ["offline note"])
+    assert cli(ready, "task", "add", "later", "--json").exit_code == 0
+    assert git(ready, "rev-parse", "HEAD") == remote.head()
+
+
+def test_a_journal_base_git_no_longer_has_still_finds_what_landed(
+    cli: Cli, remote: Remote, ready: Path
+) -> None:
+    """An entry's base (the remote tip when it began) may be gone from the object store (the remote was
+    rewritten and the clone pruned): what landed is then looked for in the whole history, not refused
+    with `bad object` by every later command."""
+    cli(ready, "task", "annotate", "1", "offline note", "--offline")
+    path = ready / ".git/michi/journal.json"
+    journal = json.loads(path.read_text())
+    journal["entries"][0]["base"] = "0123456789abcdef0123456789abcdef01234567"
+    path.write_text(json.dumps(journal))
+    synced = cli(ready, "sync", "--json")
+    assert synced.exit_code == 0, synced.stdout
+    assert synced.json()["recovered"] == 1
+    shown = cli(ready, "task", "show", "1", "--json").json()
+    assert (shown["version"], [a["description"] for a in shown["annotations"]]) == (2, ["offline note"])
+    assert_exactly_once(remote.bare)
+
+
 def test_damaged_journal_work_that_cannot_be_replayed_exits_5_with_the_way_out(
     cli: Cli, remote: Remote, ready: Path
 ) -> None:
