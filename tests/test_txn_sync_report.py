@@ -304,3 +304,32 @@ def test_engine_reports_a_refused_pending_operation_once(remote: Remote) -> None
     assert out["recovered"] == 1 and [r["code"] for r in out["refused"]] == ["conflict"]
     assert sum("was not applied" in n for n in out["notes"]) == 1
     assert names_on(remote.bare) == ["x", "y"]
+
+
+@pytest.mark.parametrize("how", ["renamed", "configured"])
+def test_a_remote_that_is_not_there_is_a_config_error_not_local_work(
+    cli: Cli, remote: Remote, ready: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    """A clone whose remote is not the configured one (named `upstream`, or `remote` misspelled) is not a
+    purely local repository: a change there would exit 0 and never reach the others, and `sync` would say
+    there is nothing to sync. It is refused (exit 2, `bad_config`) naming the remotes there are."""
+    if how == "renamed":
+        git(ready, "remote", "rename", "origin", "upstream")
+    else:
+        monkeypatch.setenv("MICHI_REMOTE", "orgin")
+    before = {"remote": remote.head(), "local": git(ready, "rev-parse", "HEAD")}
+    for args in (
+        ("task", "add", "x"),
+        ("task", "done", "1"),
+        ("--agent", "a", "task", "next", "--claim"),
+        ("sync",),
+    ):
+        result = cli(ready, *args, "--json")
+        assert result.exit_code == 2, (args, result.stdout)
+        error = result.json()["error"]
+        assert (
+            error["code"] == "bad_config"
+            and ("upstream" if how == "renamed" else "origin") in error["message"]
+        )
+    assert {"remote": remote.head(), "local": git(ready, "rev-parse", "HEAD")} == before
+    assert cli(ready, "task", "list", "--json").exit_code == 0  # reading the local branch is harmless
