@@ -101,7 +101,7 @@ class Transaction:
                 hint="finish or abort it (e.g. `git rebase --continue` / `git merge --abort`), then retry",
             )
         self.git: Repo = git.open_repo(req.repo.worktree)
-        self.target: Target = resolve(self.git, req.config, req.offline)
+        self.target: Target = resolve(self.git, req.config, req.offline, changing=True)
         author = git.signature(self.git, "author")
         committer = git.signature(self.git, "committer")
         self.identity = (author.rsplit(b" ", 2)[0], committer.rsplit(b" ", 2)[0])
