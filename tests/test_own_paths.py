@@ -235,6 +235,25 @@ def test_a_domain_named_with_blanks_works_like_any_other(cli, remote: Remote, re
     assert shown.exit_code == 0 and shown.json()["version"] == 2
 
 
+@pytest.mark.parametrize("domain", ["vendor/tool", "vendor/tool/deep"])
+def test_a_domain_inside_a_nested_repository_is_refused(cli, remote: Remote, repo: Path, domain: str) -> None:
+    """A folder with its own `.git` (a nested clone, not a submodule) is another repository: a task file
+    committed under it would make the outer repository track that folder, so `git status` there lists the
+    nested repository's own files as untracked, and the nested one finds michi's files in its work tree."""
+    assert cli(repo, "init").exit_code == 0
+    nested = repo / "vendor" / "tool"
+    git(repo, "init", "-q", str(nested))
+    (nested / "deep").mkdir()
+    (nested / "tool.c").write_text("int main;\n")
+    before = remote.head()
+    added = cli(repo, "task", "add", "x", "--domain", domain, "--json")
+    assert added.exit_code == 2 and added.json()["error"]["code"] == "bad_domain", added.stdout
+    assert "repository" in added.json()["error"]["message"]
+    assert remote.head() == before
+    assert git(repo, "status", "--porcelain", "--untracked-files=all") == "?? vendor/tool/"
+    assert git(nested, "status", "--porcelain", "--untracked-files=all").splitlines() == ["?? tool.c"]
+
+
 def _push_a_file_at_api_tasks(remote: Remote) -> None:
     """Another clone pushes a plain file where a domain's `api/.tasks` folder would be."""
     other = remote.clone("other")
