@@ -71,12 +71,21 @@ def _relative(top: Path, target: Path, shown: str) -> str:
 
 
 def _no_symlinks(top: Path, rel: str, shown: str) -> None:
+    """Every folder on the way is this repository's own: no symlink, and no other repository (a folder
+    with its own `.git`, a nested clone): a task file committed under one makes this repository track that
+    folder, listing the nested repository's files as untracked here and michi's files there."""
     here = top
     for part in PurePosixPath(rel).parts if rel != ROOT else ():
         here = here / part
         if here.is_symlink():
             raise BadDomain(
                 f"domain {shown!r} goes through the symlink {part!r}", hint="pass the real folder"
+            )
+        if os.path.lexists(here / ".git"):
+            nested = here.relative_to(top).as_posix()
+            raise BadDomain(
+                f"domain {shown!r} is inside {nested}, another git repository (it has its own .git)",
+                hint=f"run michi in that repository (cd {nested}), or pass a folder of this one",
             )
 
 
