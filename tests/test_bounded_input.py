@@ -134,6 +134,33 @@ def test_text_that_is_not_utf8_on_the_command_line_is_a_usage_error(
     assert git(ready, "status", "--porcelain") == ""
 
 
+def test_two_files_with_one_uuid_are_named_never_picked_silently(cli, ready: Path, remote: Remote) -> None:
+    """A project folder copied with its `.tasks` (a template, `cp -r`) holds a second file of the same
+    uuid: naming that uuid must not change whichever file a dict kept last. It is ambiguous, and doctor
+    names both files."""
+    first = cli(ready, "task", "show", "1", "--json").json()
+    uuid, path = first["uuid"], next((ready / ".tasks").glob("*/*.json"))
+    copy = ready / "copy" / ".tasks" / uuid[:2] / f"{uuid}.json"
+    copy.parent.mkdir(parents=True)
+    copy.write_text(path.read_text().replace('"michi_id": 1', '"michi_id": 2'))
+    git(ready, "add", "copy")
+    commit_by_hand(ready, ".michi/last-id", "2\n")
+    before = remote.head()
+    for ref in (uuid, uuid[:8]):
+        result = cli(ready, "task", "done", ref, "--json")
+        assert result.exit_code == 2, result.stdout
+        assert result.json()["error"]["code"] == "ambiguous_id"
+    assert cli(ready, "task", "show", uuid, "--json").json()["error"]["code"] == "ambiguous_id"
+    assert remote.head() == before
+    problems = cli(ready, "doctor", "--json").json()["problems"]
+    assert [p.get("uuid") for p in problems] == [uuid]
+    assert sorted(problems[0]["paths"]) == sorted(
+        [path.relative_to(ready).as_posix(), f"copy/.tasks/{uuid[:2]}/{uuid}.json"]
+    )
+    done = cli(ready, "task", "done", "2", "--json")  # its id is its own
+    assert done.exit_code == 0 and done.json()["domain"] == "copy"
+
+
 def test_a_counter_out_of_range_is_named_and_never_used(cli, ready: Path, remote: Remote) -> None:
     commit_by_hand(ready, ".michi/last-id", f"{10**30}\n")
     problems = cli(ready, "doctor", "--json").json()["problems"]
