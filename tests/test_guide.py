@@ -84,7 +84,7 @@ def test_init_agents_refuses_a_broken_section(cli, repo: Path, broken: str) -> N
 
 def test_init_agents_keeps_every_byte_outside_the_section(cli, repo: Path) -> None:
     """A Windows-written AGENTS.md (CRLF line ends), with a byte that is not UTF-8 and a lone CR: only the
-    section is michi's, so nothing else may be re-spelled (universal newlines would turn every CRLF into LF)."""
+    section is michi's, so nothing else may be re-spelled (universal newlines turn every CRLF into LF)."""
     mine = b"# Our agents\r\n\r\nBe kind.\r\nLatin-1: caf\xe9\r\nold Mac line\rend\r\n"
     (repo / "AGENTS.md").write_bytes(mine)
     result = cli(repo, "init", "--agents", "--json")
