@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import pytest
 from conftest import git
 
 
@@ -31,3 +33,34 @@ def test_log_shows_when_who_which_command_what_changed(cli, repo: Path, remote) 
     assert "task claim 1  by bot" in human.stdout and 'state: "todo" -> "in_progress"' in human.stdout
     missing = cli(repo, "task", "log", "9", "--json")
     assert missing.exit_code == 3 and "tasks as" in missing.stderr
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        ', "x": ' + "[" * 100_000 + "]" * 100_000,
+        ', "x": NaN',
+        ', "x": 1e999',
+        ', "project": "a\\ud800b"',
+        ', "x": ' + "9" * 5000,
+    ],
+    ids=["deep", "nan", "infinity", "lone_surrogate", "huge_integer"],
+)
+def test_log_reads_a_past_version_that_was_corrupt(cli, repo: Path, bad: str) -> None:
+    """History cannot be rewritten: a version someone once committed by hand (nested 100,000 deep, NaN, a
+    lone surrogate), fixed since, must not stop `task log` of that task forever, nor put `NaN` (not JSON)
+    into its --json document."""
+    assert cli(repo, "init").exit_code == 0
+    uuid = cli(repo, "task", "add", "fine", "--json").json()["uuid"]
+    path = repo / ".tasks" / uuid[:2] / f"{uuid}.json"
+    good = path.read_text()
+    path.write_text(good.rstrip().removesuffix("}") + bad + "}\n")
+    git(repo, "commit", "-qam", "a bad hand edit")
+    path.write_text(good)
+    git(repo, "commit", "-qam", "fixed by hand")
+    git(repo, "push", "-q", "origin", "main")
+    logged = cli(repo, "task", "log", "1", "--json")
+    assert logged.exit_code == 0, logged.stdout
+    entries = json.loads(logged.stdout, parse_constant=lambda name: pytest.fail(f"{name} in the output"))
+    assert len(entries["entries"]) == 3
+    assert cli(repo, "task", "log", "1").exit_code == 0
