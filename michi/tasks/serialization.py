@@ -264,7 +264,9 @@ def strict_json(text: str) -> Any:
     return _DECODER.decode(text)
 
 
-def _decoded(data: bytes, path: str) -> Any:
+def decoded(data: bytes, path: str) -> Any:
+    """The JSON value of a task file's bytes, within the caps (size, nesting, no NaN, no lone surrogate),
+    or CorruptTask naming the file; not yet checked as a task."""
     if len(data) > MAX_TASK_BYTES:
         raise CorruptTask(
             f"{path}: {len(data):,} bytes, more than the {MAX_TASK_BYTES:,} a task file may hold",
@@ -310,14 +312,14 @@ def _named_right(uuid: str, path: str) -> None:
 
 
 def loads(data: bytes, path: str) -> Task:
-    task = from_record(_decoded(data, path), path)
+    task = from_record(decoded(data, path), path)
     _named_right(task.uuid, path)
     return task
 
 
 def loads_record(data: bytes, path: str) -> dict[str, Any]:
     """`to_record(loads(data, path))`, the same checks, no Task built."""
-    record = record_of(_decoded(data, path), path)
+    record = record_of(decoded(data, path), path)
     _named_right(record["uuid"], path)
     return record
 
