@@ -64,3 +64,24 @@ def test_log_reads_a_past_version_that_was_corrupt(cli, repo: Path, bad: str) ->
     entries = json.loads(logged.stdout, parse_constant=lambda name: pytest.fail(f"{name} in the output"))
     assert len(entries["entries"]) == 3
     assert cli(repo, "task", "log", "1").exit_code == 0
+
+
+def test_words_others_wrote_reach_the_terminal_without_control_characters(cli, remote, repo: Path) -> None:
+    """Commit trailers come from any clone, a refusing remote's words from its hooks: an escape sequence in
+    them would clear the screen, retitle the window or write the clipboard of whoever reads the log."""
+    assert cli(repo, "init").exit_code == 0
+    uuid = cli(repo, "task", "add", "fine", "--json").json()["uuid"]
+    path = repo / ".tasks" / uuid[:2] / f"{uuid}.json"
+    path.write_text(path.read_text().replace('"fine"', '"fine!"'))
+    hostile = "\x1b]0;PWNED\x07\x1b[2Jevil\rx"
+    git(repo, "commit", "-qam", f"hand\n\nMichi-Agent: {hostile}\nMichi-Host: \x1b[31mred")
+    git(repo, "push", "-q", "origin", "main")
+    logged = cli(repo, "task", "log", "1")
+    assert logged.exit_code == 0 and "evil" in logged.stdout
+    hook = remote.bare / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\nprintf '\\033]52;c;cHduZWQ=\\007denied by policy\\n' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    refused = cli(repo, "task", "add", "x")
+    assert refused.exit_code == 5 and "denied by policy" in refused.stderr
+    for text in (logged.stdout, logged.stderr, refused.stdout, refused.stderr):
+        assert not any(c in text for c in "\x1b\x07\r"), text
