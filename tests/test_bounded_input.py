@@ -161,6 +161,32 @@ def test_two_files_with_one_uuid_are_named_never_picked_silently(cli, ready: Pat
     assert done.exit_code == 0 and done.json()["domain"] == "copy"
 
 
+@pytest.mark.parametrize(
+    "uuid",
+    [
+        "../../../x",
+        "a/b",
+        "x\ny",
+        "ab",
+        "aaaaaaaa-1111-4111-8111-11111111111z",
+        "aaaaaaaa-1111-4111-8111-111111111111\n",
+    ],
+    ids=["climbs_out", "a_folder", "newline", "short", "not_hex", "trailing_newline"],
+)
+def test_an_imported_uuid_that_is_no_uuid_is_refused(
+    cli, ready: Path, remote: Remote, tmp_path: Path, uuid: str
+) -> None:
+    """The uuid names the task's file: one that is no UUID (`../../x`, `a/b`) is a usage error naming it,
+    before anything lands, never an exit 1 nor a file named by whatever the import said."""
+    before = remote.head()
+    record = {"uuid": uuid, "description": "x", "status": "pending", "entry": "20250101T000000Z"}
+    (tmp_path / "tw.json").write_text(json.dumps([record]))
+    result = cli(ready, "import", str(tmp_path / "tw.json"), "--json")
+    assert result.exit_code == 2, result.stdout
+    assert result.json()["error"]["code"] == "usage" and "uuid" in result.json()["error"]["message"]
+    assert remote.head() == before
+
+
 def test_a_counter_out_of_range_is_named_and_never_used(cli, ready: Path, remote: Remote) -> None:
     commit_by_hand(ready, ".michi/last-id", f"{10**30}\n")
     problems = cli(ready, "doctor", "--json").json()["problems"]
