@@ -268,3 +268,27 @@ def test_a_users_file_where_a_new_folder_must_be_is_kept(work: Path, kind: str) 
     assert _state(work) == before and os.path.islink(work / "dom") == (kind == "symlink")
     assert not (work / "elsewhere" / ".tasks").exists()
     assert mgit.read_tree_update(mgit.open_repo(work), old, new, env={"MICHI_X": "1"}) is not None
+
+
+@pytest.mark.parametrize("flag", ["--assume-unchanged", "--skip-worktree"])
+def test_a_file_git_was_told_not_to_look_at_keeps_its_local_changes(cli, remote, flag: str) -> None:
+    """`update-index --assume-unchanged` / `--skip-worktree` hide a file's local edits from `git diff`, the
+    usual way to keep a local tweak: git's own checkout still refuses to overwrite such a file, and so
+    must michi, whether the file is the user's (changed upstream) or a task file michi changes."""
+    repo = remote.clone("work")
+    assert cli(repo, "init").exit_code == 0
+    assert cli(repo, "task", "add", "one").exit_code == 0
+    task_file = next((repo / ".tasks").glob("*/*.json")).relative_to(repo).as_posix()
+    other = remote.clone("other")
+    (other / "README.md").write_text("hello\nfrom upstream\n")
+    git(other, "commit", "-qam", "upstream readme")
+    git(other, "push", "-q", "origin", "main")
+    for path, tweak in (("README.md", b"my local tweak\n"), (task_file, b"my local notes\n")):
+        with open(repo / path, "ab") as f:
+            f.write(tweak)
+        git(repo, "update-index", flag, path)
+    mine = {p: (repo / p).read_bytes() for p in ("README.md", task_file)}
+    assert cli(repo, "task", "add", "two").exit_code == 0  # brings the upstream README change
+    assert cli(repo, "task", "done", "1").exit_code == 0  # changes the task file
+    assert {p: (repo / p).read_bytes() for p in mine} == mine
+    assert git(remote.bare, "show", "main:README.md") == "hello\nfrom upstream"
