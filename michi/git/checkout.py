@@ -42,6 +42,9 @@ def _refusal(repo: Repo, old: str, paths: list[str], added: list[str], deleted: 
     # One process for the common case: empty means the index holds old's version of every path and no
     # work tree file is even stat-dirty. Otherwise the exact checks decide (a touched but unchanged file
     # must not block michi, as it does not block read-tree).
+    hidden = _hidden_changes(repo, paths)
+    if hidden is not None:
+        return hidden
     status, out, err = _exec(
         repo, "diff-index", "-z", "--name-only", "--no-renames", old, "--", *paths, env=LITERAL
     )
@@ -62,6 +65,36 @@ def _refusal(repo: Repo, old: str, paths: list[str], added: list[str], deleted: 
     if _names(unstaged):
         return f"error: your local changes to {_names(unstaged)[0]} would be overwritten"
     return _untracked(repo, added, deleted)
+
+
+def _hidden_changes(repo: Repo, paths: list[str]) -> str | None:
+    """A local change git was told not to look for: `update-index --assume-unchanged` or `--skip-worktree`
+    (the usual way to keep a local tweak) hide it from `diff-index`, yet git's own checkout refuses to
+    overwrite such a file. Its content is compared with the index here (one `ls-files`; a `hash-object`
+    only when such a file is among `paths`)."""
+    assert repo.working_dir is not None
+    status, out, err = _exec(repo, "ls-files", "-v", "-s", "-z", "--", *paths, env=LITERAL)
+    if status != 0:
+        return err.strip() or f"ls-files exited {status}"
+    flagged: list[tuple[str, str, str]] = []  # (path, mode, oid) of the entries git does not stat
+    for record in _names(out):
+        meta, _, path = record.partition("\t")
+        tag, mode, oid, _stage = meta.split(" ")
+        if (tag == "S" or tag.islower()) and os.path.lexists(Path(repo.working_dir, path)):
+            flagged.append((path, mode, oid))
+    refusal = "error: your local changes to {} would be overwritten (git was told not to look at it)"
+    for path, mode, _oid in flagged:
+        if mode not in ("100644", "100755"):  # a symlink or submodule git does not look at: left alone
+            return refusal.format(path)
+    if not flagged:
+        return None
+    status, hashed, err = _exec(repo, "hash-object", "--", *(p for p, _m, _o in flagged), env=LITERAL)
+    if status != 0:
+        return err.strip() or f"hash-object exited {status}"
+    for (path, _mode, oid), now in zip(flagged, str(hashed).split(), strict=True):
+        if now != oid:
+            return refusal.format(path)
+    return None
 
 
 def _untracked(repo: Repo, added: list[str], deleted: set[str]) -> str | None:
