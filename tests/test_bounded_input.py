@@ -258,6 +258,41 @@ def test_every_trailer_value_is_one_line() -> None:
     ]
 
 
+@pytest.mark.parametrize(
+    "branch",
+    [
+        "..",
+        "a..b",
+        "x.lock",
+        "a/",
+        "@{-1}",
+        "main:evil",
+        "*",
+        "a\\b",
+        "~1",
+        "HEAD",
+        "refs/heads/main",
+        ".hidden",
+        "a//b",
+        "@",
+    ],
+)
+def test_a_branch_git_could_not_name_is_a_config_error(
+    cli, ready: Path, remote: Remote, monkeypatch: pytest.MonkeyPatch, branch: str
+) -> None:
+    """`branch` (`.michi.toml`, MICHI_BRANCH) becomes `refs/heads/<branch>` on the remote: a name git
+    refuses is a configuration error (exit 2), not `remote_unreachable` (exit 5, which an agent waits out),
+    and `HEAD` or `refs/heads/x` never creates a branch of that confusing name on everyone's remote."""
+    before = git(remote.bare, "for-each-ref", "--format=%(refname)")
+    monkeypatch.setenv("MICHI_BRANCH", branch)
+    result = cli(ready, "task", "add", "x", "--json")
+    assert result.exit_code == 2, result.stdout
+    assert (
+        result.json()["error"]["code"] == "bad_config" and "MICHI_BRANCH" in result.json()["error"]["message"]
+    )
+    assert git(remote.bare, "for-each-ref", "--format=%(refname)") == before
+
+
 def test_a_config_nested_too_deep_is_a_config_error(cli, ready: Path) -> None:
     (ready / ".michi.toml").write_text("[michi]\nx = " + "[" * 100_000 + "]" * 100_000 + "\n")
     result = cli(ready, "task", "list", "--json")
