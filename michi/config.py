@@ -74,6 +74,31 @@ def _name(value: Any) -> str:
     return value
 
 
+_REF_CHARS = frozenset("~^:?*[\\")
+
+
+def _branch(value: Any) -> str:
+    """A branch name git accepts (`git check-ref-format --branch`: no `..`, `@{`, `~^:?*[\\`, control
+    characters, component starting with `.` or ending with `.lock`, empty component, final `/` or `.`),
+    and not one that reads as something else (`HEAD`, `@`, a full `refs/...` name): the task branch is
+    pushed as `refs/heads/<branch>` to everyone's remote. Empty: the remote's default branch."""
+    name = _name(value)
+    if name == "":
+        return name
+    parts = name.split("/")
+    if (
+        name in ("HEAD", "@")
+        or name.startswith("refs/")
+        or ".." in name
+        or "@{" in name
+        or name.endswith((".", "/"))
+        or any(c in _REF_CHARS or ord(c) < 32 or ord(c) == 127 for c in name)
+        or any(p == "" or p.startswith(".") or p.endswith(".lock") for p in parts)
+    ):
+        raise ValueError
+    return name
+
+
 def _flag(value: Any) -> bool:
     if isinstance(value, bool):
         return value
@@ -96,7 +121,7 @@ KEYS: dict[str, Key] = {
     "lock_ttl": Key(_seconds, "MICHI_LOCK_TTL", "a number of seconds >= 0"),
     "lock_wait": Key(_seconds, "MICHI_LOCK_WAIT", "a number of seconds >= 0"),
     "remote": Key(_name, "MICHI_REMOTE", "a remote name without spaces"),
-    "branch": Key(_name, "MICHI_BRANCH", "a branch name without spaces (empty = remote default)"),
+    "branch": Key(_branch, "MICHI_BRANCH", "a branch name git accepts (empty = remote default)"),
     "claim_ttl": Key(_seconds, "MICHI_CLAIM_TTL", "a number of seconds >= 0 (0 = no expiry)"),
     "push_retries": Key(_count, "MICHI_PUSH_RETRIES", "a whole number from 1 to 100"),
     "allow_hand_edits": Key(_flag, "MICHI_ALLOW_HAND_EDITS", "true or false"),
