@@ -293,6 +293,41 @@ def test_a_branch_git_could_not_name_is_a_config_error(
     assert git(remote.bare, "for-each-ref", "--format=%(refname)") == before
 
 
+@pytest.mark.parametrize(
+    ("args", "env"),
+    [
+        (("--agent", "a", "task", "claim", "1", "--ttl", "1e12"), {}),
+        (("--agent", "a", "task", "claim", "1"), {"MICHI_CLAIM_TTL": "1e300"}),
+        (("--agent", "a", "task", "next", "--claim", "--ttl", "1e300"), {}),
+        (("task", "add", "x"), {"MICHI_LOCK_TTL": "1e300"}),
+        (("lock", "acquire", "--ttl", "1e300"), {}),
+    ],
+    ids=["claim_ttl_flag", "claim_ttl_env", "next_claim_ttl", "lock_ttl_env", "lock_acquire_ttl"],
+)
+def test_a_ttl_beyond_any_date_is_a_usage_error(
+    cli,
+    ready: Path,
+    remote: Remote,
+    monkeypatch: pytest.MonkeyPatch,
+    args: tuple[str, ...],
+    env: dict[str, str],
+) -> None:
+    """A claim or lease is written as an expiry date: one past year 9999 cannot be written as a date, so
+    it once made a task file michi itself could not read back (the task vanished from `list`), or crashed
+    with the lock half taken. It is refused before anything is written."""
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    before = remote.head()
+    result = cli(ready, *args, "--json")
+    assert result.exit_code == 2, result.stdout
+    assert result.json()["error"]["code"] in ("usage", "bad_config")
+    assert remote.head() == before
+    monkeypatch.delenv("MICHI_LOCK_TTL", raising=False)
+    monkeypatch.delenv("MICHI_CLAIM_TTL", raising=False)
+    assert cli(ready, "lock", "status", "--json").json()["held"] is False
+    assert [t["id"] for t in cli(ready, "task", "list", "--json").json()] == [1]
+
+
 def test_a_config_nested_too_deep_is_a_config_error(cli, ready: Path) -> None:
     (ready / ".michi.toml").write_text("[michi]\nx = " + "[" * 100_000 + "]" * 100_000 + "\n")
     result = cli(ready, "task", "list", "--json")
