@@ -85,3 +85,23 @@ def test_words_others_wrote_reach_the_terminal_without_control_characters(cli, r
     assert refused.exit_code == 5 and "denied by policy" in refused.stderr
     for text in (logged.stdout, logged.stderr, refused.stdout, refused.stderr):
         assert not any(c in text for c in "\x1b\x07\r"), text
+
+
+def test_a_hostile_commit_stops_no_status_nor_stats(cli, repo: Path) -> None:
+    """Any clone can push a commit whose subject holds the separators `git log`'s output is split on, and
+    trailers with escape sequences: `status`, `stats` and the activity list must neither crash on it nor
+    pass the escapes to the terminal."""
+    assert cli(repo, "init").exit_code == 0
+    uuid = cli(repo, "task", "add", "fine", "--json").json()["uuid"]
+    path = repo / ".tasks" / uuid[:2] / f"{uuid}.json"
+    path.write_text(path.read_text().replace('"todo"', '"in_progress"'))
+    message = (
+        "michi: task claim 1\x1fnot a time\x1fx\x1e" + "0" * 40 + "\x1fsoon\x1f\n\n"
+        f"Michi-Txn: 0123abcd\nMichi-Agent: \x1b]0;PWNED\x07evil\nMichi-Task: {uuid}"
+    )
+    git(repo, "commit", "-qam", message)
+    git(repo, "push", "-q", "origin", "main")
+    for args in (("stats",), ("status",), ("stats", "--json"), ("status", "--json")):
+        result = cli(repo, *args)
+        assert result.exit_code == 0, (args, result.stdout, result.stderr)
+        assert not any(c in result.stdout + result.stderr for c in "\x1b\x07"), args
