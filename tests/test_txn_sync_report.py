@@ -333,3 +333,17 @@ def test_a_remote_that_is_not_there_is_a_config_error_not_local_work(
         )
     assert {"remote": remote.head(), "local": git(ready, "rev-parse", "HEAD")} == before
     assert cli(ready, "task", "list", "--json").exit_code == 0  # reading the local branch is harmless
+
+
+def test_work_a_damaged_journal_no_longer_names_is_still_offline_unpushed(cli: Cli, ready: Path) -> None:
+    """With the journal damaged, offline work is only a michi commit on the local branch that `sync` will
+    find: the health check must still say it is there, not `healthy` while it may never reach anyone."""
+    cli(ready, "task", "add", "OFFLINE WORK", "--offline")
+    _damage_journal(ready)
+    for _ in range(2):  # the second time the journal is already kept aside as journal.corrupt
+        check = cli(ready, "status", "--check", "--json")
+        assert check.exit_code == 32, check.stdout
+        assert [p["code"] for p in check.json()] == ["offline_unpushed"]
+        assert cli(ready, "task", "list", "--json").exit_code == 0
+    assert cli(ready, "sync", "--json").exit_code == 0
+    assert cli(ready, "status", "--check", "--json").exit_code == 0
