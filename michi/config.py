@@ -59,6 +59,18 @@ def _seconds(value: Any) -> float:
     return number
 
 
+# A lease or a claim is written as its expiry date (YYYYMMDDTHHMMSSZ, year 9999 at most): a TTL past any
+# date once made a task file michi itself could not read back. Ten years is more than any lease needs.
+MAX_TTL = 10 * 366 * 86400
+
+
+def _ttl(value: Any) -> float:
+    number = _seconds(value)
+    if number > MAX_TTL:
+        raise ValueError
+    return number
+
+
 def _count(value: Any) -> int:
     if isinstance(value, bool):
         raise ValueError
@@ -72,6 +84,31 @@ def _name(value: Any) -> str:
     if not isinstance(value, str) or any(c.isspace() for c in value) or value.startswith("-"):
         raise ValueError
     return value
+
+
+_REF_CHARS = frozenset("~^:?*[\\")
+
+
+def _branch(value: Any) -> str:
+    """A branch name git accepts (`git check-ref-format --branch`: no `..`, `@{`, `~^:?*[\\`, control
+    characters, component starting with `.` or ending with `.lock`, empty component, final `/` or `.`),
+    and not one that reads as something else (`HEAD`, `@`, a full `refs/...` name): the task branch is
+    pushed as `refs/heads/<branch>` to everyone's remote. Empty: the remote's default branch."""
+    name = _name(value)
+    if name == "":
+        return name
+    parts = name.split("/")
+    if (
+        name in ("HEAD", "@")
+        or name.startswith("refs/")
+        or ".." in name
+        or "@{" in name
+        or name.endswith((".", "/"))
+        or any(c in _REF_CHARS or ord(c) < 32 or ord(c) == 127 for c in name)
+        or any(p == "" or p.startswith(".") or p.endswith(".lock") for p in parts)
+    ):
+        raise ValueError
+    return name
 
 
 def _flag(value: Any) -> bool:
@@ -93,11 +130,11 @@ class Key(Plain):
 
 
 KEYS: dict[str, Key] = {
-    "lock_ttl": Key(_seconds, "MICHI_LOCK_TTL", "a number of seconds >= 0"),
+    "lock_ttl": Key(_ttl, "MICHI_LOCK_TTL", f"a number of seconds from 0 to {MAX_TTL} (ten years)"),
     "lock_wait": Key(_seconds, "MICHI_LOCK_WAIT", "a number of seconds >= 0"),
     "remote": Key(_name, "MICHI_REMOTE", "a remote name without spaces"),
-    "branch": Key(_name, "MICHI_BRANCH", "a branch name without spaces (empty = remote default)"),
-    "claim_ttl": Key(_seconds, "MICHI_CLAIM_TTL", "a number of seconds >= 0 (0 = no expiry)"),
+    "branch": Key(_branch, "MICHI_BRANCH", "a branch name git accepts (empty = remote default)"),
+    "claim_ttl": Key(_ttl, "MICHI_CLAIM_TTL", f"a number of seconds from 0 to {MAX_TTL} (0 = no expiry)"),
     "push_retries": Key(_count, "MICHI_PUSH_RETRIES", "a whole number from 1 to 100"),
     "allow_hand_edits": Key(_flag, "MICHI_ALLOW_HAND_EDITS", "true or false"),
     "read_max_age": Key(_seconds, "MICHI_READ_MAX_AGE", "a number of seconds >= 0 (0 = always fetch)"),

@@ -52,7 +52,23 @@ def _gitdir_from_file(dot_git: Path) -> Path:
     return target if target.is_absolute() else (dot_git.parent / target).resolve()
 
 
+def _common_dir(git_dir: Path) -> Path:
+    commondir_file = git_dir / "commondir"
+    if not commondir_file.is_file():
+        return git_dir
+    rel = Path(commondir_file.read_text(encoding="utf-8").strip())
+    return rel if rel.is_absolute() else (git_dir / rel).resolve()
+
+
+def _is_git_dir(git_dir: Path, common: Path) -> bool:
+    """What git checks (`is_git_directory`): a HEAD, and the objects and refs of the shared git dir."""
+    return (git_dir / "HEAD").is_file() and (common / "objects").is_dir() and (common / "refs").is_dir()
+
+
 def find_repo(start: Path | str | None = None) -> RepoPaths:
+    """The repository of `start`, as git finds it: a `.git` folder that is no repository (empty, half
+    deleted) is passed over, and a `.git` file naming one that is gone (a linked work tree whose main
+    repository moved) is an error, never an empty repository to answer from or write michi's state into."""
     here = Path(start if start is not None else os.getcwd()).resolve()
     if not here.is_dir():
         raise NotARepository(f"{here} is not a directory", hint="pass an existing folder to -C")
@@ -64,11 +80,17 @@ def find_repo(start: Path | str | None = None) -> RepoPaths:
             git_dir = _gitdir_from_file(dot_git)
         else:
             continue
-        common = git_dir
-        commondir_file = git_dir / "commondir"
-        if commondir_file.is_file():
-            rel = Path(commondir_file.read_text(encoding="utf-8").strip())
-            common = rel if rel.is_absolute() else (git_dir / rel).resolve()
+        try:
+            common = _common_dir(git_dir)
+        except OSError:
+            common = git_dir
+        if not _is_git_dir(git_dir, common):
+            if dot_git.is_dir():
+                continue
+            raise NotARepository(
+                f"{dot_git} names {git_dir}, which is not a git repository (moved or deleted?)",
+                hint="repair it ('git worktree repair' from the main work tree), or clone again",
+            )
         main = common.parent if common.name == ".git" else None
         return RepoPaths(worktree=folder, git_dir=git_dir, common_dir=common, main_worktree=main)
     raise NotARepository(

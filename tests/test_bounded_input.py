@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import Remote, git
+from conftest import Remote, git, run_michi
 
 from michi.agent import MAX_AGENT_LENGTH
 from michi.tasks.model import MAX_ID, MAX_TASK_BYTES
@@ -35,6 +35,9 @@ BAD_FILES = {
     "description_not_text": f'{{"uuid": "{BAD_UUID}", "michi_id": 9, "description": ["x"], '
     '"status": "pending", "entry": "20250101T000000Z"}',
     "assignee_two_lines": HEAD + ', "michi_id": 9, "michi_assignee": "mallory\\nMichi-Agent: alice"}',
+    # Valid JSON, but a lone surrogate is no character: no text holding it can be printed or written.
+    "lone_surrogate": HEAD + ', "michi_id": 9, "project": "a\\ud800b"}',
+    "lone_low_surrogate_in_extra": HEAD + ', "michi_id": 9, "x": {"k\\udfff": 1}}',
 }
 
 
@@ -69,6 +72,119 @@ def test_a_bad_task_file_is_corrupt_for_itself_alone(cli, ready: Path, remote: R
     assert added.exit_code == 0 and added.json()["id"] == 2  # the counter never jumps past a bad id
     assert git(remote.bare, "show", "main:.michi/last-id") == "2"
     assert git(remote.bare, "show", f"main:{bad_path}") == BAD_FILES[kind]  # never rewritten
+
+
+@pytest.mark.parametrize(
+    "dates",
+    [
+        {"due": "00000101T000000Z"},
+        {"scheduled": "99999999T999999Z"},
+        {"due": "20251399T000000Z", "wait": "20250230T000000Z"},
+        {"due": "2025010\u00b2T000000Z"},
+        {"scheduled": 20250101, "due": ["x"]},
+    ],
+    ids=["year_zero", "all_nines", "month_13", "superscript_digit", "not_text"],
+)
+def test_a_date_taskwarrior_keeps_that_is_no_date_counts_as_none(
+    cli, ready: Path, remote: Remote, tmp_path: Path, dates: dict[str, object]
+) -> None:
+    """`due`, `scheduled` and `wait` are Taskwarrior's, kept as they came (a hand edit, an import): one that
+    is no date gives the task no urgency term and no deferral, and stops nobody's `list` or `next`."""
+    record = json.loads(HEAD + ', "michi_id": 9}') | dates
+    commit_by_hand(ready, f".tasks/{BAD_UUID}.json", json.dumps(record))
+    listed = cli(ready, "task", "list", "--json")
+    assert listed.exit_code == 0, listed.stdout
+    assert sorted(t["id"] for t in listed.json()) == [1, 9]
+    assert cli(ready, "task", "list").exit_code == 0
+    assert cli(ready, "status", "--json").exit_code == 0
+    assert cli(ready, "task", "show", "9", "--json").exit_code == 0
+    assert cli(ready, "task", "show", "9").exit_code == 0
+    claimed = cli(ready, "--agent", "a1", "task", "next", "--claim", "--json")
+    assert claimed.exit_code == 0, claimed.stdout
+    record["uuid"] = "aaaaaaaa-1111-4111-8111-111111111111"
+    (tmp_path / "tw.json").write_text(json.dumps([record]))
+    imported = cli(ready, "import", str(tmp_path / "tw.json"), "--json")
+    assert imported.exit_code == 0, imported.stdout
+    assert sorted(t["id"] for t in cli(ready, "task", "list", "--json").json()) == [1, 9, 10]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("task", "add", "caf\udce9"),
+        ("task", "add", "x", "--project", "\udcff"),
+        ("task", "add", "x", "-t", "ok,\udcfe"),
+        ("task", "annotate", "1", "note \udce9"),
+        ("task", "modify", "1", "--description", "\udc80"),
+        ("task", "modify", "1", "-t", "\udc80"),
+    ],
+    ids=["description", "project", "tag", "note", "new_description", "new_tag"],
+)
+def test_text_that_is_not_utf8_on_the_command_line_is_a_usage_error(
+    ready: Path, remote: Remote, args: tuple[str, ...]
+) -> None:
+    """Bytes that are not UTF-8 reach Python as lone surrogates (surrogateescape), which no task file can
+    hold: the command says which value is wrong, before the lock, and nothing lands."""
+    before = remote.head()
+    result = run_michi(ready, "--json", *args)  # a real process: the bytes come from its argv
+    assert result.exit_code == 2, result.stdout + result.stderr
+    error = result.json()["error"]
+    assert error["code"] == "usage" and "UTF-8" in error["message"], error
+    assert remote.head() == before
+    assert git(ready, "status", "--porcelain") == ""
+
+
+def test_two_files_with_one_uuid_are_named_never_picked_silently(cli, ready: Path, remote: Remote) -> None:
+    """A project folder copied with its `.tasks` (a template, `cp -r`) holds a second file of the same
+    uuid: naming that uuid must not change whichever file a dict kept last. It is ambiguous, and doctor
+    names both files."""
+    first = cli(ready, "task", "show", "1", "--json").json()
+    uuid, path = first["uuid"], next((ready / ".tasks").glob("*/*.json"))
+    copy = ready / "copy" / ".tasks" / uuid[:2] / f"{uuid}.json"
+    copy.parent.mkdir(parents=True)
+    copy.write_text(path.read_text().replace('"michi_id": 1', '"michi_id": 2'))
+    git(ready, "add", "copy")
+    commit_by_hand(ready, ".michi/last-id", "2\n")
+    before = remote.head()
+    for ref in (uuid, uuid[:8]):
+        result = cli(ready, "task", "done", ref, "--json")
+        assert result.exit_code == 2, result.stdout
+        assert result.json()["error"]["code"] == "ambiguous_id"
+    assert cli(ready, "task", "show", uuid, "--json").json()["error"]["code"] == "ambiguous_id"
+    assert remote.head() == before
+    problems = cli(ready, "doctor", "--json").json()["problems"]
+    assert [p.get("uuid") for p in problems] == [uuid]
+    assert sorted(problems[0]["paths"]) == sorted(
+        [path.relative_to(ready).as_posix(), f"copy/.tasks/{uuid[:2]}/{uuid}.json"]
+    )
+    done = cli(ready, "task", "done", "2", "--json")  # its id is its own
+    assert done.exit_code == 0 and done.json()["domain"] == "copy"
+
+
+@pytest.mark.parametrize(
+    "uuid",
+    [
+        "../../../x",
+        "a/b",
+        "x\ny",
+        "ab",
+        "aaaaaaaa-1111-4111-8111-11111111111z",
+        "aaaaaaaa-1111-4111-8111-111111111111\n",
+    ],
+    ids=["climbs_out", "a_folder", "newline", "short", "not_hex", "trailing_newline"],
+)
+def test_an_imported_uuid_that_is_no_uuid_is_refused(
+    cli, ready: Path, remote: Remote, tmp_path: Path, uuid: str
+) -> None:
+    """The uuid names the task's file: one that is no UUID (`../../x`, `a/b`) is a usage error naming it,
+    before anything lands, never an exit 1 nor a file named by whatever the import said."""
+    before = remote.head()
+    record = {"uuid": uuid, "description": "x", "status": "pending", "entry": "20250101T000000Z"}
+    (tmp_path / "tw.json").write_text(json.dumps([record]))
+    result = cli(ready, "import", str(tmp_path / "tw.json"), "--json")
+    assert result.exit_code == 2, result.stdout
+    assert result.json()["error"]["code"] == "usage" and "uuid" in result.json()["error"]["message"]
+    assert remote.head() == before
 
 
 def test_a_counter_out_of_range_is_named_and_never_used(cli, ready: Path, remote: Remote) -> None:
@@ -142,6 +258,76 @@ def test_every_trailer_value_is_one_line() -> None:
     ]
 
 
+@pytest.mark.parametrize(
+    "branch",
+    [
+        "..",
+        "a..b",
+        "x.lock",
+        "a/",
+        "@{-1}",
+        "main:evil",
+        "*",
+        "a\\b",
+        "~1",
+        "HEAD",
+        "refs/heads/main",
+        ".hidden",
+        "a//b",
+        "@",
+    ],
+)
+def test_a_branch_git_could_not_name_is_a_config_error(
+    cli, ready: Path, remote: Remote, monkeypatch: pytest.MonkeyPatch, branch: str
+) -> None:
+    """`branch` (`.michi.toml`, MICHI_BRANCH) becomes `refs/heads/<branch>` on the remote: a name git
+    refuses is a configuration error (exit 2), not `remote_unreachable` (exit 5, which an agent waits out),
+    and `HEAD` or `refs/heads/x` never creates a branch of that confusing name on everyone's remote."""
+    before = git(remote.bare, "for-each-ref", "--format=%(refname)")
+    monkeypatch.setenv("MICHI_BRANCH", branch)
+    result = cli(ready, "task", "add", "x", "--json")
+    assert result.exit_code == 2, result.stdout
+    assert (
+        result.json()["error"]["code"] == "bad_config" and "MICHI_BRANCH" in result.json()["error"]["message"]
+    )
+    assert git(remote.bare, "for-each-ref", "--format=%(refname)") == before
+
+
+@pytest.mark.parametrize(
+    ("args", "env"),
+    [
+        (("--agent", "a", "task", "claim", "1", "--ttl", "1e12"), {}),
+        (("--agent", "a", "task", "claim", "1"), {"MICHI_CLAIM_TTL": "1e300"}),
+        (("--agent", "a", "task", "next", "--claim", "--ttl", "1e300"), {}),
+        (("task", "add", "x"), {"MICHI_LOCK_TTL": "1e300"}),
+        (("lock", "acquire", "--ttl", "1e300"), {}),
+    ],
+    ids=["claim_ttl_flag", "claim_ttl_env", "next_claim_ttl", "lock_ttl_env", "lock_acquire_ttl"],
+)
+def test_a_ttl_beyond_any_date_is_a_usage_error(
+    cli,
+    ready: Path,
+    remote: Remote,
+    monkeypatch: pytest.MonkeyPatch,
+    args: tuple[str, ...],
+    env: dict[str, str],
+) -> None:
+    """A claim or lease is written as an expiry date: one past year 9999 cannot be written as a date, so
+    it once made a task file michi itself could not read back (the task vanished from `list`), or crashed
+    with the lock half taken. It is refused before anything is written."""
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    before = remote.head()
+    result = cli(ready, *args, "--json")
+    assert result.exit_code == 2, result.stdout
+    assert result.json()["error"]["code"] in ("usage", "bad_config")
+    assert remote.head() == before
+    monkeypatch.delenv("MICHI_LOCK_TTL", raising=False)
+    monkeypatch.delenv("MICHI_CLAIM_TTL", raising=False)
+    assert cli(ready, "lock", "status", "--json").json()["held"] is False
+    assert [t["id"] for t in cli(ready, "task", "list", "--json").json()] == [1]
+
+
 def test_a_config_nested_too_deep_is_a_config_error(cli, ready: Path) -> None:
     (ready / ".michi.toml").write_text("[michi]\nx = " + "[" * 100_000 + "]" * 100_000 + "\n")
     result = cli(ready, "task", "list", "--json")
@@ -157,8 +343,12 @@ def test_a_config_nested_too_deep_is_a_config_error(cli, ready: Path) -> None:
         '"entry": "20250101T000000Z", "x": ' + "[" * 100_000 + "]" * 100_000 + "}]",
         '[{"uuid": "aaaaaaaa-1111-4111-8111-111111111111", "description": "x", "status": "pending", '
         '"entry": "20250101T000000Z", "x": ' + "[" * 50 + "]" * 50 + "}]",
+        '[{"uuid": "aaaaaaaa-1111-4111-8111-111111111111", "description": "x\\udc00", "status": "pending", '
+        '"entry": "20250101T000000Z"}]',
+        '{"uuid": "aaaaaaaa-1111-4111-8111-111111111111", "description": "x", "status": "pending", '
+        '"entry": "20250101T000000Z", "tags": ["\\ud83d"]}',
     ],
-    ids=["nan", "deep", "deeper_than_the_cap"],
+    ids=["nan", "deep", "deeper_than_the_cap", "lone_surrogate", "lone_surrogate_in_a_line"],
 )
 def test_an_import_file_beyond_the_caps_is_refused(
     cli, ready: Path, remote: Remote, tmp_path: Path, text: str

@@ -316,8 +316,9 @@ def test_a_check_started_ahead_counts_for_nothing_once_the_user_touched_a_path(
     repo = mgit.open_repo(work)
     checkout.check_ahead(repo, old, _known(work, old, new))
     (ahead,) = repo.ahead.values()
-    assert ahead.proc is not None
-    ahead.proc.wait()  # it has answered "clean" by now
+    assert ahead.procs
+    for proc in ahead.procs:
+        proc.wait()  # it has answered "clean" by now
     if case == "edited":
         (work / ".tasks" / "b.json").write_text("b X\n")  # as long as what michi's check saw
     elif case == "staged":
@@ -342,5 +343,43 @@ def test_no_check_ahead_on_files_changed_too_recently_to_judge_by_stat(
     (work / ".tasks" / "b.json").write_text("b 1\n")  # rewritten just now, same content
     checkout.check_ahead(repo, old, known)
     (ahead,) = repo.ahead.values()
-    assert ahead.proc is None
+    assert not ahead.procs
     assert move_paths(repo, old, new, known) == (True, None)
+
+
+@pytest.mark.parametrize("ahead", [True, False], ids=["listed-beside-the-push", "listed-after"])
+@pytest.mark.parametrize("flag", ["--assume-unchanged", "--skip-worktree"])
+def test_a_file_git_was_told_not_to_look_at_keeps_its_local_changes(
+    cli, remote, flag: str, ahead: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`update-index --assume-unchanged` / `--skip-worktree` hide a file's local edits from `git diff`, the
+    usual way to keep a local tweak: git's own checkout still refuses to overwrite such a file, and so
+    must michi, whether the file is the user's (changed upstream) or a task file michi changes; and
+    whether the listing that finds them ran beside the push or after it."""
+    monkeypatch.setattr(checkout, "_SETTLED_NS", 0 if ahead else 10**18)  # 10**18: never settled
+    listed: list[bool] = []
+    real = checkout._hidden_changes
+
+    def spied(repo: mgit.Repo, paths: list[str], listing: str | None = None) -> str | None:
+        listed.append(listing is not None)
+        return real(repo, paths, listing)
+
+    monkeypatch.setattr(checkout, "_hidden_changes", spied)
+    repo = remote.clone("work")
+    assert cli(repo, "init").exit_code == 0
+    assert cli(repo, "task", "add", "one").exit_code == 0
+    task_file = next((repo / ".tasks").glob("*/*.json")).relative_to(repo).as_posix()
+    other = remote.clone("other")
+    (other / "README.md").write_text("hello\nfrom upstream\n")
+    git(other, "commit", "-qam", "upstream readme")
+    git(other, "push", "-q", "origin", "main")
+    for path, tweak in (("README.md", b"my local tweak\n"), (task_file, b"my local notes\n")):
+        with open(repo / path, "ab") as f:
+            f.write(tweak)
+        git(repo, "update-index", flag, path)
+    mine = {p: (repo / p).read_bytes() for p in ("README.md", task_file)}
+    assert cli(repo, "task", "add", "two").exit_code == 0  # brings the upstream README change
+    assert cli(repo, "task", "done", "1").exit_code == 0  # changes the task file
+    assert {p: (repo / p).read_bytes() for p in mine} == mine
+    assert git(remote.bare, "show", "main:README.md") == "hello\nfrom upstream"
+    assert any(listed) is ahead  # the path under test was the one taken

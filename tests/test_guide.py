@@ -80,3 +80,41 @@ def test_init_agents_refuses_a_broken_section(cli, repo: Path, broken: str) -> N
     result = cli(repo, "init", "--agents", "--json")
     assert result.exit_code == 2 and "AGENTS.md" in result.json()["error"]["message"]
     assert (repo / "AGENTS.md").read_text() == broken
+
+
+def test_init_agents_keeps_every_byte_outside_the_section(cli, repo: Path) -> None:
+    """A Windows-written AGENTS.md (CRLF line ends), with a byte that is not UTF-8 and a lone CR: only the
+    section is michi's, so nothing else may be re-spelled (universal newlines turn every CRLF into LF)."""
+    mine = b"# Our agents\r\n\r\nBe kind.\r\nLatin-1: caf\xe9\r\nold Mac line\rend\r\n"
+    (repo / "AGENTS.md").write_bytes(mine)
+    result = cli(repo, "init", "--agents", "--json")
+    assert result.exit_code == 0 and result.json()["agents_md"]["section"] == "added", result.stdout
+    written = (repo / "AGENTS.md").read_bytes()
+    assert written.startswith(mine) and b"<!-- michi:start -->" in written[len(mine) :]
+    tail = b"\r\nTail \xff.\r\n"
+    (repo / "AGENTS.md").write_bytes(written + tail)
+    again = cli(repo, "init", "--agents", "--json")
+    assert again.json()["agents_md"]["section"] == "unchanged"
+    assert (repo / "AGENTS.md").read_bytes() == written + tail
+
+
+def test_init_agents_writes_through_a_symlink_inside_the_repository(cli, repo: Path, tmp_path: Path) -> None:
+    """AGENTS.md is often a link to CLAUDE.md: the section goes into the file it names, and the link stays
+    a link. A link out of the repository, or a folder, is refused: michi writes nothing outside it."""
+    (repo / "CLAUDE.md").write_text("# Claude\n")
+    (repo / "AGENTS.md").symlink_to("CLAUDE.md")
+    result = cli(repo, "init", "--agents", "--json")
+    assert result.exit_code == 0, result.stdout
+    assert (repo / "AGENTS.md").is_symlink() and (repo / "AGENTS.md").readlink() == Path("CLAUDE.md")
+    assert (repo / "CLAUDE.md").read_text().startswith("# Claude\n\n<!-- michi:start -->")
+    outside = tmp_path / "outside.md"
+    outside.write_text("not the repository's\n")
+    (repo / "AGENTS.md").unlink()
+    (repo / "AGENTS.md").symlink_to(outside)
+    refused = cli(repo, "init", "--agents", "--json")
+    assert refused.exit_code == 2 and "AGENTS.md" in refused.json()["error"]["message"], refused.stdout
+    assert outside.read_text() == "not the repository's\n" and (repo / "AGENTS.md").is_symlink()
+    (repo / "AGENTS.md").unlink()
+    (repo / "AGENTS.md").mkdir()
+    folder = cli(repo, "init", "--agents", "--json")
+    assert folder.exit_code == 2 and "AGENTS.md" in folder.json()["error"]["message"], folder.stdout

@@ -182,6 +182,39 @@ def test_unreadable_record_is_reported_and_replaced_only_when_told(remote: Remot
     assert out.stdout.strip() == "8"  # fences keep rising past the hand-written record
 
 
+GOOD_RECORD = (
+    '{"state": "held", "fence": 7, "token": "t", "host": "h", "pid": 1, "command": "c", '
+    '"created": "20250101T000000Z", "renewed": "20250101T000000Z", "expires": null, "ttl": 30'
+)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        GOOD_RECORD.replace('"fence": 7', '"fence": 1e999') + "}",
+        GOOD_RECORD.replace('"ttl": 30', '"ttl": NaN') + "}",
+        GOOD_RECORD.replace('"fence": 7', '"fence": 7.5') + "}",
+        GOOD_RECORD + ', "x": ' + "[" * 100_000 + "]" * 100_000 + "}",
+        GOOD_RECORD.replace('"fence": 7', '"fence": ' + "9" * 5000) + "}",
+    ],
+    ids=["fence_infinite", "ttl_nan", "fence_fraction", "deep", "fence_huge"],
+)
+def test_a_hostile_record_is_lock_record_corrupt_never_a_crash(remote: Remote, text: str) -> None:
+    """Anyone who can push can write the ref: what michi did not write is `lock_record_corrupt` (exit 4),
+    never an exit 1 nor `NaN` (not JSON) in the --json document; `--force --yes` still clears it."""
+    a = remote.clone("a")
+    (a / "owner.json").write_text(text + "\n")
+    commit = git(a, "commit-tree", _mktree(a, git(a, "hash-object", "-w", "owner.json")), "-m", "by hand")
+    git(a, "push", "-q", "origin", f"{commit}:{REF}")
+    status = run_michi(a, "--json", "lock", "status", "--remote")
+    assert status.exit_code == 4, status.stdout + status.stderr
+    assert status.json()["error"]["code"] == "lock_record_corrupt"
+    busy = run_michi(a, "--json", "lock", "run", "--remote", "--wait", "0", "--", "true")
+    assert busy.exit_code == 4 and busy.json()["error"]["code"] == "lock_record_corrupt", busy.stdout
+    replaced = run_michi(a, "--json", "lock", "release", "--remote", "--force", "--yes")
+    assert replaced.exit_code == 0 and replaced.json()["released"] is True, replaced.stdout
+
+
 def _mktree(repo: Path, blob: str) -> str:
     proc = subprocess.run(
         ["git", "mktree"], cwd=repo, input=f"100644 blob {blob}\towner.json\n", capture_output=True, text=True

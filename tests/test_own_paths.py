@@ -163,6 +163,97 @@ def test_imported_domains_get_the_domain_checks(
     assert git(remote.bare, "show", "main:README.md") == "hello"
 
 
+# Folder names git itself refuses to check out (its `verify_path`: `.git` in any case, with NTFS's trailing
+# dots and spaces or short name, or HFS's ignorable characters): a task file under one would make every
+# clone's checkout of the task branch fail, though a Linux work tree can hold such a folder.
+GIT_REFUSES = [
+    ".GIT",
+    "sub/.Git",
+    "GIT~1",
+    "git~1",
+    ".git.",
+    ".git ",
+    ".git. .",
+    "x/.git::$INDEX_ALLOCATION",
+    ".g\u200cit",
+    "a\\.git",
+]
+
+
+@pytest.mark.parametrize("name", GIT_REFUSES)
+def test_a_domain_git_would_not_check_out_is_refused(
+    cli, remote: Remote, repo: Path, tmp_path: Path, name: str
+) -> None:
+    assert cli(repo, "init").exit_code == 0
+    before = remote.head()
+    (repo / name).mkdir(parents=True)
+    (repo / name / "notes.txt").write_text("mine\n")
+    added = cli(repo, "task", "add", "x", "--domain", name, "--json")
+    assert added.exit_code == 2 and added.json()["error"]["code"] == "bad_domain", added.stdout
+    (repo / name / ".tasks").mkdir()  # found as the nearest domain from inside it
+    inside = cli(repo / name, "task", "add", "x", "--json")
+    assert inside.exit_code == 2 and inside.json()["error"]["code"] == "bad_domain", inside.stdout
+    source = tmp_path / "tw.json"
+    record = {
+        "uuid": "aaaaaaaa-1111-4111-8111-111111111111",
+        "description": "x",
+        "status": "pending",
+        "entry": "20250101T000000Z",
+        "michi_domain": name,
+    }
+    source.write_text(json.dumps([record]))
+    imported = cli(repo, "import", str(source), "--json")
+    assert imported.exit_code == 2 and imported.json()["error"]["code"] == "bad_domain", imported.stdout
+    assert remote.head() == before
+    fresh = subprocess.run(
+        ["git", "clone", "-q", str(remote.bare), str(tmp_path / "fresh")], capture_output=True
+    )
+    assert fresh.returncode == 0, fresh.stderr
+
+
+@pytest.mark.parametrize("name", ["notes ", " lead", "t\tab", "a\nb", "x missing", "y ambiguous"])
+def test_a_domain_named_with_blanks_works_like_any_other(cli, remote: Remote, repo: Path, name: str) -> None:
+    """git reads paths one per line and answers `<path> missing`: a folder name with a space, a tab or a
+    newline is still a folder of the user's, and its tasks are read back as they were written."""
+    assert cli(repo, "init").exit_code == 0
+    assert cli(repo, "task", "add", "at the root").exit_code == 0
+    (repo / name).mkdir()
+    added = cli(repo, "task", "add", "in the odd folder", "--domain", name, "--json")
+    assert added.exit_code == 0, added.stdout
+    assert added.json()["domain"] == name and added.json()["id"] == 2
+    uuid = added.json()["uuid"]
+    assert git(remote.bare, "show", "main:.michi/last-id") == "2"
+    done = cli(repo, "task", "done", "2", "--json")
+    assert done.exit_code == 0 and done.json()["state"] == "done", done.stdout
+    listed = cli(repo, "task", "list", "--all", "--state", "any", "--json")
+    assert listed.exit_code == 0
+    assert {(t["id"], t["domain"], t["state"]) for t in listed.json()} == {
+        (1, ".", "todo"),
+        (2, name, "done"),
+    }
+    shown = cli(repo, "task", "show", uuid, "--json")
+    assert shown.exit_code == 0 and shown.json()["version"] == 2
+
+
+@pytest.mark.parametrize("domain", ["vendor/tool", "vendor/tool/deep"])
+def test_a_domain_inside_a_nested_repository_is_refused(cli, remote: Remote, repo: Path, domain: str) -> None:
+    """A folder with its own `.git` (a nested clone, not a submodule) is another repository: a task file
+    committed under it would make the outer repository track that folder, so `git status` there lists the
+    nested repository's own files as untracked, and the nested one finds michi's files in its work tree."""
+    assert cli(repo, "init").exit_code == 0
+    nested = repo / "vendor" / "tool"
+    git(repo, "init", "-q", str(nested))
+    (nested / "deep").mkdir()
+    (nested / "tool.c").write_text("int main;\n")
+    before = remote.head()
+    added = cli(repo, "task", "add", "x", "--domain", domain, "--json")
+    assert added.exit_code == 2 and added.json()["error"]["code"] == "bad_domain", added.stdout
+    assert "repository" in added.json()["error"]["message"]
+    assert remote.head() == before
+    assert git(repo, "status", "--porcelain", "--untracked-files=all") == "?? vendor/tool/"
+    assert git(nested, "status", "--porcelain", "--untracked-files=all").splitlines() == ["?? tool.c"]
+
+
 def _push_a_file_at_api_tasks(remote: Remote) -> None:
     """Another clone pushes a plain file where a domain's `api/.tasks` folder would be."""
     other = remote.clone("other")
@@ -283,6 +374,7 @@ def test_michis_own_paths_may_be_committed(path: str) -> None:
         "../.tasks/u.json",
         "/etc/.tasks/u.json",
         "a//.tasks/u.json",
+        *(f"{name}/.tasks/u.json" for name in GIT_REFUSES),
     ],
 )
 def test_nothing_else_is_ever_committed(path: str) -> None:

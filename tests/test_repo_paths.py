@@ -29,3 +29,33 @@ def test_linked_worktrees_of_a_normal_clone_share_the_main_worktrees_lock(
         == find_repo(local_repo).lock_dir
         == local_repo.resolve() / ".michi.lock"
     )
+
+
+def test_a_gitdir_file_naming_no_repository_is_not_a_repository(cli, tmp_path: Path) -> None:
+    """A linked work tree whose main repository was moved keeps a `.git` file naming a folder that is gone:
+    michi must not answer from nothing (`next` saying "all work is finished, stop" to every agent), nor
+    create michi's state where the file points."""
+    tree = tmp_path / "wt"
+    tree.mkdir()
+    gone = tmp_path / "moved" / ".git" / "worktrees" / "wt"
+    (tree / ".git").write_text(f"gitdir: {gone}\n")
+    for args in (("--agent", "a", "task", "next", "--claim"), ("task", "list"), ("task", "add", "x")):
+        result = cli(tree, *args, "--json")
+        assert result.exit_code == 2, (args, result.stdout)
+        assert (
+            result.json()["error"]["code"] == "not_a_repository"
+            and str(gone) in result.json()["error"]["message"]
+        )
+    assert not (tmp_path / "moved").exists()
+
+
+def test_an_empty_git_folder_is_passed_over_as_git_does(cli, repo: Path) -> None:
+    """A folder named `.git` that is no repository (an empty one, a half-deleted clone) is not where the
+    repository is: git looks further up, and so does michi, instead of writing its state into it."""
+    assert cli(repo, "init").exit_code == 0
+    inner = repo / "vendor" / "thing"
+    (inner / ".git").mkdir(parents=True)
+    added = cli(inner, "task", "add", "from inside", "--json")
+    assert added.exit_code == 0, added.stdout
+    assert added.json()["domain"] == "."
+    assert list((inner / ".git").iterdir()) == []

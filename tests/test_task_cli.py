@@ -176,3 +176,20 @@ def test_init_hook_installs_the_pre_commit_hook(cli, repo: Path) -> None:
     result = cli(repo, "init", "--hook", "--json")
     assert result.exit_code == 0, result.stdout
     assert (repo / ".git" / "hooks" / "pre-commit").is_file()
+
+
+def test_a_dependency_cycle_is_refused_so_agents_never_wait_on_it(cli, ready: Path, remote) -> None:
+    """Two tasks depending on each other are both blocked for ever, and `next` says to wait: agents would
+    loop on it. As Taskwarrior does, a dependency that closes a cycle is refused (exit 2) naming it."""
+    cli(ready, "task", "add", "a")
+    cli(ready, "task", "add", "b", "--depends", "1")
+    cli(ready, "task", "add", "c", "--depends", "2")
+    before = remote.head()
+    for ref, dep in (("1", "3"), ("1", "2"), ("2", "3")):
+        refused = cli(ready, "task", "modify", ref, "--depends", dep, "--json")
+        assert refused.exit_code == 2, refused.stdout
+        error = refused.json()["error"]
+        assert error["code"] == "dependency_cycle" and f"task {ref}" in error["message"], error
+    assert remote.head() == before
+    claimed = cli(ready, "--agent", "x", "task", "next", "--claim", "--json")
+    assert claimed.exit_code == 0 and claimed.json()["id"] == 1

@@ -149,6 +149,78 @@ def test_damaged_journal_offline_work_is_completed_by_sync(cli: Cli, remote: Rem
     assert_exactly_once(remote.bare)
 
 
+def _twice(journal: dict[str, Any]) -> None:
+    journal["entries"].append(dict(journal["entries"][0]))
+
+
+def _set(key: str, value: Any) -> Callable[[dict[str, Any]], None]:
+    def edit(journal: dict[str, Any]) -> None:
+        journal["entries"][0][key] = value
+
+    return edit
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        _twice,
+        _set("txn", ""),
+        _set("txn", ["not", "an", "id"]),
+        _set("base", ["x"]),
+        _set("commit", 5),
+        _set("state", "weird"),
+        _set("ids", {"x": "1"}),
+        _set("agent", {"name": "x"}),
+    ],
+    ids=[
+        "entry_twice",
+        "empty_txn",
+        "txn_not_text",
+        "base_not_text",
+        "commit_not_text",
+        "unknown_state",
+        "id_not_a_number",
+        "agent_not_text",
+    ],
+)
+def test_a_journal_that_parses_but_is_damaged_lands_the_work_once(
+    cli: Cli, remote: Remote, ready: Path, edit: Callable[[dict[str, Any]], None]
+) -> None:
+    """Valid JSON in the wrong shape is a damaged journal too: kept as evidence, and the offline work on
+    the local branch lands exactly once; it never stops every later command, never lands twice."""
+    cli(ready, "task", "annotate", "1", "offline note", "--offline")
+    path = ready / ".git/michi/journal.json"
+    journal = json.loads(path.read_text())
+    edit(journal)
+    path.write_text(json.dumps(journal))
+    synced = cli(ready, "sync", "--json")
+    assert synced.exit_code == 0, synced.stdout
+    assert_exactly_once(remote.bare)
+    shown = cli(ready, "task", "show", "1", "--json").json()
+    assert (shown["version"], [a["description"] for a in shown["annotations"]]) == (2, ["offline note"])
+    assert cli(ready, "task", "add", "later", "--json").exit_code == 0
+    assert git(ready, "rev-parse", "HEAD") == remote.head()
+
+
+def test_a_journal_base_git_no_longer_has_still_finds_what_landed(
+    cli: Cli, remote: Remote, ready: Path
+) -> None:
+    """An entry's base (the remote tip when it began) may be gone from the object store (the remote was
+    rewritten and the clone pruned): what landed is then looked for in the whole history, not refused
+    with `bad object` by every later command."""
+    cli(ready, "task", "annotate", "1", "offline note", "--offline")
+    path = ready / ".git/michi/journal.json"
+    journal = json.loads(path.read_text())
+    journal["entries"][0]["base"] = "0123456789abcdef0123456789abcdef01234567"
+    path.write_text(json.dumps(journal))
+    synced = cli(ready, "sync", "--json")
+    assert synced.exit_code == 0, synced.stdout
+    assert synced.json()["recovered"] == 1
+    shown = cli(ready, "task", "show", "1", "--json").json()
+    assert (shown["version"], [a["description"] for a in shown["annotations"]]) == (2, ["offline note"])
+    assert_exactly_once(remote.bare)
+
+
 def test_damaged_journal_work_that_cannot_be_replayed_exits_5_with_the_way_out(
     cli: Cli, remote: Remote, ready: Path
 ) -> None:
@@ -232,3 +304,46 @@ def test_engine_reports_a_refused_pending_operation_once(remote: Remote) -> None
     assert out["recovered"] == 1 and [r["code"] for r in out["refused"]] == ["conflict"]
     assert sum("was not applied" in n for n in out["notes"]) == 1
     assert names_on(remote.bare) == ["x", "y"]
+
+
+@pytest.mark.parametrize("how", ["renamed", "configured"])
+def test_a_remote_that_is_not_there_is_a_config_error_not_local_work(
+    cli: Cli, remote: Remote, ready: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    """A clone whose remote is not the configured one (named `upstream`, or `remote` misspelled) is not a
+    purely local repository: a change there would exit 0 and never reach the others, and `sync` would say
+    there is nothing to sync. It is refused (exit 2, `bad_config`) naming the remotes there are."""
+    if how == "renamed":
+        git(ready, "remote", "rename", "origin", "upstream")
+    else:
+        monkeypatch.setenv("MICHI_REMOTE", "orgin")
+    before = {"remote": remote.head(), "local": git(ready, "rev-parse", "HEAD")}
+    for args in (
+        ("task", "add", "x"),
+        ("task", "done", "1"),
+        ("--agent", "a", "task", "next", "--claim"),
+        ("sync",),
+    ):
+        result = cli(ready, *args, "--json")
+        assert result.exit_code == 2, (args, result.stdout)
+        error = result.json()["error"]
+        assert (
+            error["code"] == "bad_config"
+            and ("upstream" if how == "renamed" else "origin") in error["message"]
+        )
+    assert {"remote": remote.head(), "local": git(ready, "rev-parse", "HEAD")} == before
+    assert cli(ready, "task", "list", "--json").exit_code == 0  # reading the local branch is harmless
+
+
+def test_work_a_damaged_journal_no_longer_names_is_still_offline_unpushed(cli: Cli, ready: Path) -> None:
+    """With the journal damaged, offline work is only a michi commit on the local branch that `sync` will
+    find: the health check must still say it is there, not `healthy` while it may never reach anyone."""
+    cli(ready, "task", "add", "OFFLINE WORK", "--offline")
+    _damage_journal(ready)
+    for _ in range(2):  # the second time the journal is already kept aside as journal.corrupt
+        check = cli(ready, "status", "--check", "--json")
+        assert check.exit_code == 32, check.stdout
+        assert [p["code"] for p in check.json()] == ["offline_unpushed"]
+        assert cli(ready, "task", "list", "--json").exit_code == 0
+    assert cli(ready, "sync", "--json").exit_code == 0
+    assert cli(ready, "status", "--check", "--json").exit_code == 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Callable
 from functools import singledispatch
@@ -18,6 +19,22 @@ def _reset_look() -> None:
     look = sys.modules.get("michi.cli.views.look")
     if look is not None:
         look.take()
+
+
+# Text for people comes from anyone: commit trailers another clone wrote, a refusing remote's hook output,
+# task fields. A control character other than a line break or a tab must not reach the terminal, where an
+# escape sequence could clear the screen, retitle the window or write the clipboard (OSC 52).
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def for_terminal(text: str) -> str:
+    """`text` with every control character but line breaks and tabs as U+FFFD."""
+    return _UNSAFE.sub("\ufffd", text) if _UNSAFE.search(text) else text
+
+
+def note(text: str) -> None:
+    """One `michi: ...` line on stderr, for people (stdout stays one JSON document)."""
+    sys.stderr.write(for_terminal(f"michi: {text}") + "\n")
 
 
 @singledispatch
@@ -55,7 +72,7 @@ def emit(result: Result, json_mode: bool) -> int:
         shown = look.take()
         if view is not None and view != "":
             if isinstance(view, str):
-                sys.stdout.write(view + "\n")
+                sys.stdout.write(for_terminal(view) + "\n")
             else:
                 look.console(shown).print(view)
     sys.stdout.flush()
@@ -64,8 +81,8 @@ def emit(result: Result, json_mode: bool) -> int:
 
 def fail(exc: MichiError, json_mode: bool) -> int:
     _reset_look()
-    for note in exc.notes:  # as with results: notes on stderr, so stdout stays one JSON document
-        sys.stderr.write(f"michi: {note}\n")
+    for line in exc.notes:  # as with results: notes on stderr, so stdout stays one JSON document
+        note(line)
     if json_mode:
         sys.stdout.write(json.dumps(exc.to_json(), ensure_ascii=False) + "\n")
         sys.stdout.flush()
@@ -73,7 +90,7 @@ def fail(exc: MichiError, json_mode: bool) -> int:
         line = f"michi: {exc.message}"
         if exc.hint:
             line += f"\n  hint: {exc.hint}"
-        sys.stderr.write(line + "\n")
+        sys.stderr.write(for_terminal(line) + "\n")
     return int(exc.exit_code)
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from functools import cache
 from typing import Any
 
@@ -16,7 +15,7 @@ MAX_DAYS = 30  # days drawn for people; --json has them all
 def done(result: Any) -> Any:
     """Notes (how old the data is) go to stderr, so stdout stays one JSON document."""
     for note in getattr(result, "notes", None) or []:
-        sys.stderr.write(f"michi: {note}\n")
+        render.note(note)
     return result
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 import time
 from functools import cache
 from typing import Any
@@ -22,7 +21,7 @@ def done(result: Any, *, wide: bool = False, no_color: bool = False) -> Any:
 
         look.set_look(look.Look(color=not no_color, wide=wide))
     for note in getattr(result, "notes", None) or []:
-        sys.stderr.write(f"michi: {note}\n")
+        render.note(note)
     return result
 
 

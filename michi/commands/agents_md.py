@@ -6,6 +6,7 @@ every byte outside the markers is kept as it was.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from michi.atomic import write_atomic
@@ -26,28 +27,50 @@ replaces this section.)
 """
 
 
+def _target(root: Path) -> Path:
+    """The file to write: AGENTS.md, or the file it links to when that is inside the repository (AGENTS.md
+    is often a link to CLAUDE.md, which must stay a link). Anything else is refused: michi writes no file
+    outside the repository and replaces nothing of the user's that is not a file."""
+    path = root / NAME
+    target = Path(os.path.realpath(path)) if path.is_symlink() else path
+    inside = target.is_relative_to(Path(os.path.realpath(root)))
+    if not inside or (target.exists() and not target.is_file()) or target.is_symlink():
+        what = "a link out of the repository" if not inside else "not a file"
+        raise UsageError(
+            f"{NAME} is {what}; michi writes its section only into a file of the repository",
+            hint=f"replace {NAME} by a file (or a link to one in the repository), then run it again",
+        )
+    return target
+
+
 def write(root: Path) -> tuple[Path, str]:
     """Write the section into `root`/AGENTS.md; returns the path and what happened (created, added,
-    replaced or unchanged)."""
+    replaced or unchanged). The file is handled as bytes: CRLF line ends and text that is not UTF-8 outside
+    the section stay as they were."""
     path = root / NAME
+    target = _target(root)
+    section, start_mark, end_mark = SECTION.encode(), START.encode(), END.encode()
     try:
-        old = path.read_text(encoding="utf-8")
+        old = target.read_bytes()
     except FileNotFoundError:
-        write_atomic(path, SECTION.encode())
+        write_atomic(target, section)
         return path, "created"
-    start, end = old.find(START), old.find(END)
+    start, end = old.find(start_mark), old.find(end_mark)
     if (start < 0) != (end < 0) or end < start:
         raise UsageError(
             f"{NAME} has a broken michi section (one marker without the other)",
             hint=f"remove the stray {START} / {END} line, then run 'michi init --agents' again",
         )
     if start < 0:
-        new, what = old + ("" if old.endswith("\n") or not old else "\n") + "\n" + SECTION, "added"
+        eol = b"\r\n" if b"\r\n" in old else b"\n"
+        lead = b"" if old.endswith(b"\n") or not old else eol
+        new, what = old + lead + eol + section.replace(b"\n", eol), "added"
     else:
-        stop = end + len(END)
-        stop += 1 if old[stop : stop + 1] == "\n" else 0
-        new, what = old[:start] + SECTION + old[stop:], "replaced"
+        eol = b"\r\n" if old[end + len(end_mark) : end + len(end_mark) + 2] == b"\r\n" else b"\n"
+        stop = end + len(end_mark)
+        stop += len(eol) if old[stop : stop + len(eol)] == eol else 0
+        new, what = old[:start] + section.replace(b"\n", eol) + old[stop:], "replaced"
     if new == old:
         return path, "unchanged"
-    write_atomic(path, new.encode(), mode=path.stat().st_mode & 0o777)
+    write_atomic(target, new, mode=target.stat().st_mode & 0o777)
     return path, what

@@ -1,4 +1,5 @@
-"""`michi doctor`: every task file that cannot be read, duplicate ids, a counter behind the ids in use."""
+"""`michi doctor`: every task file that cannot be read, duplicate ids and uuids, a counter behind the ids in
+use."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ class Report(Result):
         if not self.problems:
             return f"no problems in {self.tasks} task file(s)"
         lines = [f"{len(self.problems)} problem(s):"]
-        lines += [f"  {p.get('path') or p.get('id')}: {p['problem']}" for p in self.problems]
+        lines += [f"  {p.get('path') or p.get('id') or p.get('uuid')}: {p['problem']}" for p in self.problems]
         return "\n".join(lines)
 
 
@@ -41,6 +42,12 @@ def run(session: Session, *, fetch: bool) -> Report:
             problems.append(
                 {"id": ident, "paths": paths, "problem": f"id {ident} is used by {len(paths)} files"}
             )
+    if index.uuid_twice:
+        for uuid, paths in sorted(index.uuid_paths.items()):
+            if len(paths) > 1:
+                problems.append(
+                    {"uuid": uuid, "paths": paths, "problem": f"uuid {uuid} is used by {len(paths)} files"}
+                )
     tree = read_snapshot(session.repo, session.config)
     try:
         counter = ids.last_id(tree)

@@ -133,7 +133,7 @@ def collect(session: Session, fetch: bool = False, now: float | None = None) -> 
         "lock": lock,
         "remote_lock": remote_lock(session, fetch),
         **_tasks(got.table, got.problems, now),
-        "sync": status_sync.sync_state(session, got.stamp, now),
-        "pending": status_sync.pending(session, now, lock_live=lock["held"] and not lock["stale"]),
+        "sync": (sync := status_sync.sync_state(session, got.stamp, now)),
+        "pending": status_sync.pending(session, now, lock_live=lock["held"] and not lock["stale"], sync=sync),
     }
     return StatusReport(data, got.notes)

@@ -66,24 +66,59 @@ def sync_state(session: Session, stamp: Any, now: float) -> dict[str, Any]:
     }
 
 
-def journal_entries(session: Session) -> tuple[list[dict[str, Any]], float | None]:
-    """The journal's entries as written, and when it was last written. Read only: unlike the transaction
-    engine's reader, a status never moves an unreadable journal aside."""
+def journal_entries(session: Session) -> tuple[list[dict[str, Any]], float | None, bool]:
+    """The journal's entries as written, when it was last written, and whether it is damaged (unreadable,
+    or kept aside as `journal.corrupt`). Read only: unlike the transaction engine's reader, a status never
+    moves an unreadable journal aside."""
     path = session.repo.state_dir / JOURNAL
+    damaged = path.with_suffix(".corrupt").exists()
     try:
         mtime = os.stat(path).st_mtime
         data = json.loads(path.read_bytes())
         entries = data.get("entries", []) if isinstance(data, dict) else []
-    except (OSError, ValueError):
-        return [], None
-    return [e for e in entries if isinstance(e, dict)], mtime
+    except FileNotFoundError:
+        return [], None, damaged
+    except (OSError, ValueError, RecursionError):
+        return [], None, True
+    return [e for e in entries if isinstance(e, dict)], mtime, damaged
 
 
-def pending(session: Session, now: float, lock_live: bool) -> dict[str, Any]:
+def _stranded(session: Session, sync: dict[str, Any] | None, named: set[str]) -> list[dict[str, Any]]:
+    """With the journal damaged, the work it named is only michi commits on the local branch that the
+    remote lacks (ADR 0004: `sync` finds them by their Michi-Txn): as pending as the journal's entries."""
+    if not sync or not sync.get("ahead") or not sync.get("local") or not sync.get("remote_tip"):
+        return []
+    from michi.git.trail import log_entries
+
+    entries = log_entries(
+        session.repo.worktree,
+        f"{sync['remote_tip']}..{sync['local']}",
+        task_files_only=False,
+        michi_only=True,
+    )
+    return [
+        {
+            "txn": e.trailers.get("Michi-Txn"),
+            "state": "stranded",
+            "command": e.subject.removeprefix("michi: "),
+            "agent": e.trailers.get("Michi-Agent"),
+            "commit": e.commit,
+        }
+        for e in entries
+        if e.trailers.get("Michi-Txn") not in named
+    ]
+
+
+def pending(
+    session: Session, now: float, lock_live: bool, sync: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """Journaled operations not on the remote. While a live holder works, its own `started`/`pushing`
-    entry is in flight, not pending; `offline` entries wait for `michi sync` whoever holds the lock."""
-    entries, written = journal_entries(session)
-    waiting = [e for e in entries if e.get("state") == "offline" or not lock_live]
+    entry is in flight, not pending; `offline` entries wait for `michi sync` whoever holds the lock. With
+    the journal damaged, michi commits the local branch has and the remote lacks count too."""
+    entries, written, damaged = journal_entries(session)
+    if damaged:
+        entries = entries + _stranded(session, sync, {str(e.get("txn")) for e in entries})
+    waiting = [e for e in entries if e.get("state") in ("offline", "stranded") or not lock_live]
     commits = [str(e["commit"]) for e in waiting if e.get("commit")]
     times: dict[str, float] = {}
     if commits:

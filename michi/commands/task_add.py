@@ -50,6 +50,7 @@ def run(
 
     if not description.strip():
         raise UsageError("the description is empty", hint="michi task add 'what needs doing'")
+    task_common.check_text({"description": description, "project": project, "tag": tags})
     where = domains.resolve(session.repo.worktree, session.cwd, domain)
     snap = task_common.read(session)
     known, later = split_refs(snap, depends)

@@ -15,6 +15,10 @@ from michi.tasks.index import Index
 
 
 def _ttl(session: Session, ttl: float | None) -> float:
+    from michi.config import MAX_TTL
+
+    if ttl is not None and ttl > MAX_TTL:  # the expiry must be a date a task file can hold
+        raise UsageError(f"--ttl {ttl:g} is more than ten years", hint=f"pass at most {MAX_TTL} seconds")
     return session.config.claim_ttl if ttl is None else ttl
 
 
@@ -32,6 +36,7 @@ def change(
 
     if action in ("claim", "renew", "release"):
         claims.require_agent(session.resolve_agent())
+    task_common.check_text(fields)
     snap = task_common.read(session)
     params: dict[str, Any] = {"action": action, "ref": ref, "if_version": if_version, **fields}
     # The path is a hint (the apply function reads the file fresh); a task another clone added since the

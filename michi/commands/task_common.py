@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from michi import __version__
 from michi.commands import freshness
 from michi.commands.freshness import How, is_stale
+from michi.errors import UsageError
 from michi.plain import Plain
 from michi.results import Result
 from michi.session import Session
@@ -115,6 +117,22 @@ def read_table_stamped(session: Session, mode: How = How.AUTO) -> TableRead:
 def split_tags(values: list[str]) -> list[str]:
     """`-t a,b` is two tags, as Taskwarrior reads them; blanks dropped, first spelling kept, order kept."""
     return list(dict.fromkeys(t.strip() for v in values for t in v.split(",") if t.strip()))
+
+
+def check_text(values: Mapping[str, Any]) -> None:
+    """Text a task will hold (description, project, tags, a note) must be characters. Bytes that are not
+    UTF-8 on a command line reach Python as lone surrogates (surrogateescape), which no task file can hold:
+    refused here, before the lock, naming the value (exit 2)."""
+    for name, value in values.items():
+        for text in value if isinstance(value, list | tuple) else (value,):
+            if isinstance(text, str) and not text.isascii():
+                try:
+                    text.encode("utf-8")
+                except UnicodeEncodeError:
+                    raise UsageError(
+                        f"{name.replace('_', ' ')} {text!r} is not UTF-8 text",
+                        hint="pass the text in UTF-8 (check the terminal's or the script's encoding)",
+                    ) from None
 
 
 def transact(session: Session, mutation: Mutation, wait: float | None, offline: bool) -> TxnOutcome:

@@ -41,13 +41,19 @@ def _changes(old: dict[str, Any] | None, new: dict[str, Any] | None) -> dict[str
     return {_name(k): {"from": before.get(k), "to": after.get(k)} for k in keys}
 
 
-def _record(data: bytes | None) -> dict[str, Any] | None:
+def _record(data: bytes | None, path: str) -> dict[str, Any] | None:
+    """A past version of the file, read as strictly as the current one (ADR 0006): history cannot be
+    fixed, so a version once committed nested 100,000 deep, with NaN or a lone surrogate shows as
+    unreadable, never stops the log or puts what is not JSON into its output."""
+    from michi.tasks.errors import CorruptTask
+    from michi.tasks.serialization import decoded
+
     if data is None:
         return None
     try:
-        value = json.loads(data)
-    except ValueError:
-        return {"unreadable": data.decode("utf-8", "replace")[:200]}
+        value = decoded(data, path)
+    except CorruptTask as exc:
+        return {"unreadable": exc.message[:200]}
     return value if isinstance(value, dict) else {"unreadable": str(value)[:200]}
 
 
@@ -86,7 +92,7 @@ def run(session: Session, ref: str, fetch: bool, no_fetch: bool = False) -> Task
     entries: list[dict[str, Any]] = []
     previous: dict[str, Any] | None = None
     for rev in git.path_history(repo, snap.ref, path, *other_layout(path)):
-        record = _record(None if rev.blob is None else git.read_blob(repo, rev.blob))
+        record = _record(None if rev.blob is None else git.read_blob(repo, rev.blob), path)
         trailers = _trailers(rev.message)
         subject = rev.message.splitlines()[0] if rev.message else ""
         entries.append(

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from michi.git.core import ref_oid as ref_oid
     from michi.git.core import remote_default_branch as remote_default_branch
     from michi.git.core import remote_exists as remote_exists
+    from michi.git.core import remote_names as remote_names
     from michi.git.core import rev_list as rev_list
     from michi.git.core import update_ref as update_ref
     from michi.git.deltas import remember_delta as remember_delta
@@ -91,6 +92,7 @@ _HOMES = {
     "ref_oid": "core",
     "remote_default_branch": "core",
     "remote_exists": "core",
+    "remote_names": "core",
     "rev_list": "core",
     "update_ref": "core",
     "config_fingerprint": "files",

@@ -40,6 +40,7 @@ def _names(out: str) -> list[str]:
 
 
 _CHECK = ("diff-index", "-z", "--name-only", "--no-renames")
+_LISTING = ("ls-files", "-v", "-s", "-z", "--")
 # A file changed this recently may change again without its ctime moving (the kernel stamps files from
 # a clock that ticks once per jiffy, 1-10 ms); one changed before that cannot, so equal stat data later
 # proves it untouched.
@@ -47,21 +48,27 @@ _SETTLED_NS = 20_000_000
 
 
 class _Ahead:
-    """The common case's check (`_refusal`'s first process), run while the push runs. Its answer counts
-    only if nothing it looked at changed meanwhile: the index file and every path's stat data are read
-    before it starts and compared after; any difference, and the check runs again as it always did."""
+    """The common case's checks (`_refusal`'s first process, and `_hidden_changes`' listing), run while
+    the push runs. Their answer counts only if nothing they looked at changed meanwhile: the index file
+    and every path's stat data are read before they start and compared after; any difference, and the
+    checks run again as they always did."""
 
     def __init__(self, repo: Repo, old: str, paths: list[str]) -> None:
         self.repo, self.key = repo, (old, tuple(paths))
         self.before = _stats(repo, paths)
-        self.proc = repo.start([*_CHECK, old, "--", *paths], env=LITERAL) if self.before else None
+        commands = [[*_CHECK, old, "--", *paths], [*_LISTING, *paths]]
+        self.procs = [repo.start(c, env=LITERAL) for c in commands] if self.before else []
 
-    def clean(self) -> bool:
-        """The check said clean, and it still holds."""
-        if self.proc is None:
-            return False
-        out, _err = self.proc.communicate()
-        return self.proc.returncode == 0 and not out and _stats(self.repo, list(self.key[1])) == self.before
+    def clean(self) -> str | None:
+        """The listing, when the check said clean and both still hold; None otherwise."""
+        if not self.procs:
+            return None
+        (check, _), (listing, _) = (proc.communicate() for proc in self.procs)
+        if any(proc.returncode != 0 for proc in self.procs) or check:
+            return None
+        if _stats(self.repo, list(self.key[1])) != self.before:
+            return None
+        return listing.decode("utf-8", "surrogateescape")
 
 
 def _stats(repo: Repo, paths: list[str]) -> list[tuple[int, ...] | None] | None:
@@ -91,10 +98,16 @@ def _refusal(repo: Repo, old: str, paths: list[str], added: list[str], deleted: 
     """Why moving `paths` away from `old` would lose something of the user's, or None when it would not."""
     # One process for the common case: empty means the index holds old's version of every path and no
     # work tree file is even stat-dirty. Otherwise the exact checks decide (a touched but unchanged file
-    # must not block michi, as it does not block read-tree). Started during the push when it could be.
+    # must not block michi, as it does not block read-tree). Started during the push when it could be,
+    # with the listing that finds the changes git was told not to look for.
     ahead = repo.ahead.pop((old, tuple(paths)), None)
-    if isinstance(ahead, _Ahead) and ahead.clean():
-        return _untracked(repo, added, deleted)
+    if isinstance(ahead, _Ahead):
+        listing = ahead.clean()
+        if listing is not None:
+            return _hidden_changes(repo, paths, listing) or _untracked(repo, added, deleted)
+    hidden = _hidden_changes(repo, paths)
+    if hidden is not None:
+        return hidden
     status, out, err = _exec(repo, *_CHECK, old, "--", *paths, env=LITERAL)
     if status == 0 and not out:
         return _untracked(repo, added, deleted)
@@ -113,6 +126,38 @@ def _refusal(repo: Repo, old: str, paths: list[str], added: list[str], deleted: 
     if _names(unstaged):
         return f"error: your local changes to {_names(unstaged)[0]} would be overwritten"
     return _untracked(repo, added, deleted)
+
+
+def _hidden_changes(repo: Repo, paths: list[str], listing: str | None = None) -> str | None:
+    """A local change git was told not to look for: `update-index --assume-unchanged` or `--skip-worktree`
+    (the usual way to keep a local tweak) hide it from `diff-index`, yet git's own checkout refuses to
+    overwrite such a file. Its content is compared with the index here (one `ls-files`; a `hash-object`
+    only when such a file is among `paths`)."""
+    assert repo.working_dir is not None
+    if listing is None:  # not listed beside the push (`_Ahead`)
+        status, out, err = _exec(repo, *_LISTING, *paths, env=LITERAL)
+        if status != 0:
+            return err.strip() or f"ls-files exited {status}"
+        listing = str(out)
+    flagged: list[tuple[str, str, str]] = []  # (path, mode, oid) of the entries git does not stat
+    for record in _names(listing):
+        meta, _, path = record.partition("\t")
+        tag, mode, oid, _stage = meta.split(" ")
+        if (tag == "S" or tag.islower()) and os.path.lexists(Path(repo.working_dir, path)):
+            flagged.append((path, mode, oid))
+    refusal = "error: your local changes to {} would be overwritten (git was told not to look at it)"
+    for path, mode, _oid in flagged:
+        if mode not in ("100644", "100755"):  # a symlink or submodule git does not look at: left alone
+            return refusal.format(path)
+    if not flagged:
+        return None
+    status, hashed, err = _exec(repo, "hash-object", "--", *(p for p, _m, _o in flagged), env=LITERAL)
+    if status != 0:
+        return err.strip() or f"hash-object exited {status}"
+    for (path, _mode, oid), now in zip(flagged, str(hashed).split(), strict=True):
+        if now != oid:
+            return refusal.format(path)
+    return None
 
 
 def _untracked(repo: Repo, added: list[str], deleted: set[str]) -> str | None:

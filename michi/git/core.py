@@ -116,6 +116,12 @@ def remote_exists(repo: Repo, remote: str) -> bool:
     return bool(config_values(repo).get(f"remote.{remote}.url"))
 
 
+def remote_names(repo: Repo) -> list[str]:
+    """The repository's remotes (those with a URL), sorted."""
+    found = (k[len("remote.") : -len(".url")] for k, v in config_values(repo).items() if v)
+    return sorted(name for name in found if name)
+
+
 def remote_default_branch(repo: Repo, remote: str) -> str | None:
     """What `git clone` recorded as the remote's default branch (refs/remotes/<remote>/HEAD)."""
     prefix = f"refs/remotes/{remote}/"

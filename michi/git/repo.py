@@ -9,6 +9,7 @@ it is small: run git with a fixed locale, read objects, write blobs, trees and c
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import select
 import subprocess
@@ -154,22 +155,33 @@ class Repo:
             self._finalizers.append(weakref.finalize(self, _close, proc))
         return proc
 
-    def _ask(self, mode: str, spec: str) -> tuple[IO[bytes], list[bytes]]:
-        """Ask the persistent `git cat-file <mode>` about `spec`: its stdout and the answer's header."""
+    def _ask(self, mode: str, spec: str) -> tuple[IO[bytes], list[bytes] | None]:
+        """Ask the persistent `git cat-file <mode>` about `spec`: its stdout and the answer's header, None
+        when git has no such object. cat-file reads one spec per line and answers a missing one with the
+        spec and a word, so a path may not break that line (a newline, a final CR), and the answer is
+        read from its end (a path may hold blanks, even end in " missing")."""
+        line = spec.encode("utf-8", "surrogateescape")
+        if b"\n" in line or line.endswith(b"\r"):
+            status, out, _err = self.execute(["rev-parse", "--verify", "--quiet", spec])
+            if status != 0:
+                return io.BytesIO(), None
+            line = out.strip()  # the object's id, which fits on a line
         proc = self._cat_file(mode)
         stdin: IO[bytes] = proc.stdin  # type: ignore[assignment]
         stdout: IO[bytes] = proc.stdout  # type: ignore[assignment]
-        stdin.write(spec.encode("utf-8", "surrogateescape") + b"\n")
+        stdin.write(line + b"\n")
         stdin.flush()
         header = stdout.readline()
         if not header:
             raise GitFailed(f"git cat-file stopped while reading {spec}")
+        if header.endswith((b" missing\n", b" ambiguous\n")):  # "<spec> missing": no object, no content
+            return stdout, None
         return stdout, header.split()
 
     def cat(self, spec: str) -> tuple[bytes, bytes] | None:
         """(type, content) of the object `spec` names (an oid, or `<tree>:<path>`), None when missing."""
         stdout, fields = self._ask("--batch", spec)
-        if len(fields) != 3:  # "<spec> missing", "<spec> ambiguous"
+        if fields is None:
             return None
         data = stdout.read(int(fields[2]))
         stdout.read(1)  # the newline after the content
@@ -179,7 +191,7 @@ class Repo:
         """The type of the object `spec` names ("blob", "tree", ...) without reading it, None when missing
         (a `.tasks` tree may hold 50,000 entries)."""
         _, fields = self._ask("--batch-check", spec)
-        return fields[1].decode() if len(fields) == 3 else None
+        return None if fields is None else fields[1].decode()
 
     def read_object(self, oid: str) -> bytes:
         found = self.cat(oid)

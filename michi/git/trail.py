@@ -6,6 +6,7 @@ One `git log` call reads the whole history; it is parsed here in Python (ADR 001
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,18 +28,34 @@ class LogEntry:
     files: list[tuple[str, str]] = field(default_factory=list)  # (status letter A/M/D, path)
 
 
+# A commit's own record starts with its id and time; a subject may hold the separators too (anyone can
+# push one), so a record is only cut where such a start follows.
+_RECORD = re.compile("\x1e(?=[0-9a-f]+\x1f[0-9]+\x1f)")
+# Subjects and trailers are anyone's text, shown to people (`watch`, `stats`) and parsed: no control
+# character survives (an escape sequence would reach the terminal).
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
+def _plain(text: str) -> str:
+    return _CONTROL.sub("\ufffd", text) if _CONTROL.search(text) else text
+
+
 def _parse(out: str) -> list[LogEntry]:
     entries = []
-    for chunk in out.split("\x1e")[1:]:
-        parts = chunk.split("\x1f")
-        if len(parts) < 5:
+    for chunk in _RECORD.split(out)[1:]:
+        commit, _, rest = chunk.partition("\x1f")
+        stamp, _, rest = rest.partition("\x1f")
+        # The subject, then the trailers (neither may be trusted not to hold \x1f), then the files.
+        text, _, tail = rest.rpartition("\x1f")
+        subject, _, trailer_text = text.partition("\x1f")
+        if not text and not tail:
             continue
-        commit, stamp, subject, trailer_text, tail = parts[0], parts[1], parts[2], parts[3], parts[-1]
         trailers: dict[str, str] = {}
         for line in trailer_text.splitlines():
             key, sep, value = line.partition(":")
             if sep and key.strip():
-                trailers[key.strip()] = value.strip()
+                trailers[_plain(key.strip())] = _plain(value.strip())
+        subject = _plain(subject)
         fields = [f for f in tail.lstrip("\0\n").split("\0") if f != ""]
         files = [(fields[i][:1], fields[i + 1]) for i in range(0, len(fields) - 1, 2)]
         entries.append(LogEntry(commit, float(stamp), subject, trailers, files))

@@ -9,7 +9,6 @@ Expiry is judged by the observer's own stopwatch (`remote_seen`), so no two cloc
 from __future__ import annotations
 
 import contextlib
-import json
 import random
 import time
 from collections.abc import Callable
@@ -20,7 +19,7 @@ from michi.errors import RemoteUnreachable
 from michi.git import lockref
 from michi.lock import events
 from michi.lock import remote_errors as errors
-from michi.lock.remote_record import REF, CorruptRemoteRecord, RemoteRecord
+from michi.lock.remote_record import REF, CorruptRemoteRecord, RemoteRecord, decode
 from michi.lock.remote_seen import Sightings, clock
 from michi.repo import RepoPaths
 
@@ -230,8 +229,9 @@ class RemoteLock:
         """Swap an unreadable record (not michi's) for a free one; its fence, if any can be read, is kept
         so fences still rise (`release --force --yes`). Returns that fence."""
         fence = 0
-        with contextlib.suppress(ValueError, TypeError, AttributeError):
-            fence = max(0, int(json.loads(lockref.read_record(self.cwd, oid) or b"{}").get("fence", 0)))
+        with contextlib.suppress(CorruptRemoteRecord, ValueError, TypeError):
+            data = decode(lockref.read_record(self.cwd, oid) or b"{}")
+            fence = max(0, int(data["fence"])) if isinstance(data, dict) and "fence" in data else 0
         free = RemoteRecord.new(fence=fence, ttl=self.ttl, command=self.command, agent=self.agent).released()
         if not self._swap(free, oid):
             raise errors.lost(self.remote, "the record changed while it was being replaced")

@@ -9,6 +9,7 @@ observer's own clock (`remote_seen`), never by comparing clocks of two machines.
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
 from dataclasses import dataclass, replace
@@ -22,6 +23,39 @@ REF = "refs/michi/lock"
 FENCE_ENV = "MICHI_LOCK_FENCE"
 REMOTE_TOKEN_ENV = "MICHI_REMOTE_LOCK_TOKEN"
 RECORD_VERSION = 1
+
+
+def _no_constant(name: str) -> float:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _finite(text: str) -> float:
+    number = float(text)
+    if not math.isfinite(number):
+        raise ValueError(f"number {text} is out of range")
+    return number
+
+
+def _whole(value: object) -> int:
+    if type(value) is not int:
+        raise TypeError(f"{value!r} is not a whole number")
+    return value
+
+
+def _number(value: object) -> int | float:
+    if type(value) not in (int, float):
+        raise TypeError(f"{value!r} is not a number")
+    return value  # type: ignore[return-value]  # int or float, checked
+
+
+def decode(raw: bytes) -> object:
+    """The record's JSON, strictly: anyone who can push writes the ref, so NaN, Infinity, a number of
+    thousands of digits or nesting deeper than the interpreter's stack is a corrupt record, never a
+    crash nor a NaN passed on into --json output."""
+    try:
+        return json.loads(raw, parse_constant=_no_constant, parse_float=_finite)
+    except (ValueError, RecursionError):  # JSONDecodeError, UnicodeDecodeError, NaN, huge integers
+        raise CorruptRemoteRecord(f"record is not valid JSON ({len(raw)} bytes)") from None
 
 
 class CorruptRemoteRecord(Exception):
@@ -84,26 +118,23 @@ class RemoteRecord(Stamped):
 
     @classmethod
     def loads(cls, raw: bytes) -> RemoteRecord:
-        try:
-            data = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            raise CorruptRemoteRecord(f"record is not valid JSON ({len(raw)} bytes)") from None
+        data = decode(raw)
         if not isinstance(data, dict):
             raise CorruptRemoteRecord("record is not a JSON object")
         try:
             record = cls(
                 state=str(data["state"]),
-                fence=int(data["fence"]),
+                fence=_whole(data["fence"]),
                 token=str(data["token"]),
                 host=str(data.get("host", "")),
-                pid=int(data.get("pid", 0)),
+                pid=_whole(data.get("pid", 0)),
                 agent=None if data.get("agent") is None else str(data["agent"]),
                 command=str(data.get("command", "")),
                 created=str(data["created"]),
                 renewed=str(data["renewed"]),
                 expires=None if data.get("expires") is None else str(data["expires"]),
-                ttl=float(data["ttl"]),
-                version=int(data.get("version", RECORD_VERSION)),
+                ttl=float(_number(data["ttl"])),
+                version=_whole(data.get("version", RECORD_VERSION)),
             )
             parse_iso(record.created), parse_iso(record.renewed), parse_iso(record.expires)
         except (KeyError, TypeError, ValueError) as exc:

@@ -2,6 +2,8 @@
 
 A domain never leaves the repository: `..` that climbs out, absolute paths elsewhere and symlinks are
 refused (exit 2), because the task branch stores plain paths and a symlinked domain would write elsewhere.
+So is a folder named as git refuses to check out (`.git` in any spelling: `michi.git.names`), which a
+Linux work tree can hold but no clone could check out once a task file is committed under it.
 Its `.tasks` must be a real folder (or not exist yet): a user's file or symlink named `.tasks` is not
 michi's, and writing a task there would replace it (ADR 0006).
 
@@ -17,6 +19,7 @@ from __future__ import annotations
 import os
 from pathlib import Path, PurePosixPath
 
+from michi.git.names import git_refuses
 from michi.tasks.errors import BadDomain
 
 ROOT = "."
@@ -62,18 +65,27 @@ def _relative(top: Path, target: Path, shown: str) -> str:
             f"domain {shown!r} is outside the repository", hint="pass a folder inside it"
         ) from None
     parts = rel.parts
-    if ".git" in parts or ".tasks" in parts:
+    if ".tasks" in parts or any(git_refuses(part) for part in parts):
         raise BadDomain(f"domain {shown!r} is not a folder for tasks", hint="pass a project folder")
     return ROOT if not parts else "/".join(parts)
 
 
 def _no_symlinks(top: Path, rel: str, shown: str) -> None:
+    """Every folder on the way is this repository's own: no symlink, and no other repository (a folder
+    with its own `.git`, a nested clone): a task file committed under one makes this repository track that
+    folder, listing the nested repository's files as untracked here and michi's files there."""
     here = top
     for part in PurePosixPath(rel).parts if rel != ROOT else ():
         here = here / part
         if here.is_symlink():
             raise BadDomain(
                 f"domain {shown!r} goes through the symlink {part!r}", hint="pass the real folder"
+            )
+        if os.path.lexists(here / ".git"):
+            nested = here.relative_to(top).as_posix()
+            raise BadDomain(
+                f"domain {shown!r} is inside {nested}, another git repository (it has its own .git)",
+                hint=f"run michi in that repository (cd {nested}), or pass a folder of this one",
             )
 
 

@@ -27,6 +27,12 @@ class TaskTooLarge(UsageError):
     code = "task_too_large"
 
 
+class DependencyCycle(UsageError):
+    """A dependency that would make tasks wait on each other for ever (Taskwarrior refuses it too)."""
+
+    code = "dependency_cycle"
+
+
 class AgentRequired(UsageError):
     code = "agent_required"
 

@@ -166,6 +166,20 @@ class Index:
         """uuid -> path, from file names, so a corrupt file can still be named by its uuid."""
         return {p.rsplit("/", 1)[-1][:-5]: p for p in self.ids}
 
+    @property
+    def uuid_twice(self) -> bool:
+        """Does some uuid name two files (a project folder copied with its `.tasks`)? Then `by_uuid`,
+        which keeps one path per uuid, must not be what a uuid is looked up in."""
+        return len(self.by_uuid) != len(self.ids)
+
+    @cached_property
+    def uuid_paths(self) -> dict[str, list[str]]:
+        """uuid -> every path of that name (`by_uuid` keeps one)."""
+        found: dict[str, list[str]] = {}
+        for path in self.ids:
+            found.setdefault(path.rsplit("/", 1)[-1][:-5], []).append(path)
+        return found
+
     @cached_property
     def by_id(self) -> dict[int, list[str]]:
         found: dict[int, list[str]] = {}
@@ -204,8 +218,11 @@ class Index:
             paths = self.by_id.get(wanted, []) if "by_id" in self.__dict__ else self._with_id(wanted)
         if not paths and UUID_RE.match(ref):
             paths = [self.by_uuid[ref]] if ref in self.by_uuid else []
+            if paths and self.uuid_twice:
+                paths = self.uuid_paths.get(ref, paths)
         elif not paths and len(ref) >= 4 and all(c in "0123456789abcdef-" for c in ref):
-            paths = [p for u, p in self.by_uuid.items() if u.startswith(ref)]
+            by_uuid = self.uuid_paths if self.uuid_twice else {u: [p] for u, p in self.by_uuid.items()}
+            paths = [p for u, found in by_uuid.items() if u.startswith(ref) for p in found]
         if len(paths) > 1:
             raise AmbiguousId(f"{ref!r} names {len(paths)} tasks", hint="use more of the uuid", ref=ref)
         if not paths:

@@ -13,7 +13,7 @@ from typing import Any
 
 from michi.objectid import object_id
 from michi.tasks import claims, serialization, transitions
-from michi.tasks.errors import TaskTooLarge, VersionMismatch
+from michi.tasks.errors import DependencyCycle, TaskTooLarge, VersionMismatch
 from michi.tasks.index import Index, for_tree, remember
 from michi.tasks.model import MAX_TASK_BYTES, Annotation, Task, tw_date
 from michi.workflow.mutation import ApplyContext, Change, TaskTree
@@ -86,8 +86,34 @@ def _modified(task: Task, params: Mapping[str, Any], tree: TaskTree, ctx: ApplyC
     unlinked = set(params.get("depends_remove") or [])
     added = [*(params.get("depends_add") or []), *resolve_refs(tree, params.get("depends_refs") or [], ctx)]
     depends = [d for d in task.depends if d not in unlinked] + [d for d in added if d != task.uuid]
+    new = [d for d in added if d != task.uuid and d not in task.depends]
+    if new:
+        _refuse_cycle(task, new, fresh_index(tree, ctx))
     moved = transitions.move(task, "modify", ctx.now)
     return moved.replace(tags=tuple(tags), depends=tuple(dict.fromkeys(depends)), **changes)
+
+
+def _refuse_cycle(task: Task, added: list[str], index: Index) -> None:
+    """Refuse a dependency through which `task` would come to depend on itself: both would be blocked for
+    ever, and `next` tells agents to wait for blocked work. Read on the fresh tree, so two clones each
+    adding one half of a cycle cannot both land it."""
+    for dep in added:
+        seen, todo = {dep}, [dep]
+        while todo:
+            path = index.by_uuid.get(todo.pop())
+            record = index.entries[path][1] if path is not None else None
+            for nxt in (record or {}).get("depends") or ():
+                if nxt == task.uuid:
+                    ids = index.ids_of((dep,))
+                    raise DependencyCycle(
+                        f"task {task.id} cannot depend on task {ids[0]}: that task already depends on it "
+                        "(directly or through others), and neither could ever start",
+                        hint="remove the other dependency first ('michi task modify ID --remove-depends')",
+                        id=task.id,
+                    )
+                if nxt not in seen:
+                    seen.add(nxt)
+                    todo.append(nxt)
 
 
 def _check_version(task: Task, expected: Any) -> None:

@@ -61,6 +61,8 @@ def fast(data: bytes) -> dict[str, Any] | None:
         return None
     if text[end:].strip(" \t\n\r") or type(value) is not dict:  # JSON's whitespace only after it
         return None
+    if "\\u" in text and serialization.lone_surrogate(text, value):  # `decoded`: a corrupt file
+        return None
     keys = normal(value)
     if keys is None:
         return None

@@ -8,6 +8,7 @@ instead of skipping it, writing over it or crashing on it (ADR 0006).
 from __future__ import annotations
 
 import json
+import re
 from types import SimpleNamespace
 from typing import Any
 
@@ -263,7 +264,9 @@ def strict_json(text: str) -> Any:
     return _DECODER.decode(text)
 
 
-def _decoded(data: bytes, path: str) -> Any:
+def decoded(data: bytes, path: str) -> Any:
+    """The JSON value of a task file's bytes, within the caps (size, nesting, no NaN, no lone surrogate),
+    or CorruptTask naming the file; not yet checked as a task."""
     if len(data) > MAX_TASK_BYTES:
         raise CorruptTask(
             f"{path}: {len(data):,} bytes, more than the {MAX_TASK_BYTES:,} a task file may hold",
@@ -274,11 +277,33 @@ def _decoded(data: bytes, path: str) -> Any:
             f"{path}: has git conflict markers", hint="resolve the conflict by hand, then commit"
         )
     try:
-        return strict_json(data.decode("utf-8"))
+        text = data.decode("utf-8")
+        value = strict_json(text)
     except RecursionError:  # deeper than the interpreter's stack: never let it escape (ADR 0006)
         raise CorruptTask(f"{path}: nested deeper than {MAX_DEPTH} levels", hint="fix the file") from None
     except ValueError as exc:  # bad UTF-8 or JSON, NaN or Infinity, an integer of thousands of digits
         raise CorruptTask(f"{path}: not valid JSON ({exc})", hint="fix the file by hand") from None
+    if lone_surrogate(text, value):
+        raise CorruptTask(f"{path}: {LONE_SURROGATE}", hint="fix the file by hand")
+    return value
+
+
+# JSON lets an escape (`\ud800`-`\udfff`) name half of a surrogate pair alone, which is no character: text
+# holding one cannot be encoded, so it could be neither printed nor written back (ADR 0006).
+LONE_SURROGATE = "holds a lone surrogate (an escape such as \\ud800 that is no character)"
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def lone_surrogate(text: str, value: Any) -> bool:
+    """Does `value`, decoded from the JSON `text`, hold a lone surrogate in a key or a string? Only an
+    escape in the text can make one, so a text without one costs a substring search."""
+    if "\\u" not in text or not _SURROGATE_ESCAPE.search(text):
+        return False
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def _named_right(uuid: str, path: str) -> None:
@@ -287,14 +312,14 @@ def _named_right(uuid: str, path: str) -> None:
 
 
 def loads(data: bytes, path: str) -> Task:
-    task = from_record(_decoded(data, path), path)
+    task = from_record(decoded(data, path), path)
     _named_right(task.uuid, path)
     return task
 
 
 def loads_record(data: bytes, path: str) -> dict[str, Any]:
     """`to_record(loads(data, path))`, the same checks, no Task built."""
-    record = record_of(_decoded(data, path), path)
+    record = record_of(decoded(data, path), path)
     _named_right(record["uuid"], path)
     return record
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from michi.errors import UsageError
 from michi.tasks import serialization
+from michi.tasks.ids import UUID_RE
 from michi.tasks.model import MAX_DEPTH, Task, parse_tw_date, state_for
 
 DOMAIN_KEY = "michi_domain"  # only in exports: where the task lives, so a round trip keeps it there
@@ -87,6 +88,8 @@ def normalize(item: Any) -> tuple[dict[str, Any], Any]:
     if isinstance(record.get("michi_assignee"), str):
         check_agent(record["michi_assignee"], where)
     record["uuid"] = record["uuid"].lower()
+    if not UUID_RE.fullmatch(record["uuid"]):  # it names the task's file: `../x` or `a/b` must not
+        raise UsageError(f"{where}: uuid {item['uuid'][:80]!r} is not a UUID", hint="fix the import file")
     return record, domain
 
 

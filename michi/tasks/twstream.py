@@ -13,7 +13,7 @@ from typing import IO, Any
 
 from michi.errors import UsageError
 from michi.tasks.model import MAX_DEPTH, MAX_TASK_BYTES
-from michi.tasks.serialization import strict_decoder
+from michi.tasks.serialization import LONE_SURROGATE, lone_surrogate, strict_decoder
 
 BLOCK = 1 << 20
 # A task file may hold 1 MiB; its export (escapes, Taskwarrior's extra keys) a few times that at most.
@@ -61,7 +61,10 @@ class _Reader:
         decode = strict_decoder().raw_decode
         while True:
             try:
-                found, self.pos = decode(self.buf, self.pos)
+                start = self.pos
+                found, self.pos = decode(self.buf, start)
+                if lone_surrogate(self.buf[start : self.pos], found):
+                    raise _refuse(f"the task at character {self.consumed + start + 1} {LONE_SURROGATE}")
                 return found
             except RecursionError:
                 raise _refuse(f"nested deeper than {MAX_DEPTH} levels") from None

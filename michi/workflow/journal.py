@@ -10,6 +10,7 @@ next holder can make sure an orphaned push is over before it decides what landed
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +75,8 @@ class Journal:
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
             entries = [_entry(e) for e in data.get("entries", [])]
+            if len({e.txn for e in entries}) != len(entries):
+                raise ValueError("an operation is in the journal twice")  # applied twice, it would land twice
             push = data.get("push")
             self.push = PushProcess(**push) if isinstance(push, dict) else None
         except FileNotFoundError:
@@ -116,9 +119,26 @@ def _compact(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"))
 
 
+_TXN = re.compile(r"[0-9a-f]{1,64}")  # what `Michi-Txn` trailers hold (recovery looks them up by it)
+_OID = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
+_TEXT_OR_NONE = ("agent", "handed")
+
+
 def _entry(e: dict[str, Any]) -> Entry:
+    """An entry as `save` wrote it; anything else raises (ValueError, TypeError, KeyError), and the journal
+    is damaged: an entry whose txn is no id could never be recognised on the remote, and would land again."""
+    txn, state = e["txn"], e.get("state", STARTED)
+    if not (isinstance(txn, str) and _TXN.fullmatch(txn)) or state not in (STARTED, PUSHING, OFFLINE):
+        raise ValueError(f"entry {txn!r} is not one michi wrote")
+    for key in ("commit", "base"):
+        if e.get(key) is not None and not (isinstance(e[key], str) and _OID.fullmatch(e[key])):
+            raise ValueError(f"entry {txn}: {key} is not a commit id")
+    if not isinstance(e.get("command", ""), str) or any(
+        e.get(k) is not None and not isinstance(e[k], str) for k in _TEXT_OR_NONE
+    ):
+        raise ValueError(f"entry {txn}: a field is not text")
     return Entry(
-        txn=str(e["txn"]),
+        txn=txn,
         mutation=Mutation.from_json(e["mutation"]),
         command=str(e.get("command", "")),
         agent=e.get("agent"),

@@ -30,7 +30,9 @@ def landed(repo: Repo, tip: str | None, entries: list[Entry]) -> dict[str, str]:
     One `git log --grep` per distinct entry base (usually one): git filters the history in C."""
     by_base: dict[str | None, list[str]] = defaultdict(list)
     for e in entries:
-        by_base[e.base].append(e.txn)
+        # A base this clone no longer has (the remote was rewritten, the clone pruned): the whole history.
+        known = e.base is not None and repo.kind(e.base) == "commit"
+        by_base[e.base if known else None].append(e.txn)
     found: dict[str, str] = {}
     for base, txns in by_base.items():
         found.update(find_txns(repo, tip, base, txns))

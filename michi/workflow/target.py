@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from michi import git
 from michi.config import Config
+from michi.errors import ConfigError
 from michi.plain import Plain
 from michi.repo import RepoPaths
 
@@ -34,8 +35,19 @@ class Target(Plain):
         return self.remote is not None and not self.offline
 
 
-def resolve(repo: Repo, config: Config, offline: bool = False) -> Target:
+def resolve(repo: Repo, config: Config, offline: bool = False, changing: bool = False) -> Target:
+    """`changing`: for a transaction, whose commit must reach the remote. Without the configured remote
+    michi works on the local branch alone, as it should in a purely local repository; but in one that has
+    other remotes (a clone whose remote is `upstream`, a misspelled `remote`) the change would exit 0 and
+    never reach anyone, and `sync` would find nothing to push: that is a configuration error."""
     remote = config.remote if git.remote_exists(repo, config.remote) else None
+    others = git.remote_names(repo) if remote is None and changing else []
+    if others:
+        raise ConfigError(
+            f"remote {config.remote!r} is not a remote of this repository (it has {', '.join(others)}): "
+            "a change would stay local and reach nobody",
+            hint=f'set remote = "{others[0]}" in .michi.toml, or MICHI_REMOTE={others[0]}',
+        )
     branch = config.branch or (remote and git.remote_default_branch(repo, remote)) or ""
     if not branch and remote:
         branch = next((b for b in ("main", "master") if git.ref_oid(repo, f"refs/remotes/{remote}/{b}")), "")

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from michi import git
 from michi.errors import GitFailed, Interrupted, MichiError, RemoteUnreachable, RepoBusy
+from michi.git.names import git_refuses
 from michi.host import hostname
 from michi.unique import uuid4_hex
 from michi.workflow import faults, group, orphans, recovery, stranded
@@ -52,7 +53,8 @@ def _one_line(value: str) -> str:
 # files, and at init `.michi.toml` and the root domain's `.tasks/.keep`. Task files of both layouts (ADR
 # 0006): flat `.tasks/<uuid>.json` and fan-out `.tasks/<uuid[:2]>/<uuid>.json`.
 _MICHIS = re.compile(
-    r"(?:.+/)?\.tasks/(?:[^/]+\.json|([0-9a-f]{2})/\1[^/]*\.json)|\.michi/[^/]+|\.michi\.toml|\.tasks/\.keep"
+    r"(?:.+/)?\.tasks/(?:[^/]+\.json|([0-9a-f]{2})/\1[^/]*\.json)|\.michi/[^/]+|\.michi\.toml|\.tasks/\.keep",
+    re.DOTALL,  # a domain's folder name may hold a newline, as a file name may
 )
 
 _FANOUT_DIR = re.compile(r"\.tasks/[0-9a-f]{2}")
@@ -80,7 +82,7 @@ def _safe_path(path: str) -> str:
     parts = path.split("/")
     if (
         path.startswith("/")
-        or any(p in {"", ".", ".."} or p.lower() == ".git" for p in parts)
+        or any(p in {"", ".", ".."} or git_refuses(p) for p in parts)
         or ".tasks" in parts[: -3 if _FANOUT_DIR.fullmatch("/".join(parts[-3:-1])) else -2]
         or not _MICHIS.fullmatch(path)
     ):
@@ -100,7 +102,7 @@ class Transaction:
                 hint="finish or abort it (e.g. `git rebase --continue` / `git merge --abort`), then retry",
             )
         self.git: Repo = git.open_repo(req.repo.worktree)
-        self.target: Target = resolve(self.git, req.config, req.offline)
+        self.target: Target = resolve(self.git, req.config, req.offline, changing=True)
         author = git.signature(self.git, "author")
         committer = git.signature(self.git, "committer")
         self.identity = (author.rsplit(b" ", 2)[0], committer.rsplit(b" ", 2)[0])
