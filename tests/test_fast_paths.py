@@ -98,6 +98,53 @@ def test_a_pack_of_nothing_new_writes_no_file(plain_repo: Repo) -> None:
     assert not list((Path(plain_repo.objects_dir) / "pack").glob("*.pack"))
 
 
+def test_a_batch_writes_its_blobs_trees_and_commit_as_one_pack(plain_repo: Repo) -> None:
+    work = Path(plain_repo.working_dir)
+    files = {f".tasks/{i % 5}/t{i}.json": b"task %d\n" % i for i in range(100)}
+    with plain_repo.batched():
+        oids = objects.write_blobs(plain_repo, list(files.values()))
+        changes = {p: (objects.BLOB_MODE, oid) for p, oid in zip(files, oids, strict=True)}
+        tree = objects.edit_tree(plain_repo, None, changes)
+        who = [b"author a <a@b> 1 +0000", b"committer a <a@b> 1 +0000"]
+        commit = objects.write_commit(plain_repo, tree, [], who, b"m\n")
+        assert objects.read_blob(plain_repo, oids[3]) == b"task 3\n"  # read back before it is written
+        assert not list((Path(plain_repo.objects_dir) / "pack").glob("*.pack"))
+    assert not [p for p in Path(plain_repo.objects_dir).iterdir() if len(p.name) == 2]  # nothing loose
+    packs = list((Path(plain_repo.objects_dir) / "pack").glob("*.idx"))
+    assert len(packs) == 1
+    assert "non delta: 108 objects" in git(work, "verify-pack", "-v", str(packs[0]))  # 100 + 7 trees + 1
+    git(work, "fsck", "--strict", "--no-dangling", commit)
+    listed = git(work, "ls-tree", "-r", "--format=%(path) %(objectname)", commit).split("\n")
+    wanted = sorted(f"{p} {o}" for p, o in zip(files, oids, strict=True))
+    assert sorted(line for line in listed if line) == wanted
+
+
+def test_a_failed_batch_writes_nothing(plain_repo: Repo) -> None:
+    with pytest.raises(RuntimeError), plain_repo.batched():
+        oids = objects.write_blobs(plain_repo, [b"x %d" % i for i in range(100)])
+        tree = objects.edit_tree(plain_repo, None, {"a/b": (objects.BLOB_MODE, oids[0])})
+        raise RuntimeError
+    assert not list(Path(plain_repo.objects_dir).rglob("*.pack"))
+    assert plain_repo.cat(oids[0]) is None and plain_repo.cat(tree) is None  # nor remembered
+
+
+def test_a_path_kind_from_held_trees_is_what_git_says(plain_repo: Repo) -> None:
+    blob = objects.write_blob(plain_repo, b"x")
+    changes = {p: (objects.BLOB_MODE, blob) for p in (".tasks/ab/t.json", ".tasks/f", "top", "d/e/f")}
+    changes["link"] = (0o120000, blob)
+    tree = objects.edit_tree(plain_repo, None, changes)
+    sub = objects.edit_tree(plain_repo, None, {"x": (objects.BLOB_MODE, blob)})
+    gitlinks = {"mod": (0o160000, "1" * 40), "here": (0o160000, sub)}  # a submodule's commit, absent or not
+    tree = objects.edit_tree(plain_repo, tree, gitlinks, strict=False)
+    asked = [".tasks", ".tasks/ab", ".tasks/ab/t.json", ".tasks/f", ".tasks/f/x", ".tasks/no", "top", "d/e"]
+    asked += ["link", "link/x", "mod", "mod/x", "here", "here/x", "no/where", "d/e/f/g"]
+    fresh = Repo(find_repo(Path(plain_repo.working_dir)))  # holds no tree: asks cat-file
+    for path in asked:
+        assert plain_repo.cached_tree(tree) is not None
+        assert objects.path_kind(plain_repo, tree, path) == fresh.kind(f"{tree}:{path}"), path
+    assert fresh.cached_tree(tree) is None
+
+
 def _file_records(rng: random.Random) -> list[object]:
     """Task file records, good and bad in the ways `from_record` tells apart."""
     base = {

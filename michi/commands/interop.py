@@ -76,7 +76,7 @@ def import_file(
         for chunk in _chunks(_spooled(checked)):
             params = {"records": chunk, "force": force}
             outcome = task_common.transact(
-                session, Mutation("michi.tasks.create:import_tasks", params), wait, offline
+                session, Mutation("michi.tasks.create:import_tasks", params), wait, offline, save_index=False
             )
             del chunk, params
             for key, values in outcome.result["report"].items():

@@ -13,7 +13,7 @@ import os
 import subprocess
 import weakref
 import zlib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
@@ -25,6 +25,12 @@ from michi.repo import RepoPaths, find_repo
 NO_PROMPT = {"GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true", "SSH_ASKPASS": "true"}
 # git's messages are parsed (rejected pushes, missing remote refs): always ask for them in English.
 PLAIN_LOCALE = {"LANGUAGE": "C", "LC_ALL": "C"}
+# Trees this process wrote or read, kept by oid (an object never changes): an import's next chunk edits
+# the 259 trees the last one wrote, without asking `cat-file` for each (ADR 0015). Bounded: emptied when
+# it would pass this many bytes (a flat 50,000-task `.tasks` tree is 3.5 MB).
+TREE_CACHE_BYTES = 32 << 20
+# Objects stored in a batch go to one pack from this many on (fewer are loose files, as git writes them).
+PACK_FROM = 64
 
 
 def _close(proc: subprocess.Popen[bytes]) -> None:
@@ -50,6 +56,9 @@ class Repo:
         # Answers that cannot change during one command (identity, remote URLs): asked once, before
         # the lock, never again inside it.
         self.memo: dict[str, Any] = {}
+        self._pending: dict[str, tuple[bytes, bytes]] | None = None  # oid -> (kind, data), in a batch
+        self._trees: dict[str, bytes] = {}
+        self._tree_bytes = 0
 
     def env(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
         """os.environ for git, less what must never reach it (the lock token: `plain.SCRUBBED`)."""
@@ -101,18 +110,47 @@ class Repo:
 
     def cat(self, spec: str) -> tuple[bytes, bytes] | None:
         """(type, content) of the object `spec` names (an oid, or `<tree>:<path>`), None when missing."""
+        known = self._known(spec)
+        if known is not None:
+            return known
         stdout, fields = self._ask("--batch", spec)
         if len(fields) != 3:  # "<spec> missing", "<spec> ambiguous"
             return None
         data = stdout.read(int(fields[2]))
         stdout.read(1)  # the newline after the content
+        if fields[1] == b"tree":
+            self._keep_tree(fields[0].decode(), data)
         return fields[1], data
 
     def kind(self, spec: str) -> str | None:
         """The type of the object `spec` names ("blob", "tree", ...) without reading it, None when missing
         (a `.tasks` tree may hold 50,000 entries)."""
+        known = self._known(spec)
+        if known is not None:
+            return known[0].decode()
         _, fields = self._ask("--batch-check", spec)
         return fields[1].decode() if len(fields) == 3 else None
+
+    def cached_tree(self, oid: str) -> bytes | None:
+        """A tree's content when this process holds it (wrote or read it), else None: no git process."""
+        known = self._known(oid)
+        return known[1] if known is not None and known[0] == b"tree" else None
+
+    def _known(self, spec: str) -> tuple[bytes, bytes] | None:
+        if self._pending is not None and spec in self._pending:
+            return self._pending[spec]
+        tree = self._trees.get(spec)
+        return None if tree is None else (b"tree", tree)
+
+    def _keep_tree(self, oid: str, data: bytes) -> None:
+        if oid in self._trees:
+            return
+        if self._tree_bytes + len(data) > TREE_CACHE_BYTES:
+            self._trees.clear()
+            self._tree_bytes = 0
+        if len(data) <= TREE_CACHE_BYTES:
+            self._trees[oid] = data
+            self._tree_bytes += len(data)
 
     def read_object(self, oid: str) -> bytes:
         found = self.cat(oid)
@@ -140,10 +178,48 @@ class Repo:
             at += 1  # the newline after the content
         return found
 
+    @contextlib.contextmanager
+    def batched(self) -> Iterator[None]:
+        """Objects stored inside are written when it ends, all at once: one pack (no deltas) from
+        PACK_FROM objects on, instead of a loose file each (an import chunk's 10,000 blobs, 259 trees and
+        its commit: ADR 0015), else loose. They read back (`cat`, `kind`) from memory meanwhile. On an
+        exception nothing is written: an object of a commit never made is not needed. Nested, the
+        outermost batch writes."""
+        if self._pending is not None:
+            yield
+            return
+        self._pending = {}
+        try:
+            yield
+            pending = self._pending
+            self._pending = None
+            if len(pending) >= PACK_FROM:
+                from michi.git.pack import write_pack
+
+                write_pack(self, pending.values())
+                for oid, (kind, data) in pending.items():
+                    if kind == b"tree":
+                        self._keep_tree(oid, data)
+            else:
+                for kind, data in pending.values():
+                    self.store(kind, data)
+        finally:
+            self._pending = None
+
+    @property
+    def batching(self) -> bool:
+        return self._pending is not None
+
     def store(self, kind: bytes, data: bytes) -> str:
-        """Write a loose object as git does (zlib, read-only file renamed into place); returns its oid."""
-        raw = b"%s %d\0" % (kind, len(data)) + data
+        """Write a loose object as git does (zlib, read-only file renamed into place); returns its oid.
+        In a batch (`batched`) it is only kept until the batch writes it."""
         oid = object_id(kind, data)
+        if self._pending is not None:
+            self._pending.setdefault(oid, (kind, data))
+            return oid
+        if kind == b"tree":
+            self._keep_tree(oid, data)
+        raw = b"%s %d\0" % (kind, len(data)) + data
         folder = self.objects_dir / oid[:2]
         target = folder / oid[2:]
         if target.exists():

@@ -141,6 +141,10 @@ class Transaction:
         return [b"author " + self.identity[0] + tail, b"committer " + self.identity[1] + tail]
 
     def _commit(self, parent: str | None, change: Change, entry: Entry) -> str:
+        with self.git.batched():  # its blobs, trees and commit: one pack when many (ADR 0015)
+            return self._build(parent, change, entry)
+
+    def _build(self, parent: str | None, change: Change, entry: Entry) -> str:
         paths = [_safe_path(p) for p in change.writes]
         oids = git.write_blobs(self.git, list(change.writes.values()))
         changes: dict[str, tuple[int, str] | None] = {
