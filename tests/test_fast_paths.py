@@ -211,6 +211,51 @@ def _walked_too_deep(value: object, depth: int) -> bool:
     return False
 
 
+def test_a_task_made_ready_outside_the_lock_is_what_the_apply_function_makes() -> None:
+    """`michi.tasks.ready` checks and dumps an import's new task with a stand-in id; with the real id put
+    in, record, file and problem are those `create.import_tasks` makes of the item itself (ADR 0015)."""
+    from michi.tasks import ready
+    from michi.tasks.errors import CorruptTask
+    from michi.tasks.model import MAX_ID
+
+    rng = random.Random(11)
+    records = [r for r in _file_records(rng) if isinstance(r, dict)]
+    for uuid in ('a"b\nc', "\u00e9\U0001f600", "x\\", " "):  # escapes before the id in the file
+        records.append({**records[0], "uuid": uuid, "udaa": "after"})
+    made_files = 0
+    for record in records:
+        made = ready.make(record)
+        assert made is not None
+        for ident in (1, 7, 12_345, MAX_ID):
+            applied = {**record, "michi_id": ident, "michi_version": 1}
+            try:
+                final = serialization.record_of(applied, f"import {record['uuid']}")
+            except CorruptTask as exc:
+                assert made.problem == exc.message and made.record is None
+                continue
+            assert made.problem is None and made.record is not None
+            assert {**made.record, "michi_id": ident} == final
+            assert list({**made.record, "michi_id": ident}) == list(final)  # the file's key order
+            assert made.head + b"%d" % ident + made.tail == serialization.dumps_record(final)
+            made_files += 1
+    assert made_files > 1000  # most records make a file; the rest are refused alike
+
+
+def test_a_ready_task_is_used_only_for_the_item_it_was_made_from() -> None:
+    from michi.tasks import ready
+
+    item = {"record": {"uuid": "u", "description": "d", "status": "pending", "entry": "20240101T000000Z"}}
+    twin = {"record": dict(item["record"])}  # equal, but another object (a journal replay's)
+    ready.prepare([item])
+    try:
+        assert ready.take(twin) is None
+        found = ready.take(item)
+        assert found is not None and found.record is not None and found.record["uuid"] == "u"
+        assert ready.take(item) is None  # once
+    finally:
+        ready.forget()
+
+
 def test_the_depth_check_answers_as_the_full_walk_did() -> None:
     rng = random.Random(3)
 

@@ -169,3 +169,33 @@ def test_the_reader_refuses_a_value_past_its_cap_without_reading_the_rest(monkey
     with pytest.raises(UsageError, match="more than 100"):
         list(twstream.items(source))
     assert source.tell() < 1000
+
+
+def test_the_next_chunk_is_made_ready_alongside_and_its_failure_is_the_callers() -> None:
+    """`_readied` reads and readies chunk n+1 in a thread while chunk n lands (ADR 0015): every chunk comes
+    in order with its new tasks ready, an error reading ahead is raised in the caller's thread, and no
+    thread or ready task outlives the generator, even when the caller stops early."""
+    import threading
+
+    from michi.tasks import ready
+
+    items = [{"record": r, "domain": "."} for r in _records(5)]
+    seen = []
+    for chunk in interop._readied(iter([items[:2], items[2:4], items[4:]])):
+        assert all(ready.take(item) is not None for item in chunk)  # readied before it was handed over
+        seen.append([item["record"]["uuid"] for item in chunk])
+    assert seen == [[str(r["record"]["uuid"]) for r in part] for part in (items[:2], items[2:4], items[4:])]
+
+    def broken() -> object:
+        yield items[:2]
+        raise OSError("the spool is gone")
+
+    got = interop._readied(broken())  # type: ignore[arg-type]
+    assert len(next(got)) == 2
+    with pytest.raises(OSError, match="spool is gone"):
+        next(got)
+    early = interop._readied(iter([items[:2], items[2:4]]))
+    next(early)
+    early.close()  # the caller failed on its first chunk: the thread reading ahead is waited for
+    assert not [t for t in threading.enumerate() if t.name == "michi-import-ahead"]
+    assert not ready._READY

@@ -9,8 +9,9 @@ import marshal
 import os
 import sys
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
+import threading
+from collections.abc import Generator, Iterator
+from contextlib import ExitStack, closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -19,7 +20,7 @@ from michi.commands import task_common
 from michi.errors import Conflict, UsageError
 from michi.results import Result
 from michi.session import Session
-from michi.tasks import domains, taskwarrior, twstream
+from michi.tasks import domains, ready, taskwarrior, twstream
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,9 @@ def import_file(
     from michi.workflow import Mutation
 
     where = domains.resolve(session.repo.worktree, session.cwd, domain)
-    with _opened(session, source) as stream, tempfile.TemporaryFile() as checked:
+    with ExitStack() as stack:
+        stream = stack.enter_context(_opened(session, source))
+        checked = stack.enter_context(tempfile.TemporaryFile())
         # The whole file is checked before anything lands, as when it was read at once. Each task, once
         # normalised, is kept on disk (marshal, length first), so the second pass reads it back instead
         # of parsing and normalising the export again; both passes hold one block and one chunk of
@@ -73,7 +76,8 @@ def import_file(
         merged: dict[str, list[Any]] = {}
         results: list[Any] = []
         txn: dict[str, Any] = {}
-        for chunk in _chunks(_spooled(checked)):
+        chunks = stack.enter_context(closing(_readied(_chunks(_spooled(checked)))))
+        for chunk in chunks:
             params = {"records": chunk, "force": force}
             outcome = task_common.transact(
                 session, Mutation("michi.tasks.create:import_tasks", params), wait, offline, save_index=False
@@ -122,6 +126,40 @@ def _chunks(records: Iterator[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]
             chunk, sent = [], True
     if chunk or not sent:
         yield chunk
+
+
+def _readied(chunks: Iterator[list[dict[str, Any]]]) -> Generator[list[dict[str, Any]], None, None]:
+    """`chunks`, each with its new tasks made ready (`michi.tasks.ready`): the next one is read and made
+    ready by a thread while the caller lands this one, most of which is waiting for git (the push, the
+    checkout of 10,000 files). Two chunks are in memory at a time, never more."""
+    box: dict[str, Any] = {}
+
+    def ahead() -> None:
+        try:
+            found = next(chunks, None)
+            if found is not None:
+                ready.prepare(found)
+            box["chunk"] = found
+        except BaseException as exc:  # raised again in the caller's thread
+            box["error"] = exc
+
+    try:
+        ahead()
+        while True:
+            if "error" in box:
+                raise box["error"]
+            chunk = box.pop("chunk")
+            if chunk is None:
+                return
+            worker = threading.Thread(target=ahead, name="michi-import-ahead", daemon=True)
+            worker.start()
+            try:
+                yield chunk
+            finally:
+                worker.join()
+            del chunk
+    finally:
+        ready.forget()
 
 
 def _spooled(spool: IO[bytes]) -> Iterator[dict[str, Any]]:

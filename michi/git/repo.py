@@ -194,9 +194,9 @@ class Repo:
             pending = self._pending
             self._pending = None
             if len(pending) >= PACK_FROM:
-                from michi.git.pack import write_pack
+                from michi.git.pack import write_known
 
-                write_pack(self, pending.values())
+                write_known(self, {bytes.fromhex(oid): item for oid, item in pending.items()})
                 for oid, (kind, data) in pending.items():
                     if kind == b"tree":
                         self._keep_tree(oid, data)
