@@ -145,6 +145,28 @@ def test_a_path_kind_from_held_trees_is_what_git_says(plain_repo: Repo) -> None:
     assert fresh.cached_tree(tree) is None
 
 
+def test_an_edit_remembered_is_the_diff_git_makes(plain_repo: Repo) -> None:
+    """The transaction tells the repository what its tree edit changed; `diff_trees` then answers without
+    `diff-tree` (ADR 0015), and must answer what git would: random writes (new, same, changed content, a
+    new mode), deletions (of files there or not) and emptied folders."""
+    rng = random.Random(5)
+    blobs = [objects.write_blob(plain_repo, b"v%d" % i) for i in range(4)]
+    names = [f".tasks/{a}/{b}.json" for a in "xyz" for b in "abc"] + ["top", ".michi/ids"]
+    tree = objects.edit_tree(plain_repo, None, {n: (objects.BLOB_MODE, blobs[0]) for n in names[::2]})
+    fresh = Repo(find_repo(Path(plain_repo.working_dir)))  # remembers nothing: runs diff-tree
+    for _ in range(40):
+        changes: dict[str, tuple[int, str] | None] = {}
+        for name in rng.sample(names, rng.randint(1, len(names))):
+            mode = rng.choice([objects.BLOB_MODE, objects.BLOB_MODE, 0o100755])
+            changes[name] = None if rng.random() < 0.3 else (mode, rng.choice(blobs))
+        seen: dict[str, tuple[int, str] | None] = {}
+        new = objects.edit_tree(plain_repo, tree, changes, seen=seen)
+        objects.remember_edit(plain_repo, tree, new, changes, seen)
+        assert objects.diff_trees(plain_repo, tree, new) == objects.diff_trees(fresh, tree, new)
+        assert plain_repo.known_diff(tree, new) is not None and fresh.known_diff(tree, new) is None
+        tree = new
+
+
 def _file_records(rng: random.Random) -> list[object]:
     """Task file records, good and bad in the ways `from_record` tells apart."""
     base = {

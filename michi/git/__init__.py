@@ -53,6 +53,7 @@ if TYPE_CHECKING:
     from michi.git.objects import read_blobs as read_blobs
     from michi.git.objects import read_commit as read_commit
     from michi.git.objects import read_path as read_path
+    from michi.git.objects import remember_edit as remember_edit
     from michi.git.objects import signature as signature
     from michi.git.objects import tree_of as tree_of
     from michi.git.objects import warm_up as warm_up
@@ -107,6 +108,7 @@ _HOMES = {
     "read_blobs": "objects",
     "read_commit": "objects",
     "read_path": "objects",
+    "remember_edit": "objects",
     "signature": "objects",
     "tree_of": "objects",
     "warm_up": "objects",

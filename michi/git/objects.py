@@ -69,6 +69,9 @@ def ls_task_files(repo: Repo, tree: str) -> dict[str, str]:
 
 def diff_trees(repo: Repo, old: str, new: str) -> dict[str, tuple[int, str] | None]:
     """Paths that differ between two trees or commits: path -> (mode, blob oid), None when deleted."""
+    known = repo.known_diff(old, new)
+    if known is not None:
+        return known
     out = _must(repo, "diff-tree", "-r", "-z", "--no-renames", old, new)
     fields = out.split("\0")
     changes: dict[str, tuple[int, str] | None] = {}
@@ -240,6 +243,18 @@ def edit_tree(
         else:
             entries[name] = _entry(name, TREE_MODE, new_sub)
     return _write_raw_tree(repo, entries) if entries else EMPTY_TREE
+
+
+def remember_edit(
+    repo: Repo,
+    old: str,
+    new: str,
+    changes: Mapping[str, tuple[int, str] | None],
+    seen: Mapping[str, tuple[int, str] | None],
+) -> None:
+    """Tell `repo` that strict `edit_tree(old, changes, seen=seen)` made `new`: `diff_trees(old, new)` is
+    then the changes that changed something, with no git process (ADR 0015)."""
+    repo.remember_diff(old, new, {p: after for p, after in changes.items() if seen[p] != after})
 
 
 def read_path(repo: Repo, tree: str, path: str) -> bytes | None:

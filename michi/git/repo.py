@@ -59,6 +59,7 @@ class Repo:
         self._pending: dict[str, tuple[bytes, bytes]] | None = None  # oid -> (kind, data), in a batch
         self._trees: dict[str, bytes] = {}
         self._tree_bytes = 0
+        self._diffs: dict[tuple[str, str], dict[str, tuple[int, str] | None]] = {}
 
     def env(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
         """os.environ for git, less what must never reach it (the lock token: `plain.SCRUBBED`)."""
@@ -205,6 +206,18 @@ class Repo:
                     self.store(kind, data)
         finally:
             self._pending = None
+
+    def remember_diff(self, old: str, new: str, changes: dict[str, tuple[int, str] | None]) -> None:
+        """`changes` is every file that differs from tree `old` to tree `new` (this process built `new`
+        from `old` by them): `diff_trees` answers from it instead of running `diff-tree` (an import's
+        next chunk brings its index over 10,000 paths, ADR 0015). The last few are kept."""
+        if len(self._diffs) >= 4:
+            self._diffs.clear()
+        self._diffs[(old, new)] = changes
+
+    def known_diff(self, old: str, new: str) -> dict[str, tuple[int, str] | None] | None:
+        found = self._diffs.get((old, new))
+        return None if found is None else dict(found)
 
     @property
     def batching(self) -> bool:

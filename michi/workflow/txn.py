@@ -157,6 +157,8 @@ class Transaction:
         tree = git.edit_tree(self.git, base_tree, changes, seen=seen)
         for path, after in changes.items():
             self.changed[path] = (self.changed[path][0] if path in self.changed else seen[path], after)
+        if base_tree is not None:  # the index brought to this tree needs no `diff-tree` (ADR 0015)
+            git.remember_edit(self.git, base_tree, tree, changes, seen)
         return git.write_commit(
             self.git, tree, [parent] if parent else [], self._headers(), _message(change, entry, self.host)
         )
