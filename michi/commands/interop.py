@@ -5,6 +5,7 @@ michi changed after the data was exported is a conflict, left alone unless `--fo
 from __future__ import annotations
 
 import io
+import json
 import marshal
 import os
 import sys
@@ -21,6 +22,7 @@ from michi.errors import Conflict, UsageError
 from michi.results import Result
 from michi.session import Session
 from michi.tasks import domains, ready, taskwarrior, twstream
+from michi.workflow import journal
 
 
 @dataclass(frozen=True)
@@ -139,6 +141,7 @@ def _readied(chunks: Iterator[list[dict[str, Any]]]) -> Generator[list[dict[str,
             found = next(chunks, None)
             if found is not None:
                 ready.prepare(found)
+                journal.known_json(found, json.dumps(found, separators=(",", ":")))  # its journal entry
             box["chunk"] = found
         except BaseException as exc:  # raised again in the caller's thread
             box["error"] = exc
@@ -157,9 +160,12 @@ def _readied(chunks: Iterator[list[dict[str, Any]]]) -> Generator[list[dict[str,
                 yield chunk
             finally:
                 worker.join()
+                journal.forget_json(chunk)
             del chunk
     finally:
         ready.forget()
+        if box.get("chunk") is not None:  # read ahead, never handed over (the caller stopped)
+            journal.forget_json(box["chunk"])
 
 
 def _spooled(spool: IO[bytes]) -> Iterator[dict[str, Any]]:
