@@ -183,6 +183,7 @@ def test_the_next_chunk_is_made_ready_alongside_and_its_failure_is_the_callers()
     items = [{"record": r, "domain": "."} for r in _records(5)]
     seen = []
     for chunk in interop._readied(iter([items[:2], items[2:4], items[4:]])):
+        assert len(ready._READY) == len(chunk)  # the next is readied only once these are taken
         assert all(ready.take(item) is not None for item in chunk)  # readied before it was handed over
         seen.append([item["record"]["uuid"] for item in chunk])
     assert seen == [[str(r["record"]["uuid"]) for r in part] for part in (items[:2], items[2:4], items[4:])]

@@ -14,11 +14,13 @@ import threading
 from collections.abc import Generator, Iterator
 from contextlib import ExitStack, closing, contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import IO, Any
 
 from michi.commands import task_common
 from michi.errors import Conflict, UsageError
+from michi.git.repo import after_next_batch, cancel_after_batch
 from michi.results import Result
 from michi.session import Session
 from michi.tasks import domains, ready, taskwarrior, twstream
@@ -133,11 +135,15 @@ def _chunks(records: Iterator[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]
 def _readied(chunks: Iterator[list[dict[str, Any]]]) -> Generator[list[dict[str, Any]], None, None]:
     """`chunks`, each with its new tasks made ready (`michi.tasks.ready`): the next one is read and made
     ready by a thread while the caller lands this one, most of which is waiting for git (the push, the
-    checkout of 10,000 files). Two chunks are in memory at a time, never more."""
+    checkout of 10,000 files). The thread starts once this chunk's commit is built (its ready tasks
+    taken, its pack written): Python threads take turns on one core, and it must not slow that work
+    under the lock. Two chunks are in memory at a time, never more."""
     box: dict[str, Any] = {}
 
-    def ahead() -> None:
+    def ahead(go: threading.Event | None = None) -> None:
         try:
+            if go is not None:  # not while the apply function uses this chunk's: it holds the lock
+                go.wait()
             found = next(chunks, None)
             if found is not None:
                 ready.prepare(found)
@@ -154,11 +160,15 @@ def _readied(chunks: Iterator[list[dict[str, Any]]]) -> Generator[list[dict[str,
             chunk = box.pop("chunk")
             if chunk is None:
                 return
-            worker = threading.Thread(target=ahead, name="michi-import-ahead", daemon=True)
+            go = threading.Event()
+            ready.notify(partial(after_next_batch, go.set))  # then this chunk's commit is built: git's turn
+            worker = threading.Thread(target=ahead, args=(go,), name="michi-import-ahead", daemon=True)
             worker.start()
             try:
                 yield chunk
             finally:
+                go.set()
+                cancel_after_batch(go.set)  # no commit was built (nothing changed, or a failure)
                 worker.join()
                 journal.forget_json(chunk)
             del chunk

@@ -13,7 +13,7 @@ import os
 import subprocess
 import weakref
 import zlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
@@ -31,6 +31,20 @@ PLAIN_LOCALE = {"LANGUAGE": "C", "LC_ALL": "C"}
 TREE_CACHE_BYTES = 32 << 20
 # Objects stored in a batch go to one pack from this many on (fewer are loose files, as git writes them).
 PACK_FROM = 64
+_AFTER_BATCH: list[Callable[[], None]] = []  # run once when the next batch ends (`after_next_batch`)
+
+
+def after_next_batch(hook: Callable[[], None]) -> None:
+    """Run `hook` once the batch being filled (or the next one) has ended, written or not: an import
+    readies its next chunk in a thread only then, when git's work (journal, push, checkout) begins, so
+    that thread never slows the commit's Python (ADR 0015)."""
+    _AFTER_BATCH.append(hook)
+
+
+def cancel_after_batch(hook: Callable[[], None]) -> None:
+    """Forget `hook` if it has not run."""
+    if hook in _AFTER_BATCH:
+        _AFTER_BATCH.remove(hook)
 
 
 def _close(proc: subprocess.Popen[bytes]) -> None:
@@ -206,6 +220,8 @@ class Repo:
                     self.store(kind, data)
         finally:
             self._pending = None
+            while _AFTER_BATCH:
+                _AFTER_BATCH.pop()()
 
     def remember_diff(self, old: str, new: str, changes: dict[str, tuple[int, str] | None]) -> None:
         """`changes` is every file that differs from tree `old` to tree `new` (this process built `new`

@@ -8,6 +8,7 @@ and the answer is the same either way (tested)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from michi.tasks import serialization
@@ -26,6 +27,7 @@ class Ready(NamedTuple):
 
 
 _READY: dict[int, tuple[dict[str, Any], Ready]] = {}  # id(item) -> (the item, kept alive; its Ready)
+_DRAINED: list[Callable[[], None]] = []  # called once every ready task has been taken (`notify`)
 
 
 def make(record: dict[str, Any]) -> Ready | None:
@@ -62,8 +64,19 @@ def prepare(items: list[dict[str, Any]]) -> None:
 def take(item: dict[str, Any]) -> Ready | None:
     """The Ready made from this very item, once; None if there is none."""
     found = _READY.pop(id(item), None)
+    while not _READY and _DRAINED:
+        _DRAINED.pop()()
     return found[1] if found is not None and found[0] is item else None
+
+
+def notify(hook: Callable[[], None]) -> None:
+    """Call `hook` once, when no ready task is left to take (now, if none is): the apply function has
+    used this chunk's."""
+    _DRAINED[:] = [hook]
+    while not _READY and _DRAINED:
+        _DRAINED.pop()()
 
 
 def forget() -> None:
     _READY.clear()
+    _DRAINED.clear()
