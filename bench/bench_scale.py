@@ -205,6 +205,9 @@ def bulk_import(count: int, env: dict[str, str], task: str | None) -> dict[str, 
         runenv = {**env, "MICHI_BENCH_TIMINGS": str(root / "t.jsonl"), "MICHI_BENCH_RSS": str(root / "rss")}
         runenv.pop("PYTHONDONTWRITEBYTECODE", None)
         sh([*DRIVER, "init"], work, runenv)
+        # The disk settles first (the last run's 50,000 files deleted, the other tool's writes): each
+        # timed run pays for its own writes only.
+        os.sync()
         start = time.perf_counter()
         sh([*DRIVER, "--json", "import", str(cached / "export.json")], work, runenv)
         out = {"import": time.perf_counter() - start, "import_mb": int((root / "rss").read_text()) / 1024}
@@ -213,6 +216,7 @@ def bulk_import(count: int, env: dict[str, str], task: str | None) -> dict[str, 
             (root / "twdata").mkdir()
             rc = root / "taskrc"
             rc.write_text(f"data.location={root / 'twdata'}\nconfirmation=off\nverbose=nothing\n")
+            os.sync()
             start = time.perf_counter()
             peak = sh([*PEAK, task, "import", str(cached / "export.json")], root, {**env, "TASKRC": str(rc)})
             out["tw_import"] = time.perf_counter() - start
