@@ -1,7 +1,8 @@
 """michi as the repository grows (100, 1k, 10k, 50k tasks in one domain) against Taskwarrior on the
 same tasks, in one run: fresh processes, medians, ratios (ADR 0015).
 
-`python bench/run.py scale`; MICHI_BENCH_SCALE=100,1000 for a quicker run. The repositories are built
+`python bench/run.py scale`; MICHI_BENCH_SCALE=100,1000 for a quicker run; MICHI_BENCH_ROWS=0 measures only
+the bulk import (MICHI_BENCH_REPEAT runs, michi and `task import` alternated). The repositories are built
 once with `git fast-import` (50,000 `michi task add` calls would take hours) and cached in
 `bench/.cache/` (gitignored); each measurement works on a fresh copy of the cached remote. They use the
 fan-out layout of `michi init` (ADR 0006); MICHI_BENCH_LAYOUT=flat builds the legacy flat one instead.
@@ -204,6 +205,9 @@ def bulk_import(count: int, env: dict[str, str], task: str | None) -> dict[str, 
         runenv = {**env, "MICHI_BENCH_TIMINGS": str(root / "t.jsonl"), "MICHI_BENCH_RSS": str(root / "rss")}
         runenv.pop("PYTHONDONTWRITEBYTECODE", None)
         sh([*DRIVER, "init"], work, runenv)
+        # The disk settles first (the last run's 50,000 files deleted, the other tool's writes): each
+        # timed run pays for its own writes only.
+        os.sync()
         start = time.perf_counter()
         sh([*DRIVER, "--json", "import", str(cached / "export.json")], work, runenv)
         out = {"import": time.perf_counter() - start, "import_mb": int((root / "rss").read_text()) / 1024}
@@ -212,6 +216,7 @@ def bulk_import(count: int, env: dict[str, str], task: str | None) -> dict[str, 
             (root / "twdata").mkdir()
             rc = root / "taskrc"
             rc.write_text(f"data.location={root / 'twdata'}\nconfirmation=off\nverbose=nothing\n")
+            os.sync()
             start = time.perf_counter()
             peak = sh([*PEAK, task, "import", str(cached / "export.json")], root, {**env, "TASKRC": str(rc)})
             out["tw_import"] = time.perf_counter() - start
@@ -240,6 +245,9 @@ def main() -> None:
     env = prepared_env(isolated_git_env(tempdir("home")))
     print(interpreter_note())
     task = shutil.which("task")
+    if os.environ.get("MICHI_BENCH_ROWS", "1") == "0":  # the import alone, at the largest size
+        _print_import(sizes[-1], env, task, repeat)
+        return
     results = measure(sizes, env, task, repeat)
     print("| tasks | " + " | ".join(f"{n:,}" for n in sizes) + " |")
     print("|---|" + "---|" * len(sizes))
@@ -265,15 +273,23 @@ def main() -> None:
         "2 shared cores: noisy, compare within a run)"
     )
     if os.environ.get("MICHI_BENCH_IMPORT", "1") != "0":
-        big = sizes[-1]
-        imp = bulk_import(big, env, task)
-        text = f"bulk import of {big:,} tasks: michi {imp['import']:.1f} s, peak {imp['import_mb']:.0f} MB"
-        text += f", {imp['import_commits'] - 1:.0f} import commits"
-        if "tw_import" in imp:
-            text += f"; Taskwarrior `task import` {imp['tw_import']:.1f} s, peak {imp['tw_import_mb']:.0f} MB"
-            text += f"; ratio {imp['import'] / imp['tw_import']:.2f}x"
-        print(text)
-        print(f"(machine load: {os.getloadavg()[0]:.1f} {os.getloadavg()[1]:.1f} {os.getloadavg()[2]:.1f})")
+        _print_import(sizes[-1], env, task)
+
+
+def _print_import(big: int, env: dict[str, str], task: str | None, runs: int = 1) -> None:
+    """The bulk import row: one run, or with MICHI_BENCH_ROWS=0 the median of `runs` runs, michi and
+    `task import` alternated."""
+    got = [bulk_import(big, env, task) for _ in range(runs)]
+    imp = {key: statistics.median(g[key] for g in got) for key in got[0]}
+    each = ", ".join(f"{g['import']:.1f} / {g.get('tw_import', 0):.1f}" for g in got)
+    many = f" (median of {runs}; michi / task import each run: {each} s)" if runs > 1 else ""
+    text = f"bulk import of {big:,} tasks: michi {imp['import']:.1f} s{many}, peak {imp['import_mb']:.0f} MB"
+    text += f", {imp['import_commits'] - 1:.0f} import commits"
+    if "tw_import" in imp:
+        text += f"; Taskwarrior `task import` {imp['tw_import']:.1f} s, peak {imp['tw_import_mb']:.0f} MB"
+        text += f"; ratio {imp['import'] / imp['tw_import']:.2f}x"
+    print(text)
+    print(f"(machine load: {os.getloadavg()[0]:.1f} {os.getloadavg()[1]:.1f} {os.getloadavg()[2]:.1f})")
 
 
 if __name__ == "__main__":

@@ -165,6 +165,20 @@ def test_known_changes_move_like_the_diff(work: Path) -> None:
     assert done and refused and (work / ".tasks" / "b.json").read_text() == "mine\n"
 
 
+def test_known_changes_past_the_limit_go_to_read_tree_without_a_diff(work: Path) -> None:
+    """An import chunk changes 10,000 paths: the transaction's own list says so, and no `diff-tree` of
+    the two commits runs to learn it again (ADR 0015); the caller's one read-tree moves them."""
+    from michi.git.checkout import MAX_PATHS
+
+    old, new = _next(work)
+    known = {f".tasks/n{i}.json": (None, (0o100644, "1" * 40)) for i in range(MAX_PATHS + 1)}
+    before = _state(work)
+    assert move_paths(mgit.open_repo(work), old, new, known) == (False, None)  # the diff says 3 paths
+    assert _state(work) == before
+    assert mgit.read_tree_update(mgit.open_repo(work), old, new) is None
+    assert git(work, "diff-index", "--cached", "--name-only", new) == ""
+
+
 def test_a_file_that_becomes_a_folder(work: Path) -> None:
     (work / "api").mkdir()
     (work / "api" / ".tasks").write_text("a file\n")

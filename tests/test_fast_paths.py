@@ -106,6 +106,75 @@ def test_a_pack_of_nothing_new_writes_no_file(plain_repo: Repo) -> None:
     assert not list((Path(plain_repo.objects_dir) / "pack").glob("*.pack"))
 
 
+def test_a_batch_writes_its_blobs_trees_and_commit_as_one_pack(plain_repo: Repo) -> None:
+    work = Path(plain_repo.working_dir)
+    files = {f".tasks/{i % 5}/t{i}.json": b"task %d\n" % i for i in range(100)}
+    with plain_repo.batched():
+        oids = objects.write_blobs(plain_repo, list(files.values()))
+        changes = {p: (objects.BLOB_MODE, oid) for p, oid in zip(files, oids, strict=True)}
+        tree = objects.edit_tree(plain_repo, None, changes)
+        who = [b"author a <a@b> 1 +0000", b"committer a <a@b> 1 +0000"]
+        commit = objects.write_commit(plain_repo, tree, [], who, b"m\n")
+        assert objects.read_blob(plain_repo, oids[3]) == b"task 3\n"  # read back before it is written
+        assert not list((Path(plain_repo.objects_dir) / "pack").glob("*.pack"))
+    assert not [p for p in Path(plain_repo.objects_dir).iterdir() if len(p.name) == 2]  # nothing loose
+    packs = list((Path(plain_repo.objects_dir) / "pack").glob("*.idx"))
+    assert len(packs) == 1
+    assert "non delta: 108 objects" in git(work, "verify-pack", "-v", str(packs[0]))  # 100 + 7 trees + 1
+    git(work, "fsck", "--strict", "--no-dangling", commit)
+    listed = git(work, "ls-tree", "-r", "--format=%(path) %(objectname)", commit).split("\n")
+    wanted = sorted(f"{p} {o}" for p, o in zip(files, oids, strict=True))
+    assert sorted(line for line in listed if line) == wanted
+
+
+def test_a_failed_batch_writes_nothing(plain_repo: Repo) -> None:
+    with pytest.raises(RuntimeError), plain_repo.batched():
+        oids = objects.write_blobs(plain_repo, [b"x %d" % i for i in range(100)])
+        tree = objects.edit_tree(plain_repo, None, {"a/b": (objects.BLOB_MODE, oids[0])})
+        raise RuntimeError
+    assert not list(Path(plain_repo.objects_dir).rglob("*.pack"))
+    assert plain_repo.cat(oids[0]) is None and plain_repo.cat(tree) is None  # nor remembered
+
+
+def test_a_path_kind_from_held_trees_is_what_git_says(plain_repo: Repo) -> None:
+    blob = objects.write_blob(plain_repo, b"x")
+    changes = {p: (objects.BLOB_MODE, blob) for p in (".tasks/ab/t.json", ".tasks/f", "top", "d/e/f")}
+    changes["link"] = (0o120000, blob)
+    tree = objects.edit_tree(plain_repo, None, changes)
+    sub = objects.edit_tree(plain_repo, None, {"x": (objects.BLOB_MODE, blob)})
+    gitlinks = {"mod": (0o160000, "1" * 40), "here": (0o160000, sub)}  # a submodule's commit, absent or not
+    tree = objects.edit_tree(plain_repo, tree, gitlinks, strict=False)
+    asked = [".tasks", ".tasks/ab", ".tasks/ab/t.json", ".tasks/f", ".tasks/f/x", ".tasks/no", "top", "d/e"]
+    asked += ["link", "link/x", "mod", "mod/x", "here", "here/x", "no/where", "d/e/f/g"]
+    fresh = Repo(find_repo(Path(plain_repo.working_dir)))  # holds no tree: asks cat-file
+    for path in asked:
+        assert plain_repo.cached_tree(tree) is not None
+        assert objects.path_kind(plain_repo, tree, path) == fresh.kind(f"{tree}:{path}"), path
+    assert fresh.cached_tree(tree) is None
+
+
+def test_an_edit_remembered_is_the_diff_git_makes(plain_repo: Repo) -> None:
+    """The transaction tells the repository what its tree edit changed; `diff_trees` then answers without
+    `diff-tree` (ADR 0015), and must answer what git would: random writes (new, same, changed content, a
+    new mode), deletions (of files there or not) and emptied folders."""
+    rng = random.Random(5)
+    blobs = [objects.write_blob(plain_repo, b"v%d" % i) for i in range(4)]
+    names = [f".tasks/{a}/{b}.json" for a in "xyz" for b in "abc"] + ["top", ".michi/ids"]
+    tree = objects.edit_tree(plain_repo, None, {n: (objects.BLOB_MODE, blobs[0]) for n in names[::2]})
+    fresh = Repo(find_repo(Path(plain_repo.working_dir)))  # remembers nothing: runs diff-tree
+    for _ in range(40):
+        changes: dict[str, tuple[int, str] | None] = {}
+        for name in rng.sample(names, rng.randint(1, len(names))):
+            mode = rng.choice([objects.BLOB_MODE, objects.BLOB_MODE, 0o100755])
+            changes[name] = None if rng.random() < 0.3 else (mode, rng.choice(blobs))
+        seen: dict[str, tuple[int, str] | None] = {}
+        new = objects.edit_tree(plain_repo, tree, changes, seen=seen)
+        objects.remember_edit(plain_repo, tree, new, changes, seen)
+        assert objects.diff_trees(plain_repo, tree, new) == objects.diff_trees(fresh, tree, new)
+        assert plain_repo.known_diff(tree, new) is not None and fresh.known_diff(tree, new) is None
+        tree = new
+
+
 def _file_records(rng: random.Random) -> list[object]:
     """Task file records, good and bad in the ways `from_record` tells apart."""
     base = {
@@ -170,6 +239,51 @@ def _walked_too_deep(value: object, depth: int) -> bool:
                 return True
             stack.extend((v, level + 1) for v in (item.values() if isinstance(item, dict) else item))
     return False
+
+
+def test_a_task_made_ready_outside_the_lock_is_what_the_apply_function_makes() -> None:
+    """`michi.tasks.ready` checks and dumps an import's new task with a stand-in id; with the real id put
+    in, record, file and problem are those `create.import_tasks` makes of the item itself (ADR 0015)."""
+    from michi.tasks import ready
+    from michi.tasks.errors import CorruptTask
+    from michi.tasks.model import MAX_ID
+
+    rng = random.Random(11)
+    records = [r for r in _file_records(rng) if isinstance(r, dict)]
+    for uuid in ('a"b\nc', "\u00e9\U0001f600", "x\\", " "):  # escapes before the id in the file
+        records.append({**records[0], "uuid": uuid, "udaa": "after"})
+    made_files = 0
+    for record in records:
+        made = ready.make(record)
+        assert made is not None
+        for ident in (1, 7, 12_345, MAX_ID):
+            applied = {**record, "michi_id": ident, "michi_version": 1}
+            try:
+                final = serialization.record_of(applied, f"import {record['uuid']}")
+            except CorruptTask as exc:
+                assert made.problem == exc.message and made.record is None
+                continue
+            assert made.problem is None and made.record is not None
+            assert {**made.record, "michi_id": ident} == final
+            assert list({**made.record, "michi_id": ident}) == list(final)  # the file's key order
+            assert made.head + b"%d" % ident + made.tail == serialization.dumps_record(final)
+            made_files += 1
+    assert made_files > 1000  # most records make a file; the rest are refused alike
+
+
+def test_a_ready_task_is_used_only_for_the_item_it_was_made_from() -> None:
+    from michi.tasks import ready
+
+    item = {"record": {"uuid": "u", "description": "d", "status": "pending", "entry": "20240101T000000Z"}}
+    twin = {"record": dict(item["record"])}  # equal, but another object (a journal replay's)
+    ready.prepare([item])
+    try:
+        assert ready.take(twin) is None
+        found = ready.take(item)
+        assert found is not None and found.record is not None and found.record["uuid"] == "u"
+        assert ready.take(item) is None  # once
+    finally:
+        ready.forget()
 
 
 def test_the_depth_check_answers_as_the_full_walk_did() -> None:

@@ -169,3 +169,62 @@ def test_the_reader_refuses_a_value_past_its_cap_without_reading_the_rest(monkey
     with pytest.raises(UsageError, match="more than 100"):
         list(twstream.items(source))
     assert source.tell() < 1000
+
+
+def test_the_next_chunk_is_made_ready_alongside_and_its_failure_is_the_callers() -> None:
+    """`_readied` reads and readies chunk n+1 in a thread while chunk n lands (ADR 0015): every chunk comes
+    in order with its new tasks ready, an error reading ahead is raised in the caller's thread, and no
+    thread or ready task outlives the generator, even when the caller stops early."""
+    import threading
+
+    from michi.tasks import ready
+    from michi.workflow import journal
+
+    items = [{"record": r, "domain": "."} for r in _records(5)]
+    seen = []
+    for chunk in interop._readied(iter([items[:2], items[2:4], items[4:]])):
+        assert len(ready._READY) == len(chunk)  # the next is readied only once these are taken
+        assert all(ready.take(item) is not None for item in chunk)  # readied before it was handed over
+        seen.append([item["record"]["uuid"] for item in chunk])
+    assert seen == [[str(r["record"]["uuid"]) for r in part] for part in (items[:2], items[2:4], items[4:])]
+
+    def broken() -> object:
+        yield items[:2]
+        raise OSError("the spool is gone")
+
+    got = interop._readied(broken())  # type: ignore[arg-type]
+    assert len(next(got)) == 2
+    with pytest.raises(OSError, match="spool is gone"):
+        next(got)
+    early = interop._readied(iter([items[:2], items[2:4]]))
+    next(early)
+    early.close()  # the caller failed on its first chunk: the thread reading ahead is waited for
+    assert not [t for t in threading.enumerate() if t.name == "michi-import-ahead"]
+    assert not ready._READY and not journal._KNOWN  # nothing of the chunk read ahead is kept
+
+
+def test_a_chunk_encoded_ahead_is_journaled_as_it_would_be_encoded_then(tmp_path: Path) -> None:
+    """The thread reading ahead also encodes the chunk's records for the journal (ADR 0015): the journal
+    is byte for byte what encoding them in the transaction makes, and only for that very list."""
+    from michi.workflow import journal
+    from michi.workflow.journal import Entry, Journal
+    from michi.workflow.mutation import Mutation
+
+    chunk = [{"record": {**r, "note": "é\u2028\"'"}, "domain": "a/b"} for r in _records(3)]
+    mutation = Mutation("michi.tasks.create:import_tasks", {"records": chunk, "force": False})
+    plain = Journal(tmp_path / "plain")
+    plain.save([Entry("a1", mutation, "import", None)])
+    journal.known_json(chunk, json.dumps(chunk, separators=(",", ":")))
+    ahead = Journal(tmp_path / "ahead")
+    try:
+        ahead.save([Entry("a1", mutation, "import", None)])
+        assert ahead.path.read_bytes() == plain.path.read_bytes()
+        journal.known_json(chunk, "[]")  # a stale text for another object is never used
+        other = Mutation(mutation.apply, {"records": list(chunk), "force": False})
+        elsewhere = Journal(tmp_path / "elsewhere")
+        elsewhere.save([Entry("a1", other, "import", None)])
+        assert elsewhere.path.read_bytes() == plain.path.read_bytes()
+        assert [e.mutation for e in ahead.load()] == [mutation]
+    finally:
+        journal.forget_json(chunk)
+    assert not journal._KNOWN

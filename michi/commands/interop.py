@@ -5,21 +5,26 @@ michi changed after the data was exported is a conflict, left alone unless `--fo
 from __future__ import annotations
 
 import io
+import json
 import marshal
 import os
 import sys
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
+import threading
+from collections.abc import Generator, Iterator
+from contextlib import ExitStack, closing, contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import IO, Any
 
 from michi.commands import task_common
 from michi.errors import Conflict, UsageError
+from michi.git.repo import after_next_batch, cancel_after_batch
 from michi.results import Result
 from michi.session import Session
-from michi.tasks import domains, taskwarrior, twstream
+from michi.tasks import domains, ready, taskwarrior, twstream
+from michi.workflow import journal
 
 
 @dataclass(frozen=True)
@@ -59,7 +64,9 @@ def import_file(
     from michi.workflow import Mutation
 
     where = domains.resolve(session.repo.worktree, session.cwd, domain)
-    with _opened(session, source) as stream, tempfile.TemporaryFile() as checked:
+    with ExitStack() as stack:
+        stream = stack.enter_context(_opened(session, source))
+        checked = stack.enter_context(tempfile.TemporaryFile())
         # The whole file is checked before anything lands, as when it was read at once. Each task, once
         # normalised, is kept on disk (marshal, length first), so the second pass reads it back instead
         # of parsing and normalising the export again; both passes hold one block and one chunk of
@@ -73,10 +80,11 @@ def import_file(
         merged: dict[str, list[Any]] = {}
         results: list[Any] = []
         txn: dict[str, Any] = {}
-        for chunk in _chunks(_spooled(checked)):
+        chunks = stack.enter_context(closing(_readied(_chunks(_spooled(checked)))))
+        for chunk in chunks:
             params = {"records": chunk, "force": force}
             outcome = task_common.transact(
-                session, Mutation("michi.tasks.create:import_tasks", params), wait, offline
+                session, Mutation("michi.tasks.create:import_tasks", params), wait, offline, save_index=False
             )
             del chunk, params
             for key, values in outcome.result["report"].items():
@@ -122,6 +130,52 @@ def _chunks(records: Iterator[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]
             chunk, sent = [], True
     if chunk or not sent:
         yield chunk
+
+
+def _readied(chunks: Iterator[list[dict[str, Any]]]) -> Generator[list[dict[str, Any]], None, None]:
+    """`chunks`, each with its new tasks made ready (`michi.tasks.ready`): the next one is read and made
+    ready by a thread while the caller lands this one, most of which is waiting for git (the push, the
+    checkout of 10,000 files). The thread starts once this chunk's commit is built (its ready tasks
+    taken, its pack written): Python threads take turns on one core, and it must not slow that work
+    under the lock. Two chunks are in memory at a time, never more."""
+    box: dict[str, Any] = {}
+
+    def ahead(go: threading.Event | None = None) -> None:
+        try:
+            if go is not None:  # not while the apply function uses this chunk's: it holds the lock
+                go.wait()
+            found = next(chunks, None)
+            if found is not None:
+                ready.prepare(found)
+                journal.known_json(found, json.dumps(found, separators=(",", ":")))  # its journal entry
+            box["chunk"] = found
+        except BaseException as exc:  # raised again in the caller's thread
+            box["error"] = exc
+
+    try:
+        ahead()
+        while True:
+            if "error" in box:
+                raise box["error"]
+            chunk = box.pop("chunk")
+            if chunk is None:
+                return
+            go = threading.Event()
+            ready.notify(partial(after_next_batch, go.set))  # then this chunk's commit is built: git's turn
+            worker = threading.Thread(target=ahead, args=(go,), name="michi-import-ahead", daemon=True)
+            worker.start()
+            try:
+                yield chunk
+            finally:
+                go.set()
+                cancel_after_batch(go.set)  # no commit was built (nothing changed, or a failure)
+                worker.join()
+                journal.forget_json(chunk)
+            del chunk
+    finally:
+        ready.forget()
+        if box.get("chunk") is not None:  # read ahead, never handed over (the caller stopped)
+            journal.forget_json(box["chunk"])
 
 
 def _spooled(spool: IO[bytes]) -> Iterator[dict[str, Any]]:

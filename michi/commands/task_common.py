@@ -135,7 +135,11 @@ def check_text(values: Mapping[str, Any]) -> None:
                     ) from None
 
 
-def transact(session: Session, mutation: Mutation, wait: float | None, offline: bool) -> TxnOutcome:
+def transact(
+    session: Session, mutation: Mutation, wait: float | None, offline: bool, *, save_index: bool = True
+) -> TxnOutcome:
+    """Run `mutation` as a transaction. `save_index=False`: the index warmed before the lock is not
+    written to its cache file (an import's chunks: the read after the last chunk writes it once)."""
     from michi.workflow import TxnRequest, read_snapshot, run_transaction
 
     if mutation.apply == "michi.tasks.pool:next_claim":
@@ -144,7 +148,8 @@ def transact(session: Session, mutation: Mutation, wait: float | None, offline: 
         snapshot = read_snapshot(session.repo, session.config)
         rank_cache.for_tree(snapshot, session.repo.state_dir, time.time())  # inside the lock: the diff only
     elif mutation.apply in _READS_ALL:
-        index = for_tree(read_snapshot(session.repo, session.config), session.repo.state_dir)
+        snapshot = read_snapshot(session.repo, session.config)
+        index = for_tree(snapshot, session.repo.state_dir, save=save_index)
         if mutation.apply == "michi.tasks.pool:reap":  # import builds a Task only for a file it changes
             index.tasks  # noqa: B018
     req = TxnRequest(

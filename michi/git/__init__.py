@@ -56,6 +56,7 @@ if TYPE_CHECKING:
     from michi.git.objects import read_blob as read_blob
     from michi.git.objects import read_commit as read_commit
     from michi.git.objects import read_path as read_path
+    from michi.git.objects import remember_edit as remember_edit
     from michi.git.objects import signature as signature
     from michi.git.objects import tree_of as tree_of
     from michi.git.objects import warm_up as warm_up
@@ -113,6 +114,7 @@ _HOMES = {
     "iter_blobs": "objects",
     "read_commit": "objects",
     "read_path": "objects",
+    "remember_edit": "objects",
     "signature": "objects",
     "tree_of": "objects",
     "warm_up": "objects",

@@ -216,7 +216,7 @@ def move_paths(repo: Repo, old: str, new: str, known: Moves | None = None) -> tu
     """(done, refusal): done is False when the change is too large for this path (use read-tree).
     `known`, when given, is every path that differs from `old` to `new` with its entries in both (the
     transaction built `new` from `old` and saw both): no git process has to diff two 50,000-entry trees."""
-    if known is not None and len(known) <= MAX_PATHS:
+    if known is not None:
         diff = {p: (o, n) for p, (o, n) in known.items() if o != n}
     else:
         diff = _diff(repo, old, new)

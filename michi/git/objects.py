@@ -70,6 +70,9 @@ def ls_task_files(repo: Repo, tree: str) -> dict[str, str]:
 
 def diff_trees(repo: Repo, old: str, new: str) -> dict[str, tuple[int, str] | None]:
     """Paths that differ between two trees or commits: path -> (mode, blob oid), None when deleted."""
+    known = repo.known_diff(old, new)
+    if known is not None:
+        return known
     out = _must(repo, "diff-tree", "-r", "-z", "--no-renames", old, new)
     fields = out.split("\0")
     changes: dict[str, tuple[int, str] | None] = {}
@@ -120,7 +123,7 @@ def write_blob(repo: Repo, data: bytes) -> str:
 def write_blobs(repo: Repo, contents: Sequence[bytes]) -> list[str]:
     """Blob objects for `contents`, their oids in order: loose objects for a few, one pack for many
     (an import chunk's 10,000 files: `michi.git.pack`)."""
-    if len(contents) < _STREAM_FROM:
+    if len(contents) < _STREAM_FROM or repo.batching:  # a batch packs them with its trees and commit
         return [write_blob(repo, data) for data in contents]
     from michi.git.pack import write_pack
 
@@ -133,7 +136,10 @@ def _raw_entries(repo: Repo, tree: str | None) -> dict[bytes, bytes]:
     folder of 10,000 files that every transaction rewrites (`bench/run.py tasks`)."""
     if tree is None or tree == EMPTY_TREE:
         return {}
-    raw = repo.read_object(tree)
+    return _parse_entries(repo.read_object(tree))
+
+
+def _parse_entries(raw: bytes) -> dict[bytes, bytes]:
     entries: dict[bytes, bytes] = {}
     i, size = 0, len(raw)
     while i < size:
@@ -240,6 +246,18 @@ def edit_tree(
     return _write_raw_tree(repo, entries) if entries else EMPTY_TREE
 
 
+def remember_edit(
+    repo: Repo,
+    old: str,
+    new: str,
+    changes: Mapping[str, tuple[int, str] | None],
+    seen: Mapping[str, tuple[int, str] | None],
+) -> None:
+    """Tell `repo` that strict `edit_tree(old, changes, seen=seen)` made `new`: `diff_trees(old, new)` is
+    then the changes that changed something, with no git process (ADR 0015)."""
+    repo.remember_diff(old, new, {p: after for p, after in changes.items() if seen[p] != after})
+
+
 def read_path(repo: Repo, tree: str, path: str) -> bytes | None:
     """A file's content at `path` in `tree`, through the persistent `cat-file --batch` (no tree parsing)."""
     found = repo.cat(f"{tree}:{path}")
@@ -247,9 +265,41 @@ def read_path(repo: Repo, tree: str, path: str) -> bytes | None:
 
 
 def path_kind(repo: Repo, tree: str, path: str) -> str | None:
-    """ "blob" (a file or symlink), "tree", or None when `path` is not in `tree`; through the persistent
-    `cat-file --batch-check`, without reading the object (a `.tasks` tree may hold 10,000 entries)."""
-    return repo.kind(f"{tree}:{path}")  # "missing" also for a submodule's commit, absent here
+    """ "blob" (a file or symlink), "tree", or None when `path` is not in `tree`: from the trees this
+    process holds when it holds every one on the way (an import asks for 257 folders per chunk, in trees
+    the last chunk wrote), else through the persistent `cat-file --batch-check`, without reading the
+    object (a `.tasks` tree may hold 10,000 entries)."""
+    parts = path.encode("utf-8", "surrogateescape").split(b"/")
+    at: str | None = tree
+    for depth, name in enumerate(parts):
+        raw = repo.cached_tree(at) if at is not None else None
+        if raw is None:
+            return repo.kind(f"{tree}:{path}")  # "missing" also for a submodule's commit, absent here
+        entry = _parsed_tree(at, raw).get(name)  # type: ignore[arg-type]  # at is set when raw is
+        if entry is None:
+            return None
+        mode, oid = _entry_mode_oid(entry)
+        if mode == _GITLINK:  # a submodule's commit: git names its type if it happens to be here
+            return repo.kind(f"{tree}:{path}")
+        if depth == len(parts) - 1:
+            return "tree" if mode == TREE_MODE else "blob"
+        at = oid if mode == TREE_MODE else None
+        if at is None:
+            return None  # a file on the way: nothing under it
+    return None
+
+
+_GITLINK = 0o160000
+_PARSED: dict[str, dict[bytes, bytes]] = {}  # the last few trees `path_kind` walked, parsed
+
+
+def _parsed_tree(oid: str, raw: bytes) -> dict[bytes, bytes]:
+    found = _PARSED.get(oid)
+    if found is None:
+        if len(_PARSED) >= 8:
+            _PARSED.clear()
+        found = _PARSED[oid] = _parse_entries(raw)
+    return found
 
 
 def read_commit(repo: Repo, oid: str) -> CommitMeta:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from michi.git.repo import Repo
 
@@ -32,36 +32,49 @@ def _entry_header(kind: int, size: int) -> bytes:
 
 def write_pack(repo: Repo, objects: Iterable[tuple[bytes, bytes]]) -> list[str]:
     """Store (kind, content) objects in one new pack; their oids in the order given."""
+    oids: list[str] = []
+    unique: dict[bytes, tuple[bytes, bytes]] = {}
+    for kind, data in objects:
+        raw_id = hashlib.sha1(b"%s %d\0" % (kind, len(data)) + data).digest()
+        oids.append(raw_id.hex())
+        unique.setdefault(raw_id, (kind, data))
+    write_known(repo, unique)
+    return oids
+
+
+def write_known(repo: Repo, objects: Mapping[bytes, tuple[bytes, bytes]]) -> None:
+    """Store objects whose binary oids are known (a batch hashed them when it took them) in one new pack.
+    The count is known first, so the pack is hashed as it is written, never read back."""
+    if not objects:
+        return
     folder = repo.objects_dir / "pack"
     folder.mkdir(parents=True, exist_ok=True)
-    oids: list[str] = []
     index: dict[bytes, tuple[int, int]] = {}  # binary oid -> (crc32, offset)
     tmp = folder / f"tmp_pack_michi_{os.getpid()}"
     digest = hashlib.sha1()
+    headers: dict[tuple[int, int], bytes] = {}
+    crc32, compress = zlib.crc32, zlib.compress
     with open(tmp, "wb") as out:
-        out.write(b"PACK\0\0\0\2\0\0\0\0")  # the count is filled in below
-        offset = 12
-        for kind, data in objects:
-            raw_id = hashlib.sha1(b"%s %d\0" % (kind, len(data)) + data).digest()
-            oids.append(raw_id.hex())
-            if raw_id in index:
-                continue
-            entry = _entry_header(_TYPES[kind], len(data)) + zlib.compress(data, 1)
-            index[raw_id] = (zlib.crc32(entry), offset)
-            out.write(entry)
+        head = b"PACK\0\0\0\2" + len(objects).to_bytes(4, "big")
+        parts, offset = [head], len(head)
+        for raw_id, (kind, data) in objects.items():
+            key = (_TYPES[kind], len(data))
+            header = headers.get(key)
+            if header is None:
+                header = headers[key] = _entry_header(*key)
+            entry = header + compress(data, 1)
+            index[raw_id] = (crc32(entry), offset)
+            parts.append(entry)
             offset += len(entry)
-    if not index:
-        tmp.unlink()
-        return oids
-    # The header's count is known only now: patch it, then hash the whole file for the trailer.
-    with open(tmp, "r+b") as out:
-        out.seek(8)
-        out.write(len(index).to_bytes(4, "big"))
-        out.seek(0)
-        while block := out.read(1 << 20):
-            digest.update(block)
+            if len(parts) >= 1024:
+                block = b"".join(parts)
+                digest.update(block)
+                out.write(block)
+                parts = []
+        block = b"".join(parts)
+        digest.update(block)
         checksum = digest.digest()
-        out.write(checksum)
+        out.write(block + checksum)
     name = folder / f"pack-{checksum.hex()}"
     idx_tmp = folder / f"tmp_idx_michi_{os.getpid()}"
     idx_tmp.write_bytes(_index(index, checksum))
@@ -69,7 +82,6 @@ def write_pack(repo: Repo, objects: Iterable[tuple[bytes, bytes]]) -> list[str]:
     os.chmod(idx_tmp, 0o444)
     os.replace(tmp, name.with_suffix(".pack"))
     os.replace(idx_tmp, name.with_suffix(".idx"))  # last: git takes a pack as present once its index is
-    return oids
 
 
 def _index(index: dict[bytes, tuple[int, int]], checksum: bytes) -> bytes:

@@ -16,7 +16,7 @@ import subprocess
 import threading
 import weakref
 import zlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -28,6 +28,26 @@ from michi.repo import RepoPaths, find_repo
 NO_PROMPT = {"GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true", "SSH_ASKPASS": "true"}
 # git's messages are parsed (rejected pushes, missing remote refs): always ask for them in English.
 PLAIN_LOCALE = {"LANGUAGE": "C", "LC_ALL": "C"}
+# Trees this process wrote or read, kept by oid (an object never changes): an import's next chunk edits
+# the 259 trees the last one wrote, without asking `cat-file` for each (ADR 0015). Bounded: emptied when
+# it would pass this many bytes (a flat 50,000-task `.tasks` tree is 3.5 MB).
+TREE_CACHE_BYTES = 32 << 20
+# Objects stored in a batch go to one pack from this many on (fewer are loose files, as git writes them).
+PACK_FROM = 64
+_AFTER_BATCH: list[Callable[[], None]] = []  # run once when the next batch ends (`after_next_batch`)
+
+
+def after_next_batch(hook: Callable[[], None]) -> None:
+    """Run `hook` once the batch being filled (or the next one) has ended, written or not: an import
+    readies its next chunk in a thread only then, when git's work (journal, push, checkout) begins, so
+    that thread never slows the commit's Python (ADR 0015)."""
+    _AFTER_BATCH.append(hook)
+
+
+def cancel_after_batch(hook: Callable[[], None]) -> None:
+    """Forget `hook` if it has not run."""
+    if hook in _AFTER_BATCH:
+        _AFTER_BATCH.remove(hook)
 
 
 # False in a served worker (ADR 0016): it exits right after its command, so a closed `cat-file` (which
@@ -95,6 +115,10 @@ class Repo:
         self.memo: dict[str, Any] = {}
         # Checks started ahead of the step that needs them (`checkout.check_ahead`), by what they check.
         self.ahead: dict[Any, Any] = {}
+        self._pending: dict[str, tuple[bytes, bytes]] | None = None  # oid -> (kind, data), in a batch
+        self._trees: dict[str, bytes] = {}
+        self._tree_bytes = 0
+        self._diffs: dict[tuple[str, str], dict[str, tuple[int, str] | None]] = {}
 
     def env(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
         """os.environ for git, less what must never reach it (the lock token: `plain.SCRUBBED`)."""
@@ -180,18 +204,47 @@ class Repo:
 
     def cat(self, spec: str) -> tuple[bytes, bytes] | None:
         """(type, content) of the object `spec` names (an oid, or `<tree>:<path>`), None when missing."""
+        known = self._known(spec)
+        if known is not None:
+            return known
         stdout, fields = self._ask("--batch", spec)
         if fields is None:
             return None
         data = stdout.read(int(fields[2]))
         stdout.read(1)  # the newline after the content
+        if fields[1] == b"tree":
+            self._keep_tree(fields[0].decode(), data)
         return fields[1], data
 
     def kind(self, spec: str) -> str | None:
         """The type of the object `spec` names ("blob", "tree", ...) without reading it, None when missing
         (a `.tasks` tree may hold 50,000 entries)."""
+        known = self._known(spec)
+        if known is not None:
+            return known[0].decode()
         _, fields = self._ask("--batch-check", spec)
         return None if fields is None else fields[1].decode()
+
+    def cached_tree(self, oid: str) -> bytes | None:
+        """A tree's content when this process holds it (wrote or read it), else None: no git process."""
+        known = self._known(oid)
+        return known[1] if known is not None and known[0] == b"tree" else None
+
+    def _known(self, spec: str) -> tuple[bytes, bytes] | None:
+        if self._pending is not None and spec in self._pending:
+            return self._pending[spec]
+        tree = self._trees.get(spec)
+        return None if tree is None else (b"tree", tree)
+
+    def _keep_tree(self, oid: str, data: bytes) -> None:
+        if oid in self._trees:
+            return
+        if self._tree_bytes + len(data) > TREE_CACHE_BYTES:
+            self._trees.clear()
+            self._tree_bytes = 0
+        if len(data) <= TREE_CACHE_BYTES:
+            self._trees[oid] = data
+            self._tree_bytes += len(data)
 
     def read_object(self, oid: str) -> bytes:
         found = self.cat(oid)
@@ -230,10 +283,62 @@ class Repo:
             feed.join()
             proc.wait()
 
+    @contextlib.contextmanager
+    def batched(self) -> Iterator[None]:
+        """Objects stored inside are written when it ends, all at once: one pack (no deltas) from
+        PACK_FROM objects on, instead of a loose file each (an import chunk's 10,000 blobs, 259 trees and
+        its commit: ADR 0015), else loose. They read back (`cat`, `kind`) from memory meanwhile. On an
+        exception nothing is written: an object of a commit never made is not needed. Nested, the
+        outermost batch writes."""
+        if self._pending is not None:
+            yield
+            return
+        self._pending = {}
+        try:
+            yield
+            pending = self._pending
+            self._pending = None
+            if len(pending) >= PACK_FROM:
+                from michi.git.pack import write_known
+
+                write_known(self, {bytes.fromhex(oid): item for oid, item in pending.items()})
+                for oid, (kind, data) in pending.items():
+                    if kind == b"tree":
+                        self._keep_tree(oid, data)
+            else:
+                for kind, data in pending.values():
+                    self.store(kind, data)
+        finally:
+            self._pending = None
+            while _AFTER_BATCH:
+                _AFTER_BATCH.pop()()
+
+    def remember_diff(self, old: str, new: str, changes: dict[str, tuple[int, str] | None]) -> None:
+        """`changes` is every file that differs from tree `old` to tree `new` (this process built `new`
+        from `old` by them): `diff_trees` answers from it instead of running `diff-tree` (an import's
+        next chunk brings its index over 10,000 paths, ADR 0015). The last few are kept."""
+        if len(self._diffs) >= 4:
+            self._diffs.clear()
+        self._diffs[(old, new)] = changes
+
+    def known_diff(self, old: str, new: str) -> dict[str, tuple[int, str] | None] | None:
+        found = self._diffs.get((old, new))
+        return None if found is None else dict(found)
+
+    @property
+    def batching(self) -> bool:
+        return self._pending is not None
+
     def store(self, kind: bytes, data: bytes) -> str:
-        """Write a loose object as git does (zlib, read-only file renamed into place); returns its oid."""
-        raw = b"%s %d\0" % (kind, len(data)) + data
+        """Write a loose object as git does (zlib, read-only file renamed into place); returns its oid.
+        In a batch (`batched`) it is only kept until the batch writes it."""
         oid = object_id(kind, data)
+        if self._pending is not None:
+            self._pending.setdefault(oid, (kind, data))
+            return oid
+        if kind == b"tree":
+            self._keep_tree(oid, data)
+        raw = b"%s %d\0" % (kind, len(data)) + data
         folder = self.objects_dir / oid[:2]
         target = folder / oid[2:]
         if target.exists():

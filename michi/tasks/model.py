@@ -8,6 +8,7 @@ Taskwarrior keeps keys it does not know as orphaned user-defined attributes thro
 from __future__ import annotations
 
 import calendar
+import re
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -41,6 +42,8 @@ def parse_tw_date(text: str) -> float:
 def is_tw_date(text: object) -> bool:
     if not isinstance(text, str) or len(text) != 16:
         return False
+    if _PLAIN_TIME.fullmatch(text) is not None and _plain_day(text[:8]):
+        return True  # what `usual_date` accepts, in one match and a lookup (an import checks 100,000)
     if usual_date(text) is not None:  # checked without computing the epoch (ADR 0015)
         return True
     try:
@@ -51,6 +54,22 @@ def is_tw_date(text: object) -> bool:
 
 
 _DAYS = (0, 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+# The usual form with the clock in range (as `usual_date` checks it); the day is checked by `_plain_day`.
+_PLAIN_TIME = re.compile(r"[0-9]{8}T(?:[01][0-9]|2[0-3])[0-5][0-9](?:[0-5][0-9]|6[01])Z")
+_DAYS_SEEN: dict[str, bool] = {}  # YYYYMMDD -> a real day; bounded below
+
+
+def _plain_day(digits: str) -> bool:
+    """Is YYYYMMDD (ASCII digits) a day `usual_date` accepts? Remembered: an export's dates share days."""
+    known = _DAYS_SEEN.get(digits)
+    if known is None:
+        if len(_DAYS_SEEN) >= 4096:
+            _DAYS_SEEN.clear()
+        year, month, day = int(digits[:4]), int(digits[4:6]), int(digits[6:])
+        known = bool(year and 1 <= month <= 12 and 1 <= day <= _DAYS[month])
+        known = known and not (month == 2 and day == 29 and not calendar.isleap(year))
+        _DAYS_SEEN[digits] = known
+    return known
 
 
 def usual_date(text: str) -> tuple[int, int, int, int, int, int] | None:

@@ -107,7 +107,7 @@ class Journal:
     def _entry_text(self, entry: Entry) -> str:
         known = self._encoded.get(entry.txn)
         if known is None or known[0] is not entry.mutation:
-            known = self._encoded[entry.txn] = (entry.mutation, _compact(entry.mutation.to_json()))
+            known = self._encoded[entry.txn] = (entry.mutation, _mutation_json(entry.mutation))
         head = _compact({**_record(entry), "mutation": None})
         return head[: -len('"mutation":null}')] + '"mutation":' + known[1] + "}"
 
@@ -122,6 +122,39 @@ def _compact(value: Any) -> str:
 _TXN = re.compile(r"[0-9a-f]{1,64}")  # what `Michi-Txn` trailers hold (recovery looks them up by it)
 _OID = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
 _TEXT_OR_NONE = ("agent", "handed")
+
+
+# id(value) -> (the value, kept alive; its `_compact` JSON), for params encoded ahead (see `known_json`)
+_KNOWN: dict[int, tuple[Any, str]] = {}
+
+
+def known_json(value: Any, text: str) -> None:
+    """`text` is `_compact(value)`, made by whoever had the time (an import's thread encodes the next
+    chunk's 10,000 records while git lands this one, ADR 0015); a mutation whose param is this very object
+    (unchanged since) is journaled with it. `forget_json` when the mutation is done."""
+    _KNOWN[id(value)] = (value, text)
+
+
+def forget_json(value: Any) -> None:
+    found = _KNOWN.get(id(value))
+    if found is not None and found[0] is value:
+        del _KNOWN[id(value)]
+
+
+def _mutation_json(mutation: Mutation) -> str:
+    """`_compact(mutation.to_json())`, taking the JSON of a param from `known_json` when there is one."""
+    texts = {}
+    for key, value in mutation.params.items():
+        found = _KNOWN.get(id(value))
+        if found is not None and found[0] is value:
+            texts[key] = found[1]
+    if not texts:
+        return _compact(mutation.to_json())
+    params = ",".join(
+        _compact(key) + ":" + (texts[key] if key in texts else _compact(value))
+        for key, value in mutation.params.items()
+    )
+    return '{"apply":' + _compact(mutation.apply) + ',"params":{' + params + "}}"
 
 
 def _entry(e: dict[str, Any]) -> Entry:

@@ -144,6 +144,10 @@ class Transaction:
         return [b"author " + self.identity[0] + tail, b"committer " + self.identity[1] + tail]
 
     def _commit(self, parent: str | None, change: Change, entry: Entry) -> str:
+        with self.git.batched():  # its blobs, trees and commit: one pack when many (ADR 0015)
+            return self._build(parent, change, entry)
+
+    def _build(self, parent: str | None, change: Change, entry: Entry) -> str:
         paths = [_safe_path(p) for p in change.writes]
         oids = git.write_blobs(self.git, list(change.writes.values()))
         changes: dict[str, tuple[int, str] | None] = {
@@ -156,6 +160,8 @@ class Transaction:
         tree = git.edit_tree(self.git, base_tree, changes, seen=seen)
         for path, after in changes.items():
             self.changed[path] = (self.changed[path][0] if path in self.changed else seen[path], after)
+        if base_tree is not None:  # the index brought to this tree needs no `diff-tree` (ADR 0015)
+            git.remember_edit(self.git, base_tree, tree, changes, seen)
         return git.write_commit(
             self.git, tree, [parent] if parent else [], self._headers(), _message(change, entry, self.host)
         )

@@ -1,0 +1,82 @@
+"""New tasks of an import made ready outside the lock (ADR 0015): each checked (`record_of`) and its file
+dumped with a stand-in id, so the apply function only puts the real id in (it is known only on the fresh
+tree, inside the lock). The import readies the next chunk while git pushes and checks out this one.
+
+The apply function stays what its params say: it uses a ready task only for the very record object it
+was readied from (a mutation replayed from the journal has other objects and works the task out itself),
+and the answer is the same either way (tested)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+from michi.tasks import serialization
+from michi.tasks.errors import CorruptTask
+
+STAND_IN = 1  # the id a ready record holds until the apply function gives it its own
+_STAND_IN = b"%d" % STAND_IN
+_ID_KEY = b',\n  "michi_id": '
+
+
+class Ready(NamedTuple):
+    record: dict[str, Any] | None  # the file's record, michi_id STAND_IN; None when `problem`
+    head: bytes  # the file up to the id
+    tail: bytes  # the file after it
+    problem: str | None  # why no file can hold it (CorruptTask's message), as the apply function says it
+
+
+_READY: dict[int, tuple[dict[str, Any], Ready]] = {}  # id(item) -> (the item, kept alive; its Ready)
+_DRAINED: list[Callable[[], None]] = []  # called once every ready task has been taken (`notify`)
+
+
+def make(record: dict[str, Any]) -> Ready | None:
+    """`record` (an import item's, normalised) as a new task: what `create.import_tasks` would make of it
+    with any id; None when the file's text does not split around the id as expected."""
+    uuid = str(record["uuid"])
+    try:
+        final = serialization.record_of(
+            {**record, "michi_id": STAND_IN, "michi_version": 1}, f"import {uuid}"
+        )
+    except CorruptTask as exc:
+        return Ready(None, b"", b"", exc.message)
+    data = serialization.dumps_record(final)
+    # The id is the second key (`to_record`'s order), after the uuid, whose JSON holds no raw newline.
+    found = data.find(_ID_KEY)
+    at = found + len(_ID_KEY)
+    if (
+        found < 0
+        or list(final)[:2] != ["uuid", "michi_id"]
+        or data[at : at + len(_STAND_IN) + 1] != _STAND_IN + b","
+    ):
+        return None
+    return Ready(final, data[:at], data[at + len(_STAND_IN) :], None)
+
+
+def prepare(items: list[dict[str, Any]]) -> None:
+    """Ready the tasks of an import chunk (its items, `{"record", "domain"}`) for `take`."""
+    for item in items:
+        found = make(item["record"])
+        if found is not None:
+            _READY[id(item)] = (item, found)
+
+
+def take(item: dict[str, Any]) -> Ready | None:
+    """The Ready made from this very item, once; None if there is none."""
+    found = _READY.pop(id(item), None)
+    while not _READY and _DRAINED:
+        _DRAINED.pop()()
+    return found[1] if found is not None and found[0] is item else None
+
+
+def notify(hook: Callable[[], None]) -> None:
+    """Call `hook` once, when no ready task is left to take (now, if none is): the apply function has
+    used this chunk's."""
+    _DRAINED[:] = [hook]
+    while not _READY and _DRAINED:
+        _DRAINED.pop()()
+
+
+def forget() -> None:
+    _READY.clear()
+    _DRAINED.clear()
