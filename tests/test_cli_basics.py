@@ -1,8 +1,12 @@
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
-from conftest import run_michi
+import pytest
+from conftest import Remote, git, run_michi
 
 from michi import __version__
 
@@ -55,3 +59,25 @@ def test_agent_and_json_may_follow_the_verb() -> None:
         ["lock", "run", "--", "tool", "--agent", "x", "--json"],
         False,
     )
+
+
+@pytest.mark.parametrize("closed", [0, 1, 2], ids=["stdin", "stdout", "stderr"])
+def test_a_closed_standard_stream_drops_that_output_and_keeps_the_exit_code(
+    remote: Remote, closed: int
+) -> None:
+    """A caller that closed stdin, stdout or stderr (`>&-`) gets the command's own exit code: a change that
+    landed says 0 (an agent reading 1 would repeat it), and it lands once; the output is dropped."""
+    work = remote.clone("work")
+    assert run_michi(work, "init").exit_code == 0
+
+    def run(*args: str) -> int:
+        cmd = [sys.executable, "-m", "michi", *args]
+        return subprocess.run(cmd, cwd=work, preexec_fn=lambda: os.close(closed), timeout=60).returncode
+
+    assert run("--json", "task", "add", "landed once") == 0
+    assert run("--json", "task", "list") == 0
+    assert run("task", "show", "1") == 0
+    assert run("task", "show", "99") == 3  # not found: its own code, not a crash's
+    listed = run_michi(work, "--json", "task", "list").json()
+    assert [t["description"] for t in listed] == ["landed once"]
+    assert git(remote.bare, "log", "--format=%s", "main").count("michi: task add 1") == 1

@@ -28,6 +28,7 @@ FORWARDED = ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT")
 
 
 def main() -> int:
+    standard_fds()
     args = sys.argv[1:]
     code = served(args)
     if code is not None:
@@ -38,6 +39,28 @@ def main() -> int:
     from michi.cli.main import main as run_here
 
     return run_here(args)
+
+
+def standard_fds() -> None:
+    """Make sure fds 0, 1 and 2 are open, as every program may assume. A caller that closed one (`>&-`)
+    would otherwise have the next file michi opens (a task file, the lock's record, the journal) take its
+    number, and a git process inheriting it would write there; and Python leaves `sys.stdout` None, so
+    a change that landed would end in a crash (exit 1) and an agent would repeat it. A closed one is
+    opened on /dev/null: the output is dropped, as the caller asked, and the exit code is the command's."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            opened = os.open(os.devnull, os.O_RDWR)  # the lowest free number: `fd` itself
+            if opened != fd:
+                os.dup2(opened, fd)
+                os.close(opened)
+    if sys.stdin is None:
+        sys.stdin = open(0, closefd=False)  # noqa: SIM115  # the process's own stream, never closed
+    if sys.stdout is None:
+        sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115
+    if sys.stderr is None:
+        sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115
 
 
 # Commands that run in the caller's own process: the lock's (its holder is the caller, or the caller's
