@@ -78,8 +78,13 @@ def _config_files(git_dir: Path, common_dir: Path) -> list[Path]:
 def config_fingerprint(git_dir: Path, common_dir: Path) -> tuple[str, ...] | None:
     """Everything `git config` answers from here, as one comparable value: the text of each config file
     and the GIT_CONFIG* environment. None when an `[include]` or `[includeIf]` pulls in files this cannot
-    see: then only git itself can say what the configuration is."""
+    see (in a config file or the environment), or GIT_CONFIG names the file: then only git itself can say
+    what the configuration is."""
     parts = [f"{k}={v}" for k, v in sorted(os.environ.items()) if k.startswith("GIT_CONFIG")]
+    # `git -c include.path=F` and GIT_CONFIG_KEY_n=include.path name a file from the environment, and
+    # GIT_CONFIG=F is the one file `git config` reads: their text is not here, so git must say.
+    if "GIT_CONFIG" in os.environ or any("include" in part.lower() for part in parts):
+        return None
     for path in _config_files(git_dir, common_dir):
         try:
             text = path.read_text(encoding="utf-8", errors="surrogateescape")
