@@ -104,3 +104,14 @@ def test_a_file_named_by_the_environment_is_read_again_when_it_changes(
     assert settings(paths, _real_git(repo)) == {"user.name": "Ann"}
     extra.write_text("[user]\n\tname = Bob\n")
     assert settings(paths, _real_git(repo)) == {"user.name": "Bob"}
+
+
+def test_an_empty_global_config_setting_is_no_crash(
+    repo: Path, cli: Callable[..., CliResult], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIT_CONFIG_GLOBAL= (set, empty) names no file for git, which reads no global config then; the
+    # empty path must not be read as the current folder.
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", "")
+    assert cli(repo, "init").exit_code == 0
+    assert cli(repo, "--json", "task", "add", "one").exit_code == 0
+    assert cli(repo, "--json", "task", "list").exit_code == 0

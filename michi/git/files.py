@@ -67,7 +67,8 @@ def _config_files(git_dir: Path, common_dir: Path) -> list[Path]:
     if env.get("GIT_CONFIG_NOSYSTEM", "").lower() not in ("1", "true", "yes", "on"):
         files.append(Path(env.get("GIT_CONFIG_SYSTEM") or "/etc/gitconfig"))
     if "GIT_CONFIG_GLOBAL" in env:
-        files.append(Path(env["GIT_CONFIG_GLOBAL"]))
+        if env["GIT_CONFIG_GLOBAL"]:  # set and empty: no file at all for git (not the current folder)
+            files.append(Path(env["GIT_CONFIG_GLOBAL"]))
     else:
         home = Path(env.get("HOME") or "~").expanduser()
         xdg = Path(env["XDG_CONFIG_HOME"]) if env.get("XDG_CONFIG_HOME") else home / ".config"
@@ -90,6 +91,8 @@ def config_fingerprint(git_dir: Path, common_dir: Path) -> tuple[str, ...] | Non
             text = path.read_text(encoding="utf-8", errors="surrogateescape")
         except (FileNotFoundError, NotADirectoryError, PermissionError):
             text = "\0missing"
+        except OSError:  # a folder, a read error: what git makes of it, git says
+            return None
         if "include" in text.lower():
             return None
         parts += [str(path), text]
