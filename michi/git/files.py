@@ -84,7 +84,10 @@ def config_fingerprint(git_dir: Path, common_dir: Path) -> tuple[str, ...] | Non
     parts = [f"{k}={v}" for k, v in sorted(os.environ.items()) if k.startswith("GIT_CONFIG")]
     # `git -c include.path=F` and GIT_CONFIG_KEY_n=include.path name a file from the environment, and
     # GIT_CONFIG=F is the one file `git config` reads: their text is not here, so git must say.
-    if "GIT_CONFIG" in os.environ or any("include" in part.lower() for part in parts):
+    settings = [
+        v for k, v in os.environ.items() if k == "GIT_CONFIG_PARAMETERS" or k.startswith("GIT_CONFIG_KEY_")
+    ]
+    if "GIT_CONFIG" in os.environ or any("include" in value.lower() for value in settings):
         return None
     for path in _config_files(git_dir, common_dir):
         try:
