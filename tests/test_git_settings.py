@@ -79,3 +79,39 @@ def test_commits_carry_the_identity_configured_now(
     name("Bob")
     assert cli(repo, "--json", "task", "add", "two").exit_code == 0
     assert _author(repo) == "Bob <Bob@example.invalid>"
+
+
+def _real_git(repo: Path) -> Callable[[], dict[str, str]]:
+    return lambda: {"user.name": git(repo, "config", "--get", "user.name")}
+
+
+@pytest.mark.parametrize("how", ["GIT_CONFIG_COUNT", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG"])
+def test_a_file_named_by_the_environment_is_read_again_when_it_changes(
+    repo: Path, isolated_env: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    # `git -c include.path=F` (GIT_CONFIG_PARAMETERS), GIT_CONFIG_KEY_n=include.path and GIT_CONFIG=F
+    # (read by `git config` itself) make git read a file no config file names: its changes must count.
+    extra = isolated_env / "extra.conf"
+    extra.write_text("[user]\n\tname = Ann\n")
+    if how == "GIT_CONFIG_COUNT":
+        for key, value in (("COUNT", "1"), ("KEY_0", "include.path"), ("VALUE_0", str(extra))):
+            monkeypatch.setenv(f"GIT_CONFIG_{key}", value)
+    elif how == "GIT_CONFIG_PARAMETERS":
+        monkeypatch.setenv(how, f"'include.path'='{extra}'")
+    else:
+        monkeypatch.setenv(how, str(extra))
+    paths = find_repo(repo)
+    assert settings(paths, _real_git(repo)) == {"user.name": "Ann"}
+    extra.write_text("[user]\n\tname = Bob\n")
+    assert settings(paths, _real_git(repo)) == {"user.name": "Bob"}
+
+
+def test_an_empty_global_config_setting_is_no_crash(
+    repo: Path, cli: Callable[..., CliResult], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIT_CONFIG_GLOBAL= (set, empty) names no file for git, which reads no global config then; the
+    # empty path must not be read as the current folder.
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", "")
+    assert cli(repo, "init").exit_code == 0
+    assert cli(repo, "--json", "task", "add", "one").exit_code == 0
+    assert cli(repo, "--json", "task", "list").exit_code == 0

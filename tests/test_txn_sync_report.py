@@ -347,3 +347,26 @@ def test_work_a_damaged_journal_no_longer_names_is_still_offline_unpushed(cli: C
         assert cli(ready, "task", "list", "--json").exit_code == 0
     assert cli(ready, "sync", "--json").exit_code == 0
     assert cli(ready, "status", "--check", "--json").exit_code == 0
+
+
+def test_offline_work_rewritten_on_the_local_branch_lands_once(cli: Cli, remote: Remote, ready: Path) -> None:
+    """The user rewrites the offline commit on the local branch (`git commit --amend`, or the
+    `git pull --rebase` a note suggests): the commit carrying its `Michi-Txn` is the operation, done. The
+    next offline command must not apply it again, nor name it twice in the journal (which a later
+    command would take for a damaged one), and sync must land it once."""
+    cli(ready, "task", "annotate", "1", "offline note", "--offline")
+    before = git(ready, "rev-parse", "HEAD")
+    git(ready, "commit", "--amend", "--no-edit", "-q", env={"GIT_COMMITTER_DATE": "2001-01-01T00:00:00Z"})
+    assert git(ready, "rev-parse", "HEAD") != before
+    assert cli(ready, "task", "annotate", "2", "second note", "--offline").exit_code == 0
+    entries = json.loads((ready / ".git/michi/journal.json").read_text())["entries"]
+    txns = [e["txn"] for e in entries]
+    assert len(txns) == len(set(txns)), txns
+    synced = cli(ready, "sync", "--json")
+    assert synced.exit_code == 0, synced.stdout
+    assert not any("journal could not be read" in n for n in synced.json()["notes"])
+    assert_exactly_once(remote.bare)
+    for ident, note in (("1", "offline note"), ("2", "second note")):
+        shown = cli(ready, "task", "show", ident, "--json").json()
+        assert [a["description"] for a in shown["annotations"]] == [note]
+    assert git(ready, "rev-parse", "HEAD") == remote.head()

@@ -67,7 +67,8 @@ def _config_files(git_dir: Path, common_dir: Path) -> list[Path]:
     if env.get("GIT_CONFIG_NOSYSTEM", "").lower() not in ("1", "true", "yes", "on"):
         files.append(Path(env.get("GIT_CONFIG_SYSTEM") or "/etc/gitconfig"))
     if "GIT_CONFIG_GLOBAL" in env:
-        files.append(Path(env["GIT_CONFIG_GLOBAL"]))
+        if env["GIT_CONFIG_GLOBAL"]:  # set and empty: no file at all for git (not the current folder)
+            files.append(Path(env["GIT_CONFIG_GLOBAL"]))
     else:
         home = Path(env.get("HOME") or "~").expanduser()
         xdg = Path(env["XDG_CONFIG_HOME"]) if env.get("XDG_CONFIG_HOME") else home / ".config"
@@ -78,13 +79,23 @@ def _config_files(git_dir: Path, common_dir: Path) -> list[Path]:
 def config_fingerprint(git_dir: Path, common_dir: Path) -> tuple[str, ...] | None:
     """Everything `git config` answers from here, as one comparable value: the text of each config file
     and the GIT_CONFIG* environment. None when an `[include]` or `[includeIf]` pulls in files this cannot
-    see: then only git itself can say what the configuration is."""
+    see (in a config file or the environment), or GIT_CONFIG names the file: then only git itself can say
+    what the configuration is."""
     parts = [f"{k}={v}" for k, v in sorted(os.environ.items()) if k.startswith("GIT_CONFIG")]
+    # `git -c include.path=F` and GIT_CONFIG_KEY_n=include.path name a file from the environment, and
+    # GIT_CONFIG=F is the one file `git config` reads: their text is not here, so git must say.
+    settings = [
+        v for k, v in os.environ.items() if k == "GIT_CONFIG_PARAMETERS" or k.startswith("GIT_CONFIG_KEY_")
+    ]
+    if "GIT_CONFIG" in os.environ or any("include" in value.lower() for value in settings):
+        return None
     for path in _config_files(git_dir, common_dir):
         try:
             text = path.read_text(encoding="utf-8", errors="surrogateescape")
         except (FileNotFoundError, NotADirectoryError, PermissionError):
             text = "\0missing"
+        except OSError:  # a folder, a read error: what git makes of it, git says
+            return None
         if "include" in text.lower():
             return None
         parts += [str(path), text]

@@ -203,8 +203,16 @@ class Transaction:
         return tip, built, results, errors
 
     def _pending(self, leftover: list[Entry], base: str | None) -> list[Entry]:
-        """Leftover entries whose commit is not yet in the local `base`: they still have to happen."""
-        return [e for e in leftover if not (e.commit and base and git.is_ancestor(self.git, e.commit, base))]
+        """Leftover entries not yet in the local `base`: they still have to happen. In it is its commit,
+        or another carrying its `Michi-Txn` (ADR 0004): the user may have rewritten the commit
+        (`commit --amend`, `pull --rebase`), and applying the operation again would make it land twice."""
+        pending = [
+            e for e in leftover if not (e.commit and base and git.is_ancestor(self.git, e.commit, base))
+        ]
+        if pending and base:  # one `git log` in C, only for entries whose commit is not there
+            found = recovery.landed(self.git, base, pending)
+            pending = [e for e in pending if e.txn not in found]
+        return pending
 
     def _not_landed(self, leftover: list[Entry], tip: str | None) -> list[Entry]:
         """Leftover entries whose `Michi-Txn` is not on the remote at `tip`, whatever commit carried it
