@@ -131,13 +131,20 @@ class Ranking:
 
     def _place(self, uuid: str) -> None:
         """Put one task where it belongs at `made` (a ranked list, the events, or nowhere)."""
+        ranked = self._where(uuid)
+        if ranked is not None:
+            insort(ranked, uuid, key=self._key)
+
+    def _where(self, uuid: str) -> list[str] | None:
+        """The ranked list one task belongs in at `made`, None for none; a task that time will make
+        ready (or re-score) is put among the events here."""
         node = self.node(uuid)
         if node is None or not node[1] or not node[4] or not self._deps_done(node):
-            return
+            return None
         terms = self._terms(uuid, node)
         if node[5] > self.made:
             insort(self.events, (node[5], uuid))
-            return
+            return None
         if terms[3] is not None and terms[3] > self.made:  # a scheduled date read by one reader only
             insort(self.events, (terms[3], uuid))
         entry, due = terms[1], terms[2]  # an unreadable entry is +inf: no age, ever
@@ -145,14 +152,21 @@ class Ranking:
             entry is not None and (self.made - entry) / urgency.DAY < urgency.AGE_MAX_DAYS
         )
         pair = self.lists.setdefault(domain_of(node[0]), ([], []))
-        insort(pair[1] if moving else pair[0], uuid, key=self._key)
+        return pair[1] if moving else pair[0]
 
     def arrange(self, now: float) -> None:
-        """Every list and event anew, at `now` (a stale ranking, or a clock that went back)."""
+        """Every list and event anew, at `now` (a stale ranking, or a clock that went back): each list
+        gathered, then sorted once, each task's key computed once (placing 50,000 tasks one by one
+        computed ~15 keys a task, 9 s at 50k). Keys are unique (they end with the uuid): the same order."""
         self.made, self.lists, self.events = now, {}, []
         self.behind = SAVE_AFTER
         for uuid in self.nodes:
-            self._place(uuid)
+            ranked = self._where(uuid)
+            if ranked is not None:
+                ranked.append(uuid)
+        for pair in self.lists.values():
+            for ranked in pair:
+                ranked.sort(key=self._key)
 
     def forget(self, uuids: set[str]) -> None:
         for pair in self.lists.values():
