@@ -1,5 +1,5 @@
 """`michi doctor`: every task file that cannot be read, duplicate ids and uuids, a counter behind the ids in
-use."""
+use, and open tasks that depend on each other (none of them can ever start)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,10 @@ class Report(Result):
         if not self.problems:
             return f"no problems in {self.tasks} task file(s)"
         lines = [f"{len(self.problems)} problem(s):"]
-        lines += [f"  {p.get('path') or p.get('id') or p.get('uuid')}: {p['problem']}" for p in self.problems]
+        lines += [
+            f"  {p.get('path') or p.get('id') or p.get('uuid') or 'dependencies'}: {p['problem']}"
+            for p in self.problems
+        ]
         return "\n".join(lines)
 
 
@@ -48,6 +51,7 @@ def run(session: Session, *, fetch: bool) -> Report:
                 problems.append(
                     {"uuid": uuid, "paths": paths, "problem": f"uuid {uuid} is used by {len(paths)} files"}
                 )
+    problems += _cycles(index)
     tree = read_snapshot(session.repo, session.config)
     try:
         counter = ids.last_id(tree)
@@ -62,3 +66,33 @@ def run(session: Session, *, fetch: bool) -> Report:
                 }
             )
     return Report(problems, len(index.entries), snap.notes)
+
+
+_CLOSED = ("completed", "deleted")
+
+
+def _cycles(index: Any) -> list[dict[str, Any]]:
+    """Open tasks that depend on each other: `next` would call them blocked for ever. `task modify`
+    refuses to make one; a hand edit or an import can."""
+    from michi.tasks.cycles import cycles
+
+    depends: dict[str, list[str]] = {}
+    ids: dict[str, Any] = {}
+    for record in (entry[1] for entry in index.entries.values()):
+        if record is not None and record.get("status") not in _CLOSED:
+            depends[record["uuid"]] = list(record.get("depends") or ())
+            ids[record["uuid"]] = record.get("michi_id")
+    found = []
+    for group in cycles(depends):
+        numbers = sorted(ids[u] for u in group if ids[u] is not None)
+        shown = ", ".join(str(n) for n in numbers) or ", ".join(group)
+        first = numbers[0] if numbers else group[0]
+        found.append(
+            {
+                "ids": numbers,
+                "uuids": group,
+                "problem": f"tasks {shown} depend on each other: none of them can ever start "
+                f"(`michi task modify {first} --remove-depends ...` breaks the cycle)",
+            }
+        )
+    return found

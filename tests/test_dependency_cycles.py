@@ -1,0 +1,74 @@
+"""Open tasks that depend on each other can never start: `task modify` refuses to close such a cycle, and
+`michi doctor` names one that a hand edit or an import brought in."""
+
+from __future__ import annotations
+
+import json
+import random
+
+from conftest import Remote, git
+
+from michi.tasks.cycles import cycles
+
+
+def _naive(depends: dict[str, list[str]]) -> list[list[str]]:
+    """The groups by plain reachability: u and v share a group when each reaches the other."""
+
+    def reach(start: str) -> set[str]:
+        seen: set[str] = set()
+        todo = list(depends[start])
+        while todo:
+            node = todo.pop()
+            if node in depends and node not in seen:
+                seen.add(node)
+                todo.extend(depends[node])
+        return seen
+
+    reached = {u: reach(u) for u in depends}
+    groups = {
+        tuple(sorted(v for v in depends if v in reached[u] and u in reached[v]))
+        for u in depends
+        if u in reached[u]
+    }
+    return sorted(list(g) for g in groups)
+
+
+def test_the_cycles_found_are_the_groups_that_reach_each_other() -> None:
+    for seed in range(300):
+        rng = random.Random(seed)
+        n = rng.randint(1, 12)
+        # Some dependencies name tasks that are not open (not in the mapping): they never count.
+        depends = {str(i): [str(rng.randrange(n + 2)) for _ in range(rng.randint(0, 3))] for i in range(n)}
+        assert cycles(depends) == _naive(depends), (seed, depends)
+
+
+def test_a_long_chain_closed_into_one_cycle_is_one_group() -> None:
+    chain = {str(i): [str(i + 1)] for i in range(50_000)} | {"50000": ["0"]}
+    (group,) = cycles(chain)
+    assert len(group) == 50_001
+
+
+def test_doctor_names_a_cycle_a_hand_edit_brought_in(cli, remote: Remote) -> None:
+    work = remote.clone("work")
+    assert cli(work, "init").exit_code == 0
+    for name in ("a", "b", "c"):
+        assert cli(work, "task", "add", name).exit_code == 0
+    assert cli(work, "task", "modify", "2", "--depends", "1").exit_code == 0
+    assert cli(work, "task", "modify", "1", "--depends", "2").exit_code == 2  # refused: dependency_cycle
+    assert cli(work, "--json", "doctor").json()["ok"] is True
+    records = {}
+    for path in (work / ".tasks").glob("*/*.json"):
+        record = json.loads(path.read_text())
+        records[record["michi_id"]] = (path, record)
+    path, record = records[1]
+    record["depends"] = [records[2][1]["uuid"]]  # by hand: 1 -> 2 -> 1
+    path.write_text(json.dumps(record, indent=2) + "\n")
+    git(work, "commit", "-qam", "hand edit")
+    git(work, "push", "-q", "origin", "main")
+    report = cli(work, "--json", "doctor").json()
+    assert report["ok"] is False
+    (problem,) = report["problems"]
+    assert problem["ids"] == [1, 2]
+    assert "depend on each other" in problem["problem"]
+    human = cli(work, "doctor")
+    assert "tasks 1, 2 depend on each other" in human.stdout + human.stderr
