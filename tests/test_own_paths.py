@@ -9,6 +9,7 @@ import re
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import Remote, git
@@ -141,21 +142,26 @@ def test_a_tasks_file_or_symlink_is_no_domain(cli, with_user_files: Path, remote
     _unchanged(remote, remote.head(), repo)
 
 
+def _import_into(cli, repo: Path, tmp_path: Path, domain: str) -> Any:
+    """`michi import` of one Taskwarrior task whose `michi_domain` is `domain`."""
+    source = tmp_path / "tw.json"
+    record = {
+        "uuid": "aaaaaaaa-1111-4111-8111-111111111111",
+        "description": "x",
+        "status": "pending",
+        "entry": "20250101T000000Z",
+        "michi_domain": domain,
+    }
+    source.write_text(json.dumps([record]))
+    return cli(repo, "import", str(source), "--json")
+
+
 def test_imported_domains_get_the_domain_checks(
     cli, with_user_files: Path, remote: Remote, tmp_path: Path
 ) -> None:
     repo, before = with_user_files, remote.head()
     for domain in ("README.md", "docs", "svc", "linked", "../elsewhere", "/etc", ".git", "libs/none"):
-        source = tmp_path / "tw.json"
-        record = {
-            "uuid": "aaaaaaaa-1111-4111-8111-111111111111",
-            "description": "x",
-            "status": "pending",
-            "entry": "20250101T000000Z",
-            "michi_domain": domain,
-        }
-        source.write_text(json.dumps([record]))
-        result = cli(repo, "import", str(source), "--json")
+        result = _import_into(cli, repo, tmp_path, domain)
         assert result.exit_code == 2, (domain, result.stdout)
         error = result.json()["error"]
         assert error["code"] == "bad_domain" and "aaaaaaaa-1111" in error["message"], domain
@@ -193,16 +199,7 @@ def test_a_domain_git_would_not_check_out_is_refused(
     (repo / name / ".tasks").mkdir()  # found as the nearest domain from inside it
     inside = cli(repo / name, "task", "add", "x", "--json")
     assert inside.exit_code == 2 and inside.json()["error"]["code"] == "bad_domain", inside.stdout
-    source = tmp_path / "tw.json"
-    record = {
-        "uuid": "aaaaaaaa-1111-4111-8111-111111111111",
-        "description": "x",
-        "status": "pending",
-        "entry": "20250101T000000Z",
-        "michi_domain": name,
-    }
-    source.write_text(json.dumps([record]))
-    imported = cli(repo, "import", str(source), "--json")
+    imported = _import_into(cli, repo, tmp_path, name)
     assert imported.exit_code == 2 and imported.json()["error"]["code"] == "bad_domain", imported.stdout
     assert remote.head() == before
     fresh = subprocess.run(
