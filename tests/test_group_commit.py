@@ -435,3 +435,27 @@ def test_a_waiter_outliving_the_claim_sweep_is_still_answered_once(
     assert code == 0 and out["result"]["name"] == "c" and out["pushed"], out
     assert sorted(names_on(remote.bare)) == ["a", "b", "c", "d"]  # c once
     once(remote.bare)
+
+
+def test_a_waiter_landed_by_a_dead_holder_is_answered_though_the_next_holder_dies_too(
+    remote: Remote, repo: Path, gated: Path
+) -> None:
+    """b lands c's and d's operations, then dies before answering; d, holding next, finds them landed and
+    builds f's, then dies before pushing. c must still get its own answer from the journal (exit 0), not
+    "landed, but nobody can say what it did": a landed operation stays journaled until it is answered."""
+    faults = {"b": {"MICHI_FAULT": "pushed"}, "d": {"MICHI_FAULT": "committed"}}
+    holder, (b, d, c) = queue_behind_holder(repo, gated, ["b", "d", "c"], faults)
+    (gated / "gate.1").touch()
+    assert finish(holder)[0] == 0
+    until(lambda: (gated / "reached.2").exists() and offers(repo) == 0, b, d, c)  # b pushes d and c
+    f = start(repo, "f")
+    until(lambda: offers(repo) == 1 and queued(repo) == 3, b, d, c, f)
+    (gated / "open").touch()
+    assert b.wait(timeout=120) == -signal.SIGKILL
+    assert d.wait(timeout=120) == -signal.SIGKILL
+    code, out = finish(c)
+    assert code == 0 and out["result"]["name"] == "c" and out["pushed"], out
+    code, out = finish(f)
+    assert code == 0 and out["result"]["name"] == "f", out
+    assert sorted(names_on(remote.bare)) == ["a", "b", "c", "d", "f"]
+    once(remote.bare)

@@ -426,7 +426,11 @@ class Transaction:
                 )
             assert tip is not None
             self.known = self.changed if start == old_remote else None
-            entries = [e.but(state=PUSHING, commit=tip) for e in built]
+            # Waiters a dead holder landed, not yet answered (`_answer` runs after our push): their
+            # entries stay, with the commit and result that landed, so a holder after us can still answer
+            # them should we die too (ADR 0017). Landed, they are never applied again.
+            unanswered = [e for e in leftover if e.handed and e.txn in self.landed_at]
+            entries = [e.but(state=PUSHING, commit=tip) for e in built] + unanswered
             journal.save(entries)
             faults.point("committed")
             lock.ensure_held()  # our token and fence are still the latest (ADR 0003): else push nothing
