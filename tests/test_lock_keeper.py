@@ -1,5 +1,5 @@
-"""The holder's keeper (michi.lock.keeper): started without waiting for its thread, stopped without
-joining it, and still silent once `stop` returned."""
+"""The holder's keeper (michi.lock.keeper): `stop` waits for a renewal under way, and the keeper is silent
+once `stop` returned."""
 
 from __future__ import annotations
 

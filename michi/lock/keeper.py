@@ -3,7 +3,6 @@ exception in the main thread so `finally` blocks run and the lock is released (A
 
 from __future__ import annotations
 
-import _thread
 import contextlib
 import signal
 import threading
@@ -16,13 +15,7 @@ from michi.lock.errors import LockLost, Terminated
 WAITER_CHECK = 0.25  # how often a holder looks for waiters to call its release-requested handler
 
 
-class Keeper:
-    """A thread of its own, started without waiting for it to run and stopped without joining it: most
-    holds (a served `task add`) end long before its first tick, and starting and joining a thread is two
-    round trips through the scheduler on the command's path. `stop` still promises what a join did: once
-    it returns, the keeper does nothing more (each tick's work runs under `_busy`, and checks `stopped`
-    first)."""
-
+class Keeper(threading.Thread):
     def __init__(
         self,
         *,
@@ -32,16 +25,12 @@ class Keeper:
         on_waiters: Callable[[], None] | None,
         on_lost: Callable[[], None] | None,
     ) -> None:
+        super().__init__(daemon=True, name="michi-lock-keeper")
         self.renew_every = ttl / 3 if ttl > 0 else None
         self._renew, self._has_waiters = renew, has_waiters
         self.on_waiters, self.on_lost = on_waiters, on_lost
         self.stopped = threading.Event()
         self.lost = False
-        self._busy = threading.Lock()
-        self._ident: int | None = None
-
-    def start(self) -> None:
-        self._ident = _thread.start_new_thread(self.run, ())
 
     def run(self) -> None:
         tick = min(WAITER_CHECK, self.renew_every or WAITER_CHECK)
@@ -49,29 +38,25 @@ class Keeper:
         # so a lease lost meanwhile is noticed (and `lock run`'s command stopped) without delay.
         renewed = time.monotonic()
         while not self.stopped.wait(tick):
-            with self._busy:
-                if self.stopped.is_set():
+            if self.renew_every is not None and time.monotonic() - renewed >= self.renew_every:
+                renewed = time.monotonic()
+                try:
+                    self._renew()
+                except LockLost:
+                    self.lost = True
+                    if self.on_lost is not None:
+                        self.on_lost()
                     return
-                if self.renew_every is not None and time.monotonic() - renewed >= self.renew_every:
-                    renewed = time.monotonic()
-                    try:
-                        self._renew()
-                    except LockLost:
-                        self.lost = True
-                        if self.on_lost is not None:
-                            self.on_lost()
-                        return
-                    except OSError:
-                        pass  # a transient file-system error: the next tick retries well within the lease
-                if self.on_waiters is not None and self._has_waiters():
-                    handler, self.on_waiters = self.on_waiters, None  # once per hold (seed 003)
-                    handler()
+                except OSError:
+                    pass  # a transient file-system error: the next tick retries well within the lease
+            if self.on_waiters is not None and self._has_waiters():
+                handler, self.on_waiters = self.on_waiters, None  # once per hold (seed 003)
+                handler()
 
     def stop(self) -> None:
         self.stopped.set()
-        if threading.get_ident() != self._ident:
-            with self._busy:  # a tick's work under way ends first; every later tick sees `stopped`
-                pass
+        if self.is_alive() and threading.current_thread() is not self:
+            self.join()
 
 
 def _raise_terminated(signum: int, frame: FrameType | None) -> None:
