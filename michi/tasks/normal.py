@@ -11,14 +11,13 @@ which decides and words the problem exactly as before.
 
 from __future__ import annotations
 
-import re
 import sys
 from collections.abc import Callable
 from typing import Any
 
 from michi.agent import agent_problem
 from michi.tasks import serialization
-from michi.tasks.model import MAX_ID, MAX_TASK_BYTES, PRIORITIES, STATES, STATUSES, usual_date
+from michi.tasks.model import MAX_ID, MAX_TASK_BYTES, PRIORITIES, STATES, STATUSES, plain_date
 
 _DECODER = serialization.strict_decoder()
 # The scanner `decode` runs after skipping whitespace (set by JSONDecoder, untyped in typeshed).
@@ -30,8 +29,6 @@ _ALWAYS = frozenset((*serialization.REQUIRED, "michi_state", "modified", "michi_
 _STATUSES, _STATES, _PRIORITIES = frozenset(STATUSES), frozenset(STATES), frozenset(PRIORITIES)
 _SCALARS = (str, int, float, bool, type(None))
 # The usual date form; the day itself is checked once per distinct day (`_day_ok`).
-_DATE = re.compile(r"[0-9]{8}T(?:[01][0-9]|2[0-3])[0-5][0-9](?:[0-5][0-9]|6[01])Z")
-_days: dict[str, bool] = {}
 # (the known keys, interned; those to check, each with its check; the extra keys)
 Shape = tuple[tuple[str, ...], tuple[tuple[str, Callable[[Any], bool]], ...], tuple[str, ...]]
 _shapes: dict[tuple[str, ...], Shape | None] = {}
@@ -124,17 +121,6 @@ def _text(value: Any) -> bool:
     return type(value) is str and value != ""
 
 
-def _date(value: Any) -> bool:
-    if type(value) is not str or _DATE.fullmatch(value) is None:
-        return False
-    ok = _days.get(value[:8])
-    if ok is None:
-        ok = usual_date(value[:9] + "000000Z") is not None  # the day's rules (month lengths, leap years)
-        if len(_days) < 65536:
-            _days[value[:8]] = ok
-    return ok
-
-
 def _priority(value: Any) -> bool:
     return type(value) is str and value in _PRIORITIES
 
@@ -178,13 +164,13 @@ _CHECKS: dict[str, Callable[[Any], bool]] = {
     "project": _text,
     "tags": _strings,
     "depends": _sorted_strings,
-    "entry": _date,
-    "modified": _date,
-    "start": _date,
-    "end": _date,
+    "entry": plain_date,
+    "modified": plain_date,
+    "start": plain_date,
+    "end": plain_date,
     "annotations": _notes,
     "michi_assignee": _agent,
-    "michi_claim_expires": _date,
+    "michi_claim_expires": plain_date,
 }
 
 
