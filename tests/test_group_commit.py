@@ -352,18 +352,21 @@ def test_a_waiter_with_its_own_git_identity_authors_its_commit(
     once(remote.bare)
 
 
-def _refuse_the_second_push(remote: Remote) -> dict[str, str]:
-    """The gated hook refuses push 2; the environment that makes its pusher give up at once."""
+def _b_holds_and_is_refused(
+    remote: Remote, repo: Path, gated: Path
+) -> tuple[subprocess.Popen[str], subprocess.Popen[str], subprocess.Popen[str]]:
+    """a holds; b, then c, wait. b holds next and carries c, and its push (the second) is refused by the
+    gated hook, with no retry: (a, b, c)."""
     hook = remote.bare / "hooks" / "pre-receive"
     hook.write_text(hook.read_text() + 'if [ "$n" = 2 ]; then exit 1; fi\n')
-    return {"MICHI_PUSH_RETRIES": "1"}
+    holder, (batch, waiter) = queue_behind_holder(repo, gated, ["b", "c"], {"b": {"MICHI_PUSH_RETRIES": "1"}})
+    return holder, batch, waiter
 
 
 def test_an_interrupted_waiter_told_its_change_lands_sees_it_land_though_its_holder_failed(
     remote: Remote, repo: Path, gated: Path
 ) -> None:
-    once_only = _refuse_the_second_push(remote)
-    holder, (batch, victim) = queue_behind_holder(repo, gated, ["b", "c"], {"b": once_only})
+    holder, batch, victim = _b_holds_and_is_refused(remote, repo, gated)
     (gated / "gate.1").touch()
     until(lambda: (gated / "reached.2").exists(), batch)  # b's push, carrying c, waits at the remote
     assert offers(repo) == 0  # taken
@@ -381,8 +384,7 @@ def test_an_interrupted_waiter_told_its_change_lands_sees_it_land_though_its_hol
 def test_a_waiter_whose_holder_failed_lands_its_operation_itself(
     remote: Remote, repo: Path, gated: Path
 ) -> None:
-    once_only = _refuse_the_second_push(remote)
-    holder, (batch, waiter) = queue_behind_holder(repo, gated, ["b", "c"], {"b": once_only})
+    holder, batch, waiter = _b_holds_and_is_refused(remote, repo, gated)
     (gated / "open").touch()
     assert finish(holder)[0] == 0 and finish(batch)[0] != 0
     code, out = finish(waiter)  # it adopts the entry its failed holder kept journaled
