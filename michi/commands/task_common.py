@@ -63,6 +63,15 @@ def read_from(session: Session, got: freshness.Read, mode: How) -> Snap:
 _READS_ALL = {"michi.tasks.pool:reap", "michi.tasks.create:import_tasks"}
 
 
+def _adds_depends(mutation: Mutation) -> bool:
+    """A change that adds dependencies checks them for a cycle over every task, inside the lock
+    (`mutations._refuse_cycle`, on the fresh tree): it reads every task too."""
+    params = mutation.params
+    return mutation.apply == "michi.tasks.mutations:update" and bool(
+        params.get("depends_add") or params.get("depends_refs")
+    )
+
+
 class TableRead(NamedTuple):
     """`read_table` with what chose the commit (`stamp`; None when only git could vouch for it) and the
     number of unreadable task files: `michi status` reads the same cache and needs both."""
@@ -147,7 +156,7 @@ def transact(
 
         snapshot = read_snapshot(session.repo, session.config)
         rank_cache.for_tree(snapshot, session.repo.state_dir, time.time())  # inside the lock: the diff only
-    elif mutation.apply in _READS_ALL:
+    elif mutation.apply in _READS_ALL or _adds_depends(mutation):
         snapshot = read_snapshot(session.repo, session.config)
         index = for_tree(snapshot, session.repo.state_dir, save=save_index)
         if mutation.apply == "michi.tasks.pool:reap":  # import builds a Task only for a file it changes
