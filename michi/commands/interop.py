@@ -5,7 +5,6 @@ michi changed after the data was exported is a conflict, left alone unless `--fo
 from __future__ import annotations
 
 import io
-import json
 import marshal
 import os
 import sys
@@ -147,7 +146,7 @@ def _readied(chunks: Iterator[list[dict[str, Any]]]) -> Generator[list[dict[str,
             found = next(chunks, None)
             if found is not None:
                 ready.prepare(found)
-                journal.known_json(found, json.dumps(found, separators=(",", ":")))  # its journal entry
+                journal.known_json(found)  # its journal entry
             box["chunk"] = found
         except BaseException as exc:  # raised again in the caller's thread
             box["error"] = exc

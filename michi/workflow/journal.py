@@ -128,11 +128,11 @@ _TEXT_OR_NONE = ("agent", "handed")
 _KNOWN: dict[int, tuple[Any, str]] = {}
 
 
-def known_json(value: Any, text: str) -> None:
-    """`text` is `_compact(value)`, made by whoever had the time (an import's thread encodes the next
-    chunk's 10,000 records while git lands this one, ADR 0015); a mutation whose param is this very object
-    (unchanged since) is journaled with it. `forget_json` when the mutation is done."""
-    _KNOWN[id(value)] = (value, text)
+def known_json(value: Any) -> None:
+    """Encode `value` now, by whoever has the time (an import's thread encodes the next chunk's 10,000
+    records while git lands this one, ADR 0015): a mutation whose param is this very object (unchanged
+    since) is journaled with that text. `forget_json` when the mutation is done."""
+    _KNOWN[id(value)] = (value, _compact(value))
 
 
 def forget_json(value: Any) -> None:
