@@ -28,7 +28,6 @@ _ORDER = {key: n for n, key in enumerate(serialization.KEY_ORDER)}
 _ALWAYS = frozenset((*serialization.REQUIRED, "michi_state", "modified", "michi_version"))
 _STATUSES, _STATES, _PRIORITIES = frozenset(STATUSES), frozenset(STATES), frozenset(PRIORITIES)
 _SCALARS = (str, int, float, bool, type(None))
-# The usual date form; the day itself is checked once per distinct day (`_day_ok`).
 # (the known keys, interned; those to check, each with its check; the extra keys)
 Shape = tuple[tuple[str, ...], tuple[tuple[str, Callable[[Any], bool]], ...], tuple[str, ...]]
 _shapes: dict[tuple[str, ...], Shape | None] = {}
