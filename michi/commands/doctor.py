@@ -68,18 +68,16 @@ def run(session: Session, *, fetch: bool) -> Report:
     return Report(problems, len(index.entries), snap.notes)
 
 
-_CLOSED = ("completed", "deleted")
-
-
 def _cycles(index: Any) -> list[dict[str, Any]]:
     """Open tasks that depend on each other: `next` would call them blocked for ever. `task modify`
     refuses to make one; a hand edit or an import can."""
     from michi.tasks.cycles import cycles
+    from michi.tasks.links import OPEN_STATUSES
 
     depends: dict[str, list[str]] = {}
     ids: dict[str, Any] = {}
     for record in (entry[1] for entry in index.entries.values()):
-        if record is not None and record.get("status") not in _CLOSED:
+        if record is not None and record.get("status") in OPEN_STATUSES:
             depends[record["uuid"]] = list(record.get("depends") or ())
             ids[record["uuid"]] = record.get("michi_id")
     found = []
