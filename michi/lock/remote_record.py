@@ -9,7 +9,6 @@ observer's own clock (`remote_seen`), never by comparing clocks of two machines.
 from __future__ import annotations
 
 import json
-import math
 import os
 import time
 from dataclasses import dataclass, replace
@@ -17,23 +16,13 @@ from typing import Self
 
 from michi.host import hostname
 from michi.lock.record import Stamped, iso, parse_iso
+from michi.strictjson import strict_json
 from michi.unique import token_hex
 
 REF = "refs/michi/lock"
 FENCE_ENV = "MICHI_LOCK_FENCE"
 REMOTE_TOKEN_ENV = "MICHI_REMOTE_LOCK_TOKEN"
 RECORD_VERSION = 1
-
-
-def _no_constant(name: str) -> float:
-    raise ValueError(f"{name} is not JSON")
-
-
-def _finite(text: str) -> float:
-    number = float(text)
-    if not math.isfinite(number):
-        raise ValueError(f"number {text} is out of range")
-    return number
 
 
 def _whole(value: object) -> int:
@@ -53,7 +42,7 @@ def decode(raw: bytes) -> object:
     thousands of digits or nesting deeper than the interpreter's stack is a corrupt record, never a
     crash nor a NaN passed on into --json output."""
     try:
-        return json.loads(raw, parse_constant=_no_constant, parse_float=_finite)
+        return strict_json(raw.decode("utf-8"))
     except (ValueError, RecursionError):  # JSONDecodeError, UnicodeDecodeError, NaN, huge integers
         raise CorruptRemoteRecord(f"record is not valid JSON ({len(raw)} bytes)") from None
 

@@ -13,6 +13,8 @@ from types import SimpleNamespace
 from typing import Any
 
 from michi.agent import agent_problem
+from michi.strictjson import strict_decoder as strict_decoder
+from michi.strictjson import strict_json as strict_json
 from michi.tasks.errors import CorruptTask
 from michi.tasks.model import (
     MAX_DEPTH,
@@ -236,32 +238,6 @@ def record_of(record: Any, where: str) -> dict[str, Any]:
     and keeps only their records (ADR 0015). The fields go to `to_record` as a namespace (C-built, a
     third of a Task's cost), so the file's shape is written down once."""
     return to_record(SimpleNamespace(**_fields(record, where)))  # type: ignore[arg-type]  # Task's fields
-
-
-def _finite(text: str) -> float:
-    number = float(text)
-    if number != number or number in (float("inf"), float("-inf")):
-        raise ValueError(f"number {text} is out of range")
-    return number
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a number JSON allows")
-
-
-# One decoder for every file: `json.loads` with hooks would build a new one (and its scanner) per call.
-_DECODER = json.JSONDecoder(parse_float=_finite, parse_constant=_no_constant)
-
-
-def strict_decoder() -> json.JSONDecoder:
-    """The decoder `strict_json` uses, for reading values one at a time (`raw_decode`)."""
-    return _DECODER
-
-
-def strict_json(text: str) -> Any:
-    """`json.loads` without NaN or Infinity (not JSON, and never equal to itself). Raises ValueError, or
-    RecursionError for nesting deeper than the interpreter's stack."""
-    return _DECODER.decode(text)
 
 
 def decoded(data: bytes, path: str) -> Any:
