@@ -36,6 +36,8 @@ def room_for(tree: TaskTree, path: str, seen: set[str] | None = None) -> str:
     there, which michi must not replace (ADR 0006). Refusing here, in the apply function, also lets a
     pending offline entry be dropped with a note rather than block every later transaction. `seen` holds
     folders already checked on this tree (an import asks for 10,000 files in a few folders)."""
+    if seen is not None and path.rpartition("/")[0] in seen:  # its folder, so every one on its way
+        return path
     parts = path.split("/")[:-1]
     for end in range(1, len(parts) + 1):
         where = "/".join(parts[:end])
@@ -131,7 +133,7 @@ def import_tasks(tree: TaskTree, params: Mapping[str, Any], ctx: ApplyContext) -
                 continue
             final = {**made.record, "michi_id": ident}
             allocator.take()
-            files.append((_room(tree, task_path(domain, uuid, new_layout), folders), final, data))
+            files.append((room_for(tree, task_path(domain, uuid, new_layout), folders), final, data))
             report["added"].append(ident)
             continue
         record = dict(record)
@@ -176,7 +178,7 @@ def import_tasks(tree: TaskTree, params: Mapping[str, Any], ctx: ApplyContext) -
             continue
         if path is None:
             allocator.take()  # the id the task was given above
-            files.append((_room(tree, task_path(domain, uuid, new_layout), folders), final, data))
+            files.append((room_for(tree, task_path(domain, uuid, new_layout), folders), final, data))
             report["added"].append(final["michi_id"])
         else:
             files.append((path, final, data))
@@ -185,11 +187,6 @@ def import_tasks(tree: TaskTree, params: Mapping[str, Any], ctx: ApplyContext) -
         return Change("import (nothing changed)", result={"report": report, "tasks": []})
     change = written_files(f"import {len(files)} tasks", files, allocator.write())
     return replace(change, result={"report": report, "tasks": change.result})
-
-
-def _room(tree: TaskTree, path: str, seen: set[str]) -> str:
-    """`room_for` once per folder: a path whose folder is in `seen` had every folder on its way checked."""
-    return path if path.rpartition("/")[0] in seen else room_for(tree, path, seen)
 
 
 def _conflict(old: Task, imported_version: Any) -> dict[str, Any]:
