@@ -21,6 +21,8 @@ _HFS_IGNORED = dict.fromkeys(
 def git_refuses(name: str) -> bool:
     """Whether git refuses to check out a path with this component (one folder or file name)."""
     lowered = name.lower()
+    if "git" not in lowered and lowered.isascii():
+        return False  # every refused spelling holds "git"; the characters HFS+ ignores are not ASCII
     if lowered.translate(_HFS_IGNORED) == ".git":
         return True
     return any(_NTFS_DOTGIT.match(part) for part in lowered.split("\\"))

@@ -58,6 +58,9 @@ _MICHIS = re.compile(
 )
 
 _FANOUT_DIR = re.compile(r"\.tasks/[0-9a-f]{2}")
+# The common shape, which passes every check below: folder names that cannot be ".", "..", ".tasks" or a
+# name git refuses (they start with a letter, digit or "_" and hold no "~" or "\\"), then a fan-out file.
+_PLAIN_TASK = re.compile(r"(?:[A-Za-z0-9_][A-Za-z0-9_.-]*/)*\.tasks/([0-9a-f]{2})/\1[0-9a-f-]*\.json")
 
 
 # Changed paths above which the push sends a whole pack rather than a thin one (see `git.push`).
@@ -79,6 +82,8 @@ def _backoff(attempt: int) -> float:
 
 
 def _safe_path(path: str) -> str:
+    if _PLAIN_TASK.fullmatch(path):
+        return path
     parts = path.split("/")
     if (
         path.startswith("/")
