@@ -7,8 +7,9 @@ result must be plain builtins. Anything wrong with the child (it fails, dies, or
 unmarshal) only costs time: this process then does the rest itself, so the answer, and any error it
 raises, is as without a child.
 
-Not forked: small inputs (a fork costs more than it saves), one core, no `fork`, or other threads running
-(a lock another thread held at the fork would stay held in the child, e.g. in the preloaded server).
+Not forked: small inputs (a fork costs more than it saves), one core, no core to spare (`_spare`), no
+`fork`, or other threads running (a lock another thread held at the fork would stay held in the child,
+e.g. in the preloaded server).
 """
 
 from __future__ import annotations
@@ -34,17 +35,24 @@ def _cores() -> int:
         return os.cpu_count() or 1
 
 
+def _spare(cores: int) -> bool:
+    """Is a core free? The child and the marshalling cost ~20% more CPU in all: on a machine already
+    busy (load average of a core or more per core), that is only slower."""
+    try:
+        return os.getloadavg()[0] < cores - 0.5
+    except (AttributeError, OSError):
+        return True
+
+
 def usable(count: int, share: float = 0.5) -> bool:
     """Is a child worth forking for `count` items, and safe? MICHI_ONE_CORE set: never."""
     threading = sys.modules.get("threading")  # not imported: no other thread (and `list` stays lean)
-    return (
-        count >= FROM
-        and share < 1.0
-        and hasattr(os, "fork")
-        and (threading is None or threading.active_count() == 1)
-        and os.environ.get("MICHI_ONE_CORE") is None
-        and _cores() > 1
-    )
+    if count < FROM or share >= 1.0 or not hasattr(os, "fork") or os.environ.get("MICHI_ONE_CORE"):
+        return False
+    if threading is not None and threading.active_count() != 1:
+        return False
+    cores = _cores()
+    return cores > 1 and _spare(cores)
 
 
 def halves(
