@@ -17,7 +17,6 @@ from michi.tasks import index, table, twocore
 def split(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(twocore, "FROM", 1)
     monkeypatch.setattr(twocore, "_cores", lambda: 2)
-    monkeypatch.setattr(twocore, "_spare", lambda cores: True)
     monkeypatch.delenv("MICHI_ONE_CORE", raising=False)
 
 
@@ -90,7 +89,6 @@ def test_a_cold_index_and_table_are_the_same_from_two_processes(
     monkeypatch.delenv("MICHI_ONE_CORE")
     monkeypatch.setattr(twocore, "FROM", 1)
     monkeypatch.setattr(twocore, "_cores", lambda: 2)
-    monkeypatch.setattr(twocore, "_spare", lambda cores: True)
     forked: list[bool] = []
     usable = twocore.usable
     monkeypatch.setattr(twocore, "usable", lambda *a: forked.append(usable(*a)) or forked[-1])
@@ -102,13 +100,3 @@ def test_a_cold_index_and_table_are_the_same_from_two_processes(
     assert saved == [True]
     assert forked == [True, True]  # the records, then the rows, half from a child
     assert any(one_table[table.COL["flags"]])  # a blocked and a blocking task were in it
-
-
-def test_no_child_on_a_busy_machine(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(twocore, "_cores", lambda: 2)
-    monkeypatch.delenv("MICHI_ONE_CORE", raising=False)
-    monkeypatch.setattr(os, "getloadavg", lambda: (0.3, 0.0, 0.0))
-    assert twocore.usable(10**6)
-    monkeypatch.setattr(os, "getloadavg", lambda: (2.0, 0.0, 0.0))
-    assert not twocore.usable(10**6)
-    assert not twocore.usable(10)
