@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import subprocess
 import sys
 import threading
@@ -470,10 +471,10 @@ _CHANGES: list[tuple[str, object]] = [
 ]
 
 
-def _changed_files() -> list[bytes]:
+def _changed_files(full: dict[str, object] = _FULL) -> list[bytes]:
     out: list[bytes] = []
     for key, value in [("", None), *_CHANGES]:
-        record = dict(_FULL)
+        record = dict(full)
         if value is _DROP:
             del record[key]
         elif key:
@@ -481,16 +482,20 @@ def _changed_files() -> list[bytes]:
         if key in ("uda", "zzz"):
             record = dict(sorted(record.items(), key=lambda kv: kv[0] != "uda"))  # extra key first
         if key == "zzz":
-            record["udb"] = record.pop("udb")  # extra keys out of order, after the known ones
+            record["udb"] = record.pop("udb", 1)  # extra keys out of order, after the known ones
         out += [_pretty(record), json.dumps(record).encode(), _pretty(dict(reversed(record.items())))]
     return out
+
+
+# What most files hold: no annotations, no extra keys (the layout `normal` reads by one match).
+_PLAIN = {k: v for k, v in _FULL.items() if k in serialization.KNOWN and k != "annotations"}
 
 
 def test_a_file_in_normal_form_is_read_as_the_full_checks_read_it() -> None:
     uuid = "00000000-0000-4000-8000-000000000001"
     paths = [f".tasks/00/{uuid}.json", f"d/.tasks/{uuid}.json", f"{uuid}.json", f".tasks/00/x{uuid}.json"]
     fast = 0
-    for data in _changed_files() + _file_bytes(random.Random(11)):
+    for data in _changed_files() + _changed_files(_PLAIN) + _file_bytes(random.Random(11)):
         taken = normal.fast(data)
         if taken is not None:
             fast += 1
@@ -503,6 +508,39 @@ def test_a_file_in_normal_form_is_read_as_the_full_checks_read_it() -> None:
                 serialization.loads_record, data, path
             )
     assert fast > 300  # the fast path was taken, not only the full one
+
+
+def test_a_file_in_michi_s_layout_is_read_by_one_match_as_the_decoder_reads_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    files = _changed_files(_PLAIN) + _file_bytes(random.Random(12))
+    optional = (
+        "priority",
+        "project",
+        "tags",
+        "depends",
+        "start",
+        "end",
+        "michi_assignee",
+        "michi_claim_expires",
+    )
+    for n in range(1 << len(optional)):  # each optional key there or not
+        files.append(
+            _pretty({k: v for k, v in _PLAIN.items() if k not in optional[:8] or n >> optional.index(k) & 1})
+        )
+    files += [f.replace(b"\n", b"\r\n") for f in files[:50]] + [f + b"\n\n" for f in files[:50]]
+    laid = [normal._LAYOUT.fullmatch(f.decode("utf-8", "replace")) is not None for f in files]
+    by_match = [normal.fast(f) for f in files]
+    monkeypatch.setattr(normal, "_LAYOUT", re.compile("(?!)"))  # the decoder's way for every file
+    decoded = [normal.fast(f) for f in files]
+    for data, one, other in zip(files, by_match, decoded, strict=True):
+        assert one == other, data
+        if one is not None and other is not None:
+            assert list(one) == list(other)  # keys in the same order
+            assert [type(v) for v in one.values()] == [type(v) for v in other.values()]
+            assert all(key is sys.intern(key) for key in one if key in serialization.KNOWN)
+    assert sum(laid) > 300  # the one-match way was taken
+    assert sum(1 for hit, got in zip(laid, by_match, strict=True) if hit and got is None) > 10  # and refused
 
 
 def test_a_task_s_json_text_is_its_view_encoded() -> None:

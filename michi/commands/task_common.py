@@ -15,7 +15,16 @@ from michi.errors import UsageError
 from michi.plain import Plain
 from michi.results import Result
 from michi.session import Session
-from michi.tasks.index import CACHE_NAME, Index, for_tree, light, load_checked, save_checked
+from michi.tasks.index import (
+    CACHE_NAME,
+    Index,
+    built,
+    for_tree,
+    light,
+    load_checked,
+    save_cache,
+    save_checked,
+)
 from michi.tasks.query import VIEW_KEYS, compact, view_record
 from michi.tasks.table import COLUMNS, Table, table_of
 
@@ -112,8 +121,9 @@ def read_table_stamped(session: Session, mode: How = How.AUTO) -> TableRead:
         pass
     got = freshness.read_snapshot(session, mode)
     snap = got.snapshot
-    index = for_tree(snap, paths.state_dir)
-    table = table_of(index, old)
+    index, stale = built(snap, paths.state_dir)
+    # The index cache is written while a child process makes part of the table (ADR 0015).
+    table = table_of(index, old, (lambda: save_cache(paths.state_dir, index)) if stale else None)
     problems = len(index.problems)
     if snap.stamp is not None:
         # Marshal version 2: the table shares its paths, oids and values with the index, and tracking

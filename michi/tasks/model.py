@@ -52,7 +52,7 @@ def is_tw_date(text: object) -> bool:
 
 
 _DAYS = (0, 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
-# The usual form with the clock in range (as `usual_date` checks it); the day is checked by `_plain_day`.
+# The usual form with the clock in range (as `usual_date` checks it); the day is checked by `plain_day`.
 _PLAIN_TIME = re.compile(r"[0-9]{8}T(?:[01][0-9]|2[0-3])[0-5][0-9](?:[0-5][0-9]|6[01])Z")
 _DAYS_SEEN: dict[str, bool] = {}  # YYYYMMDD -> a real day; bounded below
 
@@ -61,10 +61,10 @@ def plain_date(value: object) -> bool:
     """Is `value` a date `usual_date` accepts, checked by one match and a remembered day (an import checks
     100,000, a cold list reads 100,000 from 50,000 task files)? False says nothing: other spellings may be
     dates that `parse_tw_date` reads."""
-    return type(value) is str and _PLAIN_TIME.fullmatch(value) is not None and _plain_day(value[:8])
+    return type(value) is str and _PLAIN_TIME.fullmatch(value) is not None and plain_day(value[:8])
 
 
-def _plain_day(digits: str) -> bool:
+def plain_day(digits: str) -> bool:
     """Is YYYYMMDD (ASCII digits) a day `usual_date` accepts? Remembered: an export's dates share days."""
     known = _DAYS_SEEN.get(digits)
     if known is None:

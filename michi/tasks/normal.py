@@ -6,18 +6,20 @@
 then extra keys sorted with plain values; no empty value; every value of the type and range the checks
 accept; dates in the usual `YYYYMMDDTHHMMSSZ` form. Such a record is what the full path returns (tested
 on tricky records). Anything else, a file that fails or one merely spelt differently, takes the full path,
-which decides and words the problem exactly as before.
+which decides and words the problem exactly as before. Most files are read without the decoder at all:
+one match of the layout michi writes them in (`_LAYOUT`) gives their values (tested equal).
 """
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Callable
 from typing import Any
 
 from michi.agent import agent_problem
 from michi.tasks import serialization
-from michi.tasks.model import MAX_ID, MAX_TASK_BYTES, PRIORITIES, STATES, STATUSES, plain_date
+from michi.tasks.model import MAX_ID, MAX_TASK_BYTES, PRIORITIES, STATES, STATUSES, plain_date, plain_day
 
 _DECODER = serialization.strict_decoder()
 # The scanner `decode` runs after skipping whitespace (set by JSONDecoder, untyped in typeshed).
@@ -52,6 +54,11 @@ def fast(data: bytes) -> dict[str, Any] | None:
         text = data.decode("utf-8")
         if text[:1] != "{":
             return None
+        laid = _LAYOUT.fullmatch(text)
+        if laid is not None:
+            record = _laid_out(laid.groups())
+            if record is not None:
+                return record
         value, end = _SCAN(text, 0)
     except (ValueError, StopIteration, RecursionError):
         return None
@@ -187,3 +194,73 @@ def _shape(keys: tuple[str, ...]) -> Shape | None:
         return None
     checks = tuple((k, _CHECKS[k]) for k in known if k in _CHECKS)
     return tuple(sys.intern(k) for k in known), checks, tuple(extra)
+
+
+# The layout michi writes (`serialization.dumps_record`: two-space indent, one key a line, `KEY_ORDER`),
+# for the records most files hold: no annotations, no extra keys, no escapes in strings (so each string is
+# the text between its quotes, and JSON allows no raw control characters in it). A file that matches is
+# read by one match instead of the decoder and `normal`'s checks, at a third of their cost (ADR 0015);
+# `_laid_out` makes the checks the pattern cannot, and builds the record `fast` would. Any other file, a
+# normal one spelt otherwise included, takes the decoder's way.
+def _one_of(values: tuple[str, ...]) -> str:
+    return "(" + "|".join(map(re.escape, values)) + ")"
+
+
+_STR, _TEXT = r'"([^"\\\x00-\x1f]*)"', r'"([^"\\\x00-\x1f]+)"'
+_DATE = r'"([0-9]{8}T(?:[01][0-9]|2[0-3])[0-5][0-9](?:[0-5][0-9]|6[01])Z)"'  # `plain_date`, less the day
+_LIST = r'\[\n((?:    "[^"\\\x00-\x1f]*",\n)*    "[^"\\\x00-\x1f]*")\n  \]'
+_INT = "([1-9][0-9]{0,17})"
+_LAYOUT = re.compile(
+    r"\{\n"
+    rf'  "uuid": {_TEXT},\n  "michi_id": {_INT},\n  "description": {_TEXT},\n'
+    rf'  "status": "{_one_of(STATUSES)}",\n  "michi_state": "{_one_of(STATES)}",\n'
+    rf'(?:  "priority": "{_one_of(PRIORITIES)}",\n)?(?:  "project": {_TEXT},\n)?'
+    rf'(?:  "tags": {_LIST},\n)?(?:  "depends": {_LIST},\n)?'
+    rf'  "entry": {_DATE},\n  "modified": {_DATE},\n(?:  "start": {_DATE},\n)?(?:  "end": {_DATE},\n)?'
+    rf'(?:  "michi_assignee": {_STR},\n)?(?:  "michi_claim_expires": {_DATE},\n)?'
+    rf'  "michi_version": {_INT}\n'
+    r"\}[ \t\n\r]*"
+)
+_ITEMS = '",\n    "'  # between two items of a `_LIST`
+
+
+def _laid_out(groups: tuple[Any, ...]) -> dict[str, Any] | None:
+    """The record of a file `_LAYOUT` matched (its groups), when it is in normal form; else None."""
+    (uuid, ident, text, status, state, priority, project, tags, depends, entry, modified, *rest) = groups
+    ident, version, day = int(ident), int(rest[4]), plain_day
+    if ident > MAX_ID or version > MAX_ID or not (day(entry[:8]) and day(modified[:8])):
+        return None
+    record = {"uuid": uuid, "michi_id": ident, "description": text, "status": status, "michi_state": state}
+    if priority is not None:
+        record["priority"] = priority
+    if project is not None:
+        record["project"] = project
+    if tags is not None:
+        record["tags"] = tags[5:-1].split(_ITEMS)
+    if depends is not None:
+        listed = depends[5:-1].split(_ITEMS)
+        if listed != sorted(listed):
+            return None
+        record["depends"] = listed
+    record["entry"] = entry
+    record["modified"] = modified
+    start, end, assignee, expires = rest[:4]
+    if start is not None or end is not None or assignee is not None or expires is not None:
+        if start is not None:
+            if not day(start[:8]):
+                return None
+            record["start"] = start
+        if end is not None:
+            if not day(end[:8]):
+                return None
+            record["end"] = end
+        if assignee is not None:
+            if not _agent(assignee):
+                return None
+            record["michi_assignee"] = assignee
+        if expires is not None:
+            if not day(expires[:8]):
+                return None
+            record["michi_claim_expires"] = expires
+    record["michi_version"] = version
+    return record

@@ -7,9 +7,10 @@ that text, what `--sort` orders by, and the clock-free part of the task's urgenc
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from michi.tasks import urgency, viewtext
+from michi.tasks import twocore, urgency, viewtext
 from michi.tasks.bulk import no_gc
 from michi.tasks.domains import domain_of
 from michi.tasks.index import Index
@@ -85,6 +86,9 @@ def _row(
 
 
 _JSON, _FLAGS, _FIXED, _SCHEDULED = COL["json"], COL["flags"], COL["fixed"], COL["scheduled"]
+# The share of a cold table's rows this process makes while a child makes the rest: less than half, as
+# it also writes the index cache meanwhile (about a quarter of the rows' time at 50,000 tasks).
+_SHARE = 0.4
 
 
 def _columns(rows: list[tuple[Any, ...]]) -> Table:
@@ -94,21 +98,36 @@ def _columns(rows: list[tuple[Any, ...]]) -> Table:
     return tuple(list(column) for column in zip(*rows, strict=True))  # transposed in C
 
 
-def table_of(index: Index, old: Table | None) -> Table:
-    """Every task of `index` in the table, reusing what it can of `old` (the table it replaces)."""
+def table_of(index: Index, old: Table | None, meanwhile: Callable[[], object] | None = None) -> Table:
+    """Every task of `index` in the table, reusing what it can of `old` (the table it replaces).
+    `meanwhile` runs once, while a child process makes part of a cold table (`twocore.halves`)."""
     reuse = {} if old is None else {path: i for i, path in enumerate(old[COL["path"]])}
     links = Links(index)
-    rows: list[tuple[Any, ...]] = []
-    with no_gc():
-        for path, (oid, rec, _problem) in index.entries.items():
+    entries = index.entries
+
+    def rows_of(paths: Sequence[str]) -> list[tuple[Any, ...] | None]:
+        rows: list[tuple[Any, ...] | None] = []
+        for path in paths:
+            oid, rec, _problem = entries[path]
             if rec is None:
+                rows.append(None)
                 continue
             i = reuse.get(path)
             prev = None
             if old is not None and i is not None and old[COL["oid"]][i] == oid:
                 prev = tuple(column[i] for column in old)
             rows.append(_row(path, oid, rec, index, links, prev))
-        return _columns(rows)
+        return rows
+
+    with no_gc():
+        # A cold read's 50,000 rows: half made in a child process meanwhile (ADR 0015).
+        if reuse:
+            if meanwhile is not None:
+                meanwhile()
+            made = rows_of(list(entries))
+        else:
+            made = twocore.halves(list(entries), rows_of, meanwhile=meanwhile, share=_SHARE)
+        return _columns([row for row in made if row is not None])
 
 
 def table_for(index: Index, found: list[tuple[str, dict[str, Any]]]) -> Table:

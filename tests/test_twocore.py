@@ -1,0 +1,102 @@
+"""A cold read split over two processes (ADR 0015): the same answer as one process, whatever the child
+does. Forcing the split on small inputs (`FROM`) lets a few tasks take the path 50,000 take."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+from test_task_units import FakeTree, act, add
+
+from michi.tasks import index, table, twocore
+
+
+@pytest.fixture
+def split(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(twocore, "FROM", 1)
+    monkeypatch.setattr(twocore, "_cores", lambda: 2)
+    monkeypatch.delenv("MICHI_ONE_CORE", raising=False)
+
+
+def test_the_second_half_is_made_in_a_child(split: None) -> None:
+    here = os.getpid()
+    got = twocore.halves(list(range(10)), lambda xs: [(x * x, os.getpid()) for x in xs])
+    assert [v for v, _ in got] == [x * x for x in range(10)]
+    assert {p for _, p in got[:5]} == {here}
+    assert here not in {p for _, p in got[5:]}
+
+
+def test_a_child_that_fails_costs_only_time(split: None) -> None:
+    here = os.getpid()
+
+    def work(xs: Sequence[int]) -> list[int]:
+        if os.getpid() != here:
+            raise RuntimeError("the child fails")
+        return [x + 1 for x in xs]
+
+    assert twocore.halves(list(range(9)), work) == list(range(1, 10))
+
+    def garbage(xs: Sequence[int]) -> list[object]:
+        return [x for x in xs] if os.getpid() == here else [object()]  # does not marshal
+
+    assert twocore.halves(list(range(9)), garbage) == list(range(9))
+
+
+def test_an_error_here_is_raised_and_the_child_reaped(split: None) -> None:
+    here = os.getpid()
+
+    def work(xs: Sequence[int]) -> list[int]:
+        if os.getpid() == here:
+            raise ValueError("this side fails")
+        return list(xs)
+
+    with pytest.raises(ValueError, match="this side fails"):
+        twocore.halves(list(range(8)), work)
+    with pytest.raises(ChildProcessError):
+        os.waitpid(-1, os.WNOHANG)  # no child left behind, not even a zombie
+
+
+def test_meanwhile_runs_once_here(split: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[int] = []
+    twocore.halves(list(range(8)), list, meanwhile=lambda: seen.append(os.getpid()), share=0.25)
+    assert seen == [os.getpid()]
+    monkeypatch.setenv("MICHI_ONE_CORE", "1")
+    assert not twocore.usable(10**6)
+    twocore.halves(list(range(8)), list, meanwhile=lambda: seen.append(os.getpid()))
+    assert seen == [os.getpid()] * 2
+
+
+def _tree(tmp_path: Path) -> FakeTree:
+    tree = FakeTree()
+    for n in range(1, 12):
+        add(tree, tmp_path, f"task {n}", n, **({"tags": ["next"]} if n % 3 == 0 else {}))
+    act(tree, tmp_path, "modify", "2", depends_refs=["1", "5"])
+    act(tree, tmp_path, "done", "5")
+    tree.files["x/.tasks/00000000-0000-4000-8000-000000000099.json"] = b"{broken"
+    tree.files["y/.tasks/00000000-0000-4000-8000-000000000098.json"] = b'{"uuid": "wrong"}'
+    return tree
+
+
+def test_a_cold_index_and_table_are_the_same_from_two_processes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tree = _tree(tmp_path)
+    monkeypatch.setenv("MICHI_ONE_CORE", "1")
+    one = index.Index.build(tree)
+    one_table = table.table_of(one, None)
+    monkeypatch.delenv("MICHI_ONE_CORE")
+    monkeypatch.setattr(twocore, "FROM", 1)
+    monkeypatch.setattr(twocore, "_cores", lambda: 2)
+    forked: list[bool] = []
+    usable = twocore.usable
+    monkeypatch.setattr(twocore, "usable", lambda *a: forked.append(usable(*a)) or forked[-1])
+    two = index.Index.build(tree)
+    assert list(two.entries.items()) == list(one.entries.items())  # the same records, problems and order
+    assert len(one.problems) == 2
+    saved: list[bool] = []
+    assert table.table_of(two, None, lambda: saved.append(True)) == one_table
+    assert saved == [True]
+    assert forked == [True, True]  # the records, then the rows, half from a child
+    assert any(one_table[table.COL["flags"]])  # a blocked and a blocking task were in it
