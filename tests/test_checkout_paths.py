@@ -11,7 +11,7 @@ from conftest import git
 
 from michi import errors as mgit_errors
 from michi import git as mgit
-from michi.git import checkout
+from michi.git import checkout, prepared
 from michi.git.checkout import move_paths
 
 
@@ -463,3 +463,18 @@ def test_an_update_ref_started_ahead_moves_the_branch_only_when_fed(work: Path) 
     assert waiting.proc.returncode == 0  # the one started ahead did it
     assert git(work, "rev-parse", "main").strip() == new
     assert repo.ahead == {}
+
+
+def test_a_git_refusing_the_options_of_a_process_started_ahead_moves_as_before(work: Path) -> None:
+    """A git older than `--pathspec-from-file` stops with a usage error (129) before doing anything: the
+    move runs its own `restore`, as without the process started ahead."""
+    old, new = _next(work)
+    repo, known = mgit.open_repo(work), _known(work, old, new)
+    specs = sorted(p for p, (o, n) in known.items() if o != n)
+    refusing = ["restore", "--no-such-option", "--pathspec-from-file=-"]
+    prepared.prepare(repo, ("restore", new, *specs), refusing)
+    (waiting,) = repo.ahead.values()
+    assert move_paths(repo, old, new, known) == (True, None)
+    assert waiting.proc.returncode == prepared.USAGE
+    assert (work / ".tasks" / "b.json").read_text() == "b 2\n"
+    assert not (work / ".tasks" / "c.json").exists()

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 # One write of at most this many bytes to a pipe is atomic (POSIX PIPE_BUF): a michi killed while
 # feeding leaves the process with all of its input or none, never a part of a move.
 ATOMIC = select.PIPE_BUF
+USAGE = 129  # git's exit status when it does not know an option: it stopped before doing anything
 
 
 class Prepared:
@@ -34,8 +35,8 @@ class Prepared:
 
     def feed(self, data: bytes) -> tuple[int, bytes, bytes] | None:
         """git's (status, stdout, stderr) with `data` as its whole input; None when this process cannot
-        take it (it ended, e.g. a git without the option, or `data` is too long for one atomic write):
-        nothing was done, run the command afresh."""
+        take it (it ended, or `data` is too long for one atomic write) or refused its options (a git
+        older than them): nothing was done, run the command afresh."""
         stdin = self.proc.stdin
         assert stdin is not None
         if len(data) > ATOMIC or self.proc.poll() is not None:
@@ -51,6 +52,8 @@ class Prepared:
             self.drop()
             return None
         out, err = self.proc.communicate()  # closes its input: git does the work now
+        if self.proc.returncode == USAGE:  # it refused its options (a git without them): nothing done
+            return None
         return self.proc.returncode, out, err
 
     def drop(self) -> None:
