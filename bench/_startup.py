@@ -56,6 +56,27 @@ def interpreter_note() -> str:
 
 PYTHON = bench_python()
 MICHI = [PYTHON, "-m", "michi"]
+# The console script pip (and so pipx) writes for `michi = "michi.serve.client:main"` (distlib's template):
+# it imports `re` before michi runs, which `python -m michi` does not (ADR 0016).
+PIP_SCRIPT = """# -*- coding: utf-8 -*-
+import re
+import sys
+from michi.serve.client import main
+if __name__ == '__main__':
+    sys.argv[0] = re.sub(r'(-script\\.pyw|\\.exe)?$', '', sys.argv[0])
+    sys.exit(main())
+"""
+
+
+def pip_script(root: Path) -> list[str]:
+    """michi run as pip installs it: its console script, for the bench's interpreter."""
+    script = root / "bin" / "michi"
+    script.parent.mkdir(exist_ok=True)
+    script.write_text(f"#!{PYTHON}\n{PIP_SCRIPT}")
+    script.chmod(0o755)
+    return [str(script)]
+
+
 # The raw sequence an agent would script without michi. With `flock` the caller holds the lock, so the
 # mkdir/rmdir pair is left out there (RAW_BODY).
 RAW_BODY = """set -e

@@ -5,7 +5,8 @@ commands that do no git work, and the raw git sequence (`mkdir; pull --rebase; w
 rmdir` on its own local bare remote) for the changing ones. Goals (ADR 0010): `--version` within 2x of
 `python -c pass`, `--help` within 4x, `task list --json` at 100 tasks within 2.5x; `task add`, `start`,
 `done`, `claim` and `next --claim` within 1.5x of the raw sequence; the rows marked "(served)" run them with
-`michi server` running (ADR 0016). Then the import-time breakdown by
+`michi server` running (ADR 0016). Every row runs `python -m michi`, but one runs the console script pip
+writes (it imports `re` first). Then the import-time breakdown by
 top-level package, so a regression shows its cause. `MICHI_BENCH_N` sets the rounds (default 15).
 
 The interpreter is a bare venv without this machine's site-packages `.pth` hooks, as a user's install
@@ -30,6 +31,7 @@ from _startup import (
     import_breakdown,
     interpreter_note,
     michi_clone,
+    pip_script,
     prepared_env,
 )
 from _util import isolated_git_env, sh, tempdir
@@ -93,11 +95,13 @@ def main() -> None:
         ],
     }
     pick = ["--json", "--agent", "b", "task", "next", "--claim", "--domain=pick"]
+    script = pip_script(root)
     cmds |= {
         "--help" + SERVED: lambda: [*MICHI, "--help"],
         "task --help" + SERVED: lambda: [*MICHI, "task", "--help"],
         "task list --json" + SERVED: lambda: [*MICHI, "--json", "task", "list"],
         "task add" + SERVED: lambda: [*MICHI, "--json", "task", "add", next(names)],
+        "task add (pip script)" + SERVED: lambda: [*script, "--json", "task", "add", next(names)],
         "task done" + SERVED: lambda: [*MICHI, "--json", "task", "done", str(next(ids))],
         "task next --claim" + SERVED: lambda: [*MICHI, *pick],
     }

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 from conftest import git
 
+from michi import errors as mgit_errors
 from michi import git as mgit
-from michi.git import checkout
+from michi.git import checkout, prepared
 from michi.git.checkout import move_paths
 
 
@@ -397,3 +398,83 @@ def test_a_file_git_was_told_not_to_look_at_keeps_its_local_changes(
     assert {p: (repo / p).read_bytes() for p in mine} == mine
     assert git(remote.bare, "show", "main:README.md") == "hello\nfrom upstream"
     assert any(listed) is ahead  # the path under test was the one taken
+
+
+def _restore_runs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, ...]]:
+    """The `restore` processes move_paths starts itself (not the one started ahead)."""
+    runs: list[tuple[str, ...]] = []
+    real = checkout._exec
+
+    def counted(repo: mgit.Repo, *args: str, **kw: object) -> object:
+        if "restore" in args:
+            runs.append(args)
+        return real(repo, *args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(checkout, "_exec", counted)
+    return runs
+
+
+def test_a_restore_started_ahead_moves_only_when_fed_and_keeps_work_staged_meanwhile(
+    work: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Started beside the push, `restore` waits for its paths; the user stages a file meanwhile (git
+    must not find the index locked), and the move, fed after, keeps it: git reads the index only then."""
+    old, new = _next(work)
+    repo, known = mgit.open_repo(work), _known(work, old, new)
+    checkout.check_ahead(repo, old, known, new)
+    (waiting,) = (p for k, p in repo.ahead.items() if k[0] == "restore")
+    (work / "staged.txt").write_text("staged while the push ran\n")
+    git(work, "add", "staged.txt")
+    assert waiting.proc.poll() is None  # still waiting for its paths: nothing moved yet
+    assert (work / ".tasks" / "c.json").exists()
+    runs = _restore_runs(monkeypatch)
+    assert move_paths(repo, old, new, known) == (True, None)
+    assert runs == []  # the one started ahead did the move
+    assert waiting.proc.returncode == 0
+    assert (work / ".tasks" / "b.json").read_text() == "b 2\n"
+    assert not (work / ".tasks" / "c.json").exists()
+    assert git(work, "diff-index", "--cached", "--name-only", new).split() == ["staged.txt"]
+
+
+def test_a_restore_started_ahead_and_never_fed_changes_nothing(work: Path) -> None:
+    old, new = _next(work)
+    repo = mgit.open_repo(work)
+    before = _state(work)
+    checkout.check_ahead(repo, old, _known(work, old, new), new)
+    (waiting,) = (p for k, p in repo.ahead.items() if k[0] == "restore")
+    mgit.drop_prepared(repo)
+    assert waiting.proc.returncode not in (None, 0)  # git refused: no path to restore
+    assert _state(work) == before
+
+
+def test_an_update_ref_started_ahead_moves_the_branch_only_when_fed(work: Path) -> None:
+    old, new = _next(work)
+    repo = mgit.open_repo(work)
+    mgit.prepare_update_ref(repo, "refs/heads/side", new, None, "test")
+    mgit.drop_prepared(repo)  # never fed: no branch
+    assert git(work, "branch", "--list", "side") == ""
+    mgit.prepare_update_ref(repo, "refs/heads/main", new, new, "test")  # fed with a stale old value:
+    with pytest.raises(mgit_errors.GitFailed):
+        mgit.update_ref(repo, "refs/heads/main", new, new, "test")  # compare-and-swap still holds
+    assert git(work, "rev-parse", "main").strip() == old
+    mgit.prepare_update_ref(repo, "refs/heads/main", new, old, "test")
+    (waiting,) = repo.ahead.values()
+    mgit.update_ref(repo, "refs/heads/main", new, old, "test")
+    assert waiting.proc.returncode == 0  # the one started ahead did it
+    assert git(work, "rev-parse", "main").strip() == new
+    assert repo.ahead == {}
+
+
+def test_a_git_refusing_the_options_of_a_process_started_ahead_moves_as_before(work: Path) -> None:
+    """A git older than `--pathspec-from-file` stops with a usage error (129) before doing anything: the
+    move runs its own `restore`, as without the process started ahead."""
+    old, new = _next(work)
+    repo, known = mgit.open_repo(work), _known(work, old, new)
+    specs = sorted(p for p, (o, n) in known.items() if o != n)
+    refusing = ["restore", "--no-such-option", "--pathspec-from-file=-"]
+    prepared.prepare(repo, ("restore", new, *specs), refusing)
+    (waiting,) = repo.ahead.values()
+    assert move_paths(repo, old, new, known) == (True, None)
+    assert waiting.proc.returncode == prepared.USAGE
+    assert (work / ".tasks" / "b.json").read_text() == "b 2\n"
+    assert not (work / ".tasks" / "c.json").exists()

@@ -152,6 +152,14 @@ def test_a_path_kind_from_held_trees_is_what_git_says(plain_repo: Repo) -> None:
         assert plain_repo.cached_tree(tree) is not None
         assert objects.path_kind(plain_repo, tree, path) == fresh.kind(f"{tree}:{path}"), path
     assert fresh.cached_tree(tree) is None
+    cold = Repo(find_repo(Path(plain_repo.working_dir)))  # reads the trees on the way through --batch
+    plain = [p for p in asked if p.split("/")[0] not in ("mod", "here")]
+    for path in plain:
+        assert objects.path_kind(cold, tree, path) == fresh.kind(f"{tree}:{path}"), path
+    assert cold.cached_tree(tree) is not None
+    assert sorted(cold._cat_files) == ["--batch"]  # no `--batch-check` of its own (ADR 0016)
+    for path in asked:  # a submodule's commit: git says what it makes of it
+        assert objects.path_kind(cold, tree, path) == fresh.kind(f"{tree}:{path}"), path
 
 
 def test_an_edit_remembered_is_the_diff_git_makes(plain_repo: Repo) -> None:

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from michi.git.core import merge_base as merge_base
     from michi.git.core import messages_matching as messages_matching
     from michi.git.core import open_repo as open_repo
+    from michi.git.core import prepare_update_ref as prepare_update_ref
     from michi.git.core import read_tree_update as read_tree_update
     from michi.git.core import ref_oid as ref_oid
     from michi.git.core import remote_default_branch as remote_default_branch
@@ -70,6 +71,7 @@ if TYPE_CHECKING:
     from michi.git.plain import run as run
     from michi.git.plain import staged_paths as staged_paths
     from michi.git.plain import staged_task_paths as staged_task_paths
+    from michi.git.prepared import drop_prepared as drop_prepared
     from michi.git.remote import PushResult as PushResult
     from michi.git.remote import fetch_branch as fetch_branch
     from michi.git.remote import push as push
@@ -96,6 +98,8 @@ _HOMES = {
     "remote_names": "core",
     "rev_list": "core",
     "update_ref": "core",
+    "prepare_update_ref": "core",
+    "drop_prepared": "prepared",
     "config_fingerprint": "files",
     "operation_in_progress": "files",
     "read_ref": "files",

@@ -22,7 +22,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from michi.git import prepared
 from michi.git.core import _exec, _must, lock_held
+from michi.git.repo import output
 
 if TYPE_CHECKING:
     from michi.git.repo import Repo
@@ -203,13 +205,19 @@ def _diff(repo: Repo, old: str, new: str) -> dict[str, tuple[PathEntry, PathEntr
     return diff
 
 
-def check_ahead(repo: Repo, old: str, known: Moves) -> None:
+def check_ahead(repo: Repo, old: str, known: Moves, new: str | None = None) -> None:
     """Start the check a move from `old` by `known` begins with, so it runs while the caller waits for
-    something else (the push); `move_paths` uses its answer when nothing it looked at changed since."""
+    something else (the push); `move_paths` uses its answer when nothing it looked at changed since.
+    With `new`, the move's own `restore` is started too, to wait for its paths (`michi.git.prepared`)."""
     diff = sorted(p for p, (o, n) in known.items() if o != n)
     if diff and len(diff) <= MAX_PATHS and (old, tuple(diff)) not in repo.ahead:
         with contextlib.suppress(OSError):  # no process to spare: the move checks as it always did
             repo.ahead[(old, tuple(diff))] = _Ahead(repo, old, diff)
+    if diff and len(diff) <= MAX_PATHS and new is not None:
+        specs = _outermost(diff)
+        if len(_pathspec_input(specs)) <= prepared.ATOMIC:
+            args = [*_RESTORE, f"--source={new}", "--pathspec-from-file=-", "--pathspec-file-nul"]
+            prepared.prepare(repo, ("restore", new, *specs), args, env=LITERAL)
 
 
 def move_paths(repo: Repo, old: str, new: str, known: Moves | None = None) -> tuple[bool, str | None]:
@@ -251,8 +259,17 @@ def _restore(repo: Repo, source: str, paths: list[str]) -> tuple[int, str]:
     git process: the index is read and written once (at 50,000 entries each write is ~6 MB hashed)."""
     if not paths:
         return 0, ""
-    status, _out, err = _exec(repo, *_RESTORE, f"--source={source}", "--", *_outermost(paths), env=LITERAL)
+    specs = _outermost(paths)
+    fed = prepared.run(repo, ("restore", source, *specs), _pathspec_input(specs))  # started beside the push
+    if fed is not None:
+        return fed[0], str(output(fed[2], False))
+    status, _out, err = _exec(repo, *_RESTORE, f"--source={source}", "--", *specs, env=LITERAL)
     return status, err
+
+
+def _pathspec_input(specs: list[str]) -> bytes:
+    """`specs` as `restore --pathspec-from-file=- --pathspec-file-nul` reads them (git's exact bytes)."""
+    return b"".join(spec.encode("utf-8", "surrogateescape") + b"\0" for spec in specs)
 
 
 def _outermost(paths: list[str]) -> list[str]:

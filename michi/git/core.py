@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from michi.errors import GitFailed
+from michi.git import prepared
 from michi.git.files import read_ref, read_ref_file, refs_are_files
 from michi.git.repo import NO_PROMPT as NO_PROMPT
 from michi.git.repo import Repo, output
@@ -172,8 +173,24 @@ def read_tree_update(
 
 
 def update_ref(repo: Repo, ref: str, new: str, old: str | None, message: str) -> None:
-    """Compare-and-swap a ref (old None = must not exist yet)."""
-    _must(repo, "update-ref", "-m", message, ref, new, old if old is not None else "0" * 40)
+    """Compare-and-swap a ref (old None = must not exist yet); by the process `prepare_update_ref` started
+    for this very update, if there is one (`michi.git.prepared`)."""
+    was = old if old is not None else "0" * 40
+    fed = prepared.run(repo, ("update-ref", ref, new, was, message), f"update {ref} {new} {was}\n".encode())
+    if fed is None:
+        _must(repo, "update-ref", "-m", message, ref, new, was)
+        return
+    status, _out, raw_err = fed
+    if status != 0:
+        err = str(output(raw_err, False))
+        raise lock_held(err) or GitFailed(f"git update-ref failed: {err.strip() or status}")
+
+
+def prepare_update_ref(repo: Repo, ref: str, new: str, old: str | None, message: str) -> None:
+    """Start the `update-ref` that `update_ref(repo, ref, new, old, message)` will need, to wait for it
+    (beside the push): then that step costs no git start-up. Fed nothing, it changes nothing."""
+    was = old if old is not None else "0" * 40
+    prepared.prepare(repo, ("update-ref", ref, new, was, message), ["update-ref", "-m", message, "--stdin"])
 
 
 def messages_matching(repo: Repo, include: str, exclude: str | None, pattern: str) -> list[tuple[str, bytes]]:

@@ -265,17 +265,24 @@ def read_path(repo: Repo, tree: str, path: str) -> bytes | None:
 
 
 def path_kind(repo: Repo, tree: str, path: str) -> str | None:
-    """ "blob" (a file or symlink), "tree", or None when `path` is not in `tree`: from the trees this
-    process holds when it holds every one on the way (an import asks for 257 folders per chunk, in trees
-    the last chunk wrote), else through the persistent `cat-file --batch-check`, without reading the
-    object (a `.tasks` tree may hold 10,000 entries)."""
+    """ "blob" (a file or symlink), "tree", or None when `path` is not in `tree`: from its parent's entry,
+    never from the object itself (a `.tasks` tree may hold 10,000 entries). The trees on the way are the
+    ones a commit changing a file under `path` reads anyway (`edit_tree`): read through the persistent
+    `cat-file --batch` and kept, unless this process holds them already (an import asks for 257 folders per
+    chunk, in trees the last chunk wrote). A `cat-file --batch-check` of its own would cost a git process
+    for `task add`'s one question (ADR 0016)."""
     parts = path.encode("utf-8", "surrogateescape").split(b"/")
     at: str | None = tree
     for depth, name in enumerate(parts):
-        raw = repo.cached_tree(at) if at is not None else None
+        if at is None:
+            return None  # a file on the way: nothing under it
+        raw = repo.cached_tree(at)
         if raw is None:
-            return repo.kind(f"{tree}:{path}")  # "missing" also for a submodule's commit, absent here
-        entry = _parsed_tree(at, raw).get(name)  # type: ignore[arg-type]  # at is set when raw is
+            found = repo.cat(at)
+            if found is None or found[0] != b"tree":
+                return repo.kind(f"{tree}:{path}")  # not a tree here: let git say what it makes of it
+            raw = found[1]
+        entry = _parsed_tree(at, raw).get(name)
         if entry is None:
             return None
         mode, oid = _entry_mode_oid(entry)
@@ -284,8 +291,6 @@ def path_kind(repo: Repo, tree: str, path: str) -> str | None:
         if depth == len(parts) - 1:
             return "tree" if mode == TREE_MODE else "blob"
         at = oid if mode == TREE_MODE else None
-        if at is None:
-            return None  # a file on the way: nothing under it
     return None
 
 

@@ -145,13 +145,16 @@ class Repo:
         )
         return proc.returncode, proc.stdout, proc.stderr
 
-    def start(self, args: list[str], env: Mapping[str, str] | None = None) -> subprocess.Popen[bytes]:
-        """`git <args>` started, not awaited: its output is read by whoever needs it (`communicate`)."""
+    def start(
+        self, args: list[str], env: Mapping[str, str] | None = None, fed: bool = False
+    ) -> subprocess.Popen[bytes]:
+        """`git <args>` started, not awaited: its output is read by whoever needs it (`communicate`).
+        `fed`: its stdin is a pipe, for input given later (`michi.git.prepared`)."""
         proc = subprocess.Popen(
             ["git", *args],
             cwd=self.working_dir,
             env=self.env(env),
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.PIPE if fed else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
         )

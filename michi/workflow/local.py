@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from michi.git import Repo
 
 TXN_TRAILER = re.compile(rb"^Michi-Txn: *([0-9a-f]+) *$", re.MULTILINE)
+UPDATE_MESSAGE = "michi: update task branch"  # the reflog's word for the move after a push
 
 
 def michi_txn(message: bytes) -> str | None:
@@ -135,7 +136,7 @@ def update_local(
             ]
         faults.point("local")  # index and work tree moved, branch not yet: recovery must cope
     try:
-        git.update_ref(repo, ref, goal, local, "michi: update task branch")
+        git.update_ref(repo, ref, goal, local, UPDATE_MESSAGE)
     except GitFailed as exc:
         # The branch moved under us (a commit made without the hook): put the index back where it was.
         if here:

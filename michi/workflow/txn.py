@@ -23,7 +23,7 @@ from michi.host import hostname
 from michi.unique import uuid4_hex
 from michi.workflow import faults, group, orphans, recovery, stranded
 from michi.workflow.journal import OFFLINE, PUSHING, Entry, Journal
-from michi.workflow.local import checked_out_elsewhere, move_checkout, update_local
+from michi.workflow.local import UPDATE_MESSAGE, checked_out_elsewhere, move_checkout, update_local
 from michi.workflow.mutation import ApplyContext, Change, Mutation
 from michi.workflow.request import TxnOutcome, TxnRequest
 from michi.workflow.signals import interruptions_deferred
@@ -480,21 +480,22 @@ class Transaction:
         the checkout move's first check starts and the next command's tree diff is written down."""
         _name_push(journal, entries, pid)
         with contextlib.suppress(MichiError, OSError):  # both only save work later: never fail the push
-            self._check_ahead(old_remote)
+            self._check_ahead(old_remote, tip)
             if start is not None:
                 git.remember_delta(
                     self.git, git.tree_of(self.git, start), git.tree_of(self.git, tip), self.changed
                 )
 
-    def _check_ahead(self, old_remote: str | None) -> None:
+    def _check_ahead(self, old_remote: str | None, tip: str) -> None:
         """The checkout move's first check, started to run beside the push when the move will start at
-        `old_remote` with this run's own edits (its answer is used only if still provably true)."""
-        if self.known is None or old_remote is None:
+        `old_remote` with this run's own edits (its answer is used only if still provably true), and the
+        move's `restore` and `update-ref`, waiting to be told to go (ADR 0016): after the push, the move
+        pays no git start-up. Unfed (the push refused, the move refused), they change nothing."""
+        if old_remote is None or git.ref_oid(self.git, self.target.local_ref) != old_remote:
             return
-        if git.ref_oid(self.git, self.target.local_ref) != old_remote:
-            return
-        if git.head(self.git).branch == self.target.branch:
-            git.check_ahead(self.git, old_remote, self.known)
+        if self.known is not None and git.head(self.git).branch == self.target.branch:
+            git.check_ahead(self.git, old_remote, self.known, tip)
+        git.prepare_update_ref(self.git, self.target.local_ref, tip, old_remote, UPDATE_MESSAGE)
 
     def _kept_result(self, entry: Entry, landed: str) -> Any:
         """The result a dead holder kept for `entry`, if the commit that landed is the one it built."""
@@ -599,6 +600,8 @@ class Transaction:
             notes = [
                 f"the change reached the remote, but the local branch was not updated ({exc}); run michi sync"
             ]
+        finally:
+            git.drop_prepared(self.git)  # those the move did not use (it replayed, or it refused)
         return notes
 
     def _fetch(self) -> str | None:

@@ -1,0 +1,91 @@
+"""git processes started ahead of the step that needs them, their input still to come (ADR 0016).
+
+After the push, moving the checkout costs two git processes one after the other: `restore` (index and
+work tree), then `update-ref` (the branch), each paying git's start-up first. Both can read what they
+are to do from stdin (`--pathspec-from-file=-`, `--stdin`), so they are started beside the push and wait
+there; once the push has landed and the move is known to be safe, each is handed its whole input in one
+write and only does its work. Waiting, neither has read the index nor locked anything: `restore` reads
+its paths before it reads the index, and `update-ref --stdin` locks the ref when its input ends. A
+process never fed (the push was refused, the move refused, michi was killed) sees its input end empty and
+changes nothing: `restore` with no path refuses, `update-ref` with no command does nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from michi.git.repo import Repo
+
+# One write of at most this many bytes to a pipe is atomic (POSIX PIPE_BUF): a michi killed while
+# feeding leaves the process with all of its input or none, never a part of a move.
+ATOMIC = select.PIPE_BUF
+USAGE = 129  # git's exit status when it does not know an option: it stopped before doing anything
+
+
+class Prepared:
+    """One git process started now, given its input later (`feed`) or never (`drop`)."""
+
+    def __init__(self, repo: Repo, args: list[str], env: Mapping[str, str] | None = None) -> None:
+        self.proc = repo.start(args, env=env, fed=True)
+
+    def feed(self, data: bytes) -> tuple[int, bytes, bytes] | None:
+        """git's (status, stdout, stderr) with `data` as its whole input; None when this process cannot
+        take it (it ended, or `data` is too long for one atomic write) or refused its options (a git
+        older than them): nothing was done, run the command afresh."""
+        stdin = self.proc.stdin
+        assert stdin is not None
+        if len(data) > ATOMIC or self.proc.poll() is not None:
+            self.drop()
+            return None
+        try:
+            written = os.write(stdin.fileno(), data)
+        except OSError:  # it ended meanwhile: it read nothing
+            self.drop()
+            return None
+        if written != len(data):  # cannot happen below PIPE_BUF; never let it run on a part
+            self.proc.kill()
+            self.drop()
+            return None
+        out, err = self.proc.communicate()  # closes its input: git does the work now
+        if self.proc.returncode == USAGE:  # it refused its options (a git without them): nothing done
+            return None
+        return self.proc.returncode, out, err
+
+    def drop(self) -> None:
+        """End the input unfed: the process changes nothing and exits."""
+        with contextlib.suppress(OSError, ValueError):
+            self.proc.communicate()
+
+
+def take(repo: Repo, key: tuple[str, ...]) -> Prepared | None:
+    """The process prepared under `key`, now the caller's to feed or drop."""
+    found = repo.ahead.pop(key, None)
+    return found if isinstance(found, Prepared) else None
+
+
+def prepare(repo: Repo, key: tuple[str, ...], args: list[str], env: Mapping[str, str] | None = None) -> None:
+    """Start `git <args>` under `key`; one of the same kind prepared before (an earlier push round) is
+    dropped. No process to spare: the step simply starts its own later."""
+    for old in [k for k in repo.ahead if isinstance(k, tuple) and k[:1] == key[:1]]:
+        stale = repo.ahead.pop(old)
+        if isinstance(stale, Prepared):
+            stale.drop()
+    with contextlib.suppress(OSError):
+        repo.ahead[key] = Prepared(repo, args, env)
+
+
+def drop_prepared(repo: Repo) -> None:
+    """Drop every process prepared and not taken."""
+    for key in [k for k, v in repo.ahead.items() if isinstance(v, Prepared)]:
+        repo.ahead.pop(key).drop()
+
+
+def run(repo: Repo, key: tuple[str, ...], data: bytes) -> tuple[int, bytes, bytes] | None:
+    """Feed the process prepared under `key`, if there is one that can take `data`; else None."""
+    prepared = take(repo, key)
+    return None if prepared is None else prepared.feed(data)
