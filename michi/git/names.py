@@ -13,7 +13,7 @@ import re
 
 _NTFS_DOTGIT = re.compile(r"(?:\.git|git~1)[. ]*(?::|$)")
 # The code points HFS+ ignores in names (git's `next_hfs_char`).
-_HFS_IGNORED = dict.fromkeys(
+HFS_IGNORED = dict.fromkeys(
     [*range(0x200C, 0x2010), *range(0x202A, 0x202F), *range(0x206A, 0x2070), 0xFEFF], None
 )
 
@@ -21,6 +21,6 @@ _HFS_IGNORED = dict.fromkeys(
 def git_refuses(name: str) -> bool:
     """Whether git refuses to check out a path with this component (one folder or file name)."""
     lowered = name.lower()
-    if lowered.translate(_HFS_IGNORED) == ".git":
+    if lowered.translate(HFS_IGNORED) == ".git":
         return True
     return any(_NTFS_DOTGIT.match(part) for part in lowered.split("\\"))
