@@ -72,3 +72,24 @@ def test_doctor_names_a_cycle_a_hand_edit_brought_in(cli, remote: Remote) -> Non
     assert "depend on each other" in problem["problem"]
     human = cli(work, "doctor")
     assert "tasks 1, 2 depend on each other" in human.stdout + human.stderr
+
+
+def test_a_task_cannot_depend_on_itself_and_a_modify_that_changes_nothing_commits_nothing(
+    cli, remote: Remote
+) -> None:
+    """`--depends` naming the task itself is the shortest cycle: refused, not dropped in silence with a new
+    version. A modify that changes nothing makes no commit: a new version would fail others' --if-version."""
+    work = remote.clone("work")
+    assert cli(work, "init").exit_code == 0
+    assert cli(work, "task", "add", "a", "-t", "x").exit_code == 0
+    assert cli(work, "task", "add", "b").exit_code == 0
+    assert cli(work, "task", "modify", "1", "--depends", "2").exit_code == 0
+    before = remote.head()
+    own = cli(work, "task", "modify", "1", "--depends", "1", "--json")
+    assert own.exit_code == 2 and own.json()["error"]["code"] == "dependency_cycle", own.stdout
+    for args in (("-t", "x"), ("--depends", "2"), ("--remove-depends", "2", "--depends", "2"), ("--project", "")):
+        same = cli(work, "task", "modify", "1", *args, "--json")
+        assert same.exit_code == 0, (args, same.stdout)
+        assert same.json()["version"] == 2 and same.json()["depends"] == [2], args
+    assert remote.head() == before
+    assert cli(work, "task", "modify", "1", "-t", "y", "--json").json()["version"] == 3
