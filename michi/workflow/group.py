@@ -80,7 +80,7 @@ class Offer:
         return True
 
     def answered(self) -> bool:
-        return self.posted and self._path(ANSWER).exists()
+        return self.posted and self._path(ANSWER).is_file()  # a folder in its place is no answer
 
     def settle(self) -> str:
         """Under the lock: FRESH (nobody took it: run it as usual), ANSWERED, or TAKEN_STATE (taken by a
@@ -100,7 +100,7 @@ class Offer:
     def close(self) -> None:
         if self.posted:
             for suffix in (ANSWER, TAKEN):
-                with contextlib.suppress(FileNotFoundError):
+                with contextlib.suppress(OSError):  # gone, or not a file of ours (a folder in its place)
                     os.unlink(self._path(suffix))
 
 
