@@ -397,3 +397,27 @@ def test_a_file_git_was_told_not_to_look_at_keeps_its_local_changes(
     assert {p: (repo / p).read_bytes() for p in mine} == mine
     assert git(remote.bare, "show", "main:README.md") == "hello\nfrom upstream"
     assert any(listed) is ahead  # the path under test was the one taken
+
+
+def test_a_sparse_checkout_gets_no_file_outside_its_patterns(cli, remote) -> None:
+    """A user who checked out only part of the repository (`git sparse-checkout`) gets michi's commits
+    on the branch and in the index, but no file outside the patterns in the work tree: as git's own
+    checkout does, they stay skip-worktree entries."""
+    repo = remote.clone("sparse")
+    (repo / "src").mkdir()
+    (repo / "src" / "a.c").write_text("int a;\n")
+    git(repo, "add", "src")
+    git(repo, "commit", "-qm", "src")
+    git(repo, "push", "-q", "origin", "main")
+    assert cli(repo, "init").exit_code == 0
+    assert cli(repo, "task", "add", "one").exit_code == 0
+    git(repo, "sparse-checkout", "set", "--no-cone", "/src/", "/README.md")
+    assert not (repo / ".tasks").exists() and not (repo / ".michi").exists()
+    assert cli(repo, "task", "add", "two").exit_code == 0
+    assert cli(repo, "task", "done", "1").exit_code == 0
+    assert git(repo, "rev-parse", "HEAD") == remote.head()
+    assert sorted(os.listdir(repo)) == [".git", "README.md", "src"]
+    listed = [line.split(" ", 1) for line in git(repo, "ls-files", "-t").splitlines()]
+    outside = [path for tag, path in listed if not path.startswith("src/") and path != "README.md"]
+    assert len(outside) == 6 and all(tag == "S" for tag, path in listed if path in outside), listed
+    assert git(repo, "status", "--porcelain") == ""
