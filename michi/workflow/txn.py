@@ -312,7 +312,7 @@ class Transaction:
         leftover = self.leftover = journal.load()
         if journal.damaged:
             self.notes.append(
-                f"the journal could not be read and was kept as {journal.path.with_suffix('.corrupt')}"
+                f"the journal could not be read and was kept as {journal.kept_as}"
             )
         # A dead holder's push may still be running: it must be over before we decide what landed.
         waited = orphans.settle(journal.push) if leftover else None
