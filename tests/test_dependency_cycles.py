@@ -87,7 +87,12 @@ def test_a_task_cannot_depend_on_itself_and_a_modify_that_changes_nothing_commit
     before = remote.head()
     own = cli(work, "task", "modify", "1", "--depends", "1", "--json")
     assert own.exit_code == 2 and own.json()["error"]["code"] == "dependency_cycle", own.stdout
-    for args in (("-t", "x"), ("--depends", "2"), ("--remove-depends", "2", "--depends", "2"), ("--project", "")):
+    for args in (
+        ("-t", "x"),
+        ("--depends", "2"),
+        ("--remove-depends", "2", "--depends", "2"),
+        ("--project", ""),
+    ):
         same = cli(work, "task", "modify", "1", *args, "--json")
         assert same.exit_code == 0, (args, same.stdout)
         assert same.json()["version"] == 2 and same.json()["depends"] == [2], args

@@ -95,8 +95,10 @@ def _modified(task: Task, params: Mapping[str, Any], tree: TaskTree, ctx: ApplyC
     new = [d for d in added if d not in task.depends]
     if new:
         _refuse_cycle(task, new, fresh_index(tree, ctx))
-    if tuple(tags) == task.tags and depends == task.depends and all(
-        getattr(task, key) == value for key, value in changes.items()
+    if (
+        tuple(tags) == task.tags
+        and depends == task.depends
+        and all(getattr(task, key) == value for key, value in changes.items())
     ):
         return None  # nothing to change: no new version, which would fail others' --if-version for nothing
     moved = transitions.move(task, "modify", ctx.now)

@@ -311,9 +311,7 @@ class Transaction:
         journal = Journal(state_dir)
         leftover = self.leftover = journal.load()
         if journal.damaged:
-            self.notes.append(
-                f"the journal could not be read and was kept as {journal.kept_as}"
-            )
+            self.notes.append(f"the journal could not be read and was kept as {journal.kept_as}")
         # A dead holder's push may still be running: it must be over before we decide what landed.
         waited = orphans.settle(journal.push) if leftover else None
         if waited:
@@ -410,8 +408,8 @@ class Transaction:
             result = results.get(mine[-1].txn) if mine else known
             landed = {e.txn for e in leftover} | self.rescued
             if tip == base:
-                unanswered = self._answer(leftover, handed, built, results, errors, False, attempt, [])
-                journal.save([e for e in leftover + handed if e.txn in unanswered])
+                unsent = self._answer(leftover, handed, built, results, errors, False, attempt, [])
+                journal.save([e for e in leftover + handed if e.txn in unsent])
                 notes = self._update_local(old_remote, base, landed)
                 if own_error is not None:
                     raise own_error
@@ -442,8 +440,8 @@ class Transaction:
                     faults.point("pushed")
                     ours = {e.txn for e in mine + handed}
                     notes = self._finish(old_remote, tip, landed | ours, lock)
-                    unanswered = self._answer(leftover, handed, built, results, errors, True, attempt, notes)
-                    journal.save([e for e in entries if e.txn in unanswered])
+                    unsent = self._answer(leftover, handed, built, results, errors, True, attempt, notes)
+                    journal.save([e for e in entries if e.txn in unsent])
                     self._touch_synced()
                     if own_error is not None:
                         raise own_error
