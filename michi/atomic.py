@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 from pathlib import Path
 
 # As tempfile.mkstemp opens its files, without importing tempfile (random, shutil: ~8 ms per process).
@@ -43,3 +44,43 @@ def write_atomic(path: Path, data: bytes, *, mode: int = 0o644) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+_READ_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+    | getattr(os, "O_NOCTTY", 0)
+    | getattr(os, "O_BINARY", 0)
+)
+
+
+class NotARegularFile(OSError):
+    """Something other than a regular file sits where michi keeps one of its files."""
+
+
+def read_regular(path: Path) -> bytes:
+    """The bytes of the regular file at `path` (FileNotFoundError when there is none). It is opened
+    without following a symlink and without blocking, and read only to the size it had when opened: a
+    FIFO, a device such as /dev/zero or a folder placed there raises OSError, never hangs or fills memory."""
+    try:
+        fd = os.open(path, _READ_FLAGS)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise NotARegularFile(f"{path} cannot be opened as a file ({exc.strerror or exc})") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotARegularFile(f"{path} is not a regular file")
+        chunks, left = [], st.st_size
+        while left > 0:
+            chunk = os.read(fd, left)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)

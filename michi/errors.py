@@ -26,12 +26,13 @@ class MichiError(Exception):
 
     exit_code: ExitCode = ExitCode.UNEXPECTED
     code: str = "error"
+    default_hint: str | None = None  # for a raise that names none: an agent is never left without one
     notes: list[str]  # lines for stderr that go with the error, e.g. which state a read answered from
 
     def __init__(self, message: str, *, hint: str | None = None, code: str | None = None, **details: Any):
         super().__init__(message)
         self.message = message
-        self.hint = hint
+        self.hint = hint if hint is not None else self.default_hint
         if code is not None:
             self.code = code
         self.details = details
@@ -74,6 +75,7 @@ class Conflict(MichiError):
 class GitFailed(MichiError):
     exit_code = ExitCode.GIT
     code = "git_failed"
+    default_hint = "git's own message says why; run `git status` here, fix what it names, and retry"
 
 
 class RemoteUnreachable(GitFailed):

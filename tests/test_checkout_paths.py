@@ -478,3 +478,27 @@ def test_a_git_refusing_the_options_of_a_process_started_ahead_moves_as_before(w
     assert waiting.proc.returncode == prepared.USAGE
     assert (work / ".tasks" / "b.json").read_text() == "b 2\n"
     assert not (work / ".tasks" / "c.json").exists()
+
+
+def test_a_sparse_checkout_gets_no_file_outside_its_patterns(cli, remote) -> None:
+    """A user who checked out only part of the repository (`git sparse-checkout`) gets michi's commits
+    on the branch and in the index, but no file outside the patterns in the work tree: as git's own
+    checkout does, they stay skip-worktree entries."""
+    repo = remote.clone("sparse")
+    (repo / "src").mkdir()
+    (repo / "src" / "a.c").write_text("int a;\n")
+    git(repo, "add", "src")
+    git(repo, "commit", "-qm", "src")
+    git(repo, "push", "-q", "origin", "main")
+    assert cli(repo, "init").exit_code == 0
+    assert cli(repo, "task", "add", "one").exit_code == 0
+    git(repo, "sparse-checkout", "set", "--no-cone", "/src/", "/README.md")
+    assert not (repo / ".tasks").exists() and not (repo / ".michi").exists()
+    assert cli(repo, "task", "add", "two").exit_code == 0
+    assert cli(repo, "task", "done", "1").exit_code == 0
+    assert git(repo, "rev-parse", "HEAD") == remote.head()
+    assert sorted(os.listdir(repo)) == [".git", "README.md", "src"]
+    listed = [line.split(" ", 1) for line in git(repo, "ls-files", "-t").splitlines()]
+    outside = [path for tag, path in listed if not path.startswith("src/") and path != "README.md"]
+    assert len(outside) == 6 and all(tag == "S" for tag, path in listed if path in outside), listed
+    assert git(repo, "status", "--porcelain") == ""

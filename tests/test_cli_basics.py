@@ -81,3 +81,51 @@ def test_a_closed_standard_stream_drops_that_output_and_keeps_the_exit_code(
     listed = run_michi(work, "--json", "task", "list").json()
     assert [t["description"] for t in listed] == ["landed once"]
     assert git(remote.bare, "log", "--format=%s", "main").count("michi: task add 1") == 1
+
+
+def test_a_command_lock_run_cannot_start_is_refused_with_a_hint(cli, repo: Path) -> None:
+    for argv in (["/no/such/tool"], ["README.md"], ["echo hi"]):
+        result = cli(repo, "--json", "lock", "run", "--", *argv)
+        assert result.exit_code == 2, result.stdout
+        error = result.json()["error"]
+        assert error["code"] == "command_failed" and error.get("hint"), error
+
+
+def _michi_errors() -> dict[str, type]:
+    import importlib
+    import pkgutil
+
+    import michi
+    from michi.errors import MichiError
+
+    for info in pkgutil.walk_packages(michi.__path__, "michi."):
+        if info.name != "michi.__main__" and not info.name.startswith("michi.mcp"):
+            importlib.import_module(info.name)
+    found: dict[str, type] = {}
+    todo = [MichiError]
+    while todo:
+        klass = todo.pop()
+        found[klass.__name__] = klass
+        todo += klass.__subclasses__()
+    return found
+
+
+def test_every_error_michi_raises_carries_a_hint() -> None:
+    """An agent reads `error.hint` for what to do next: a raise that names none relies on its class's
+    default, and a class without one is a hole in the contract (ADR 0012)."""
+    import ast
+
+    errors = _michi_errors()
+    missing = []
+    for path in sorted(Path(__file__).resolve().parent.parent.joinpath("michi").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not (isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call)):
+                continue
+            func = node.exc.func
+            name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
+            klass = errors.get(name)
+            keywords = {k.arg for k in node.exc.keywords}
+            if klass is None or "hint" in keywords or None in keywords or klass.default_hint:
+                continue
+            missing.append(f"{path.name}:{node.lineno} {name}")
+    assert not missing, missing

@@ -72,3 +72,48 @@ def test_doctor_names_a_cycle_a_hand_edit_brought_in(cli, remote: Remote) -> Non
     assert "depend on each other" in problem["problem"]
     human = cli(work, "doctor")
     assert "tasks 1, 2 depend on each other" in human.stdout + human.stderr
+
+
+def test_a_task_cannot_depend_on_itself_and_a_modify_that_changes_nothing_commits_nothing(
+    cli, remote: Remote
+) -> None:
+    """`--depends` naming the task itself is the shortest cycle: refused, not dropped in silence with a new
+    version. A modify that changes nothing makes no commit: a new version would fail others' --if-version."""
+    work = remote.clone("work")
+    assert cli(work, "init").exit_code == 0
+    assert cli(work, "task", "add", "a", "-t", "x").exit_code == 0
+    assert cli(work, "task", "add", "b").exit_code == 0
+    assert cli(work, "task", "modify", "1", "--depends", "2").exit_code == 0
+    before = remote.head()
+    own = cli(work, "task", "modify", "1", "--depends", "1", "--json")
+    assert own.exit_code == 2 and own.json()["error"]["code"] == "dependency_cycle", own.stdout
+    for args in (
+        ("-t", "x"),
+        ("--depends", "2"),
+        ("--remove-depends", "2", "--depends", "2"),
+        ("--project", ""),
+    ):
+        same = cli(work, "task", "modify", "1", *args, "--json")
+        assert same.exit_code == 0, (args, same.stdout)
+        assert same.json()["version"] == 2 and same.json()["depends"] == [2], args
+    assert remote.head() == before
+    assert cli(work, "task", "modify", "1", "-t", "y", "--json").json()["version"] == 3
+
+
+def test_doctor_names_the_task_file_that_used_up_the_ids(cli, remote: Remote) -> None:
+    """A hand-made task file may hold the highest id there is: `task add` then refuses, "see michi
+    doctor", and doctor must name that file (it said "no problems")."""
+    work = remote.clone("work")
+    assert cli(work, "init").exit_code == 0
+    uuid = "0e4ab0a8-3c59-4d7e-9d2c-3b0d0f7a1c11"
+    record = {"uuid": uuid, "michi_id": 999_999_999, "description": "last", "status": "pending",
+              "entry": "20250101T000000Z"}  # fmt: skip
+    (work / ".tasks" / f"{uuid}.json").write_text(json.dumps(record))
+    git(work, "add", ".tasks")
+    git(work, "commit", "-qm", "a hand-made task", "--no-verify")
+    git(work, "push", "-q", "origin", "main")
+    added = cli(work, "task", "add", "one more", "--json")
+    assert added.exit_code == 4 and "doctor" in added.json()["error"]["hint"], added.stdout
+    report = cli(work, "--json", "doctor").json()
+    assert report["ok"] is False, report
+    assert any(f".tasks/{uuid}.json" in str(p) and "no task ids" in p["problem"] for p in report["problems"])

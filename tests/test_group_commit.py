@@ -461,3 +461,25 @@ def test_a_waiter_landed_by_a_dead_holder_is_answered_though_the_next_holder_die
     assert code == 0 and out["result"]["name"] == "f", out
     assert sorted(names_on(remote.bare)) == ["a", "b", "c", "d", "f"]
     once(remote.bare)
+
+
+def test_a_holder_that_cannot_write_an_answer_still_succeeds_and_its_waiter_finds_its_change(
+    remote: Remote, repo: Path, gated: Path
+) -> None:
+    """The holder writes each waiter's answer after the push landed: a write that fails then (a full
+    disk, a folder in the answer's place) must not turn the holder's landed change into a failure, and the
+    waiter, left without an answer, finds its own landed change as for a holder that died (ADR 0017)."""
+    holder, (batch, waiter) = queue_behind_holder(repo, gated, ["b", "c"])
+    group = repo / ".git/michi/group"
+    stem = sorted(os.listdir(group))[1].removesuffix(".offer")  # c's offer: it arrived second
+    (group / f"{stem}.answer").mkdir()
+    (group / f"{stem}.answer" / "in the way").write_text("x\n")
+    (gated / "open").touch()
+    assert finish(holder)[0] == 0
+    code, out = finish(batch)
+    assert code == 0 and out["result"]["name"] == "b", out
+    code, out = finish(waiter)
+    assert code == 0 and out["result"]["name"] == "c" and out["pushed"], out
+    assert sorted(names_on(remote.bare)) == ["a", "b", "c"]
+    assert pushes(gated) == 2
+    once(remote.bare)

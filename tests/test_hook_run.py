@@ -100,6 +100,9 @@ def test_a_lock_path_that_is_not_a_folder_blocks(hooked: Path, tmp_path: Path, k
     proc = commit(hooked)
     assert proc.returncode != 0
     assert f"is a {kind}, not a folder" in proc.stderr
+    # The hint is one that works: michi's lock commands refuse to remove what is not a folder of theirs.
+    assert "lock release --force" not in proc.stderr and "rm .michi.lock" in proc.stderr, proc.stderr
+    assert run_michi(hooked, "lock", "release", "--force", "--yes").exit_code == 2
 
 
 def test_a_lock_being_taken_right_now_blocks(hooked: Path) -> None:

@@ -228,3 +228,22 @@ def test_a_chunk_encoded_ahead_is_journaled_as_it_would_be_encoded_then(tmp_path
     finally:
         journal.forget_json(chunk)
     assert not journal._KNOWN
+
+
+@pytest.mark.parametrize("chunk", [100, 1])
+def test_a_uuid_twice_in_the_import_file_is_refused_before_anything_lands(
+    cli, repo: Path, remote, monkeypatch, chunk: int
+) -> None:
+    """Two records of one uuid (in any case: uuids are read lower-case) made two `added` ids while one file
+    landed, the second record's: the first id was burned and named a task that does not exist."""
+    monkeypatch.setattr(interop, "IMPORT_CHUNK", chunk)
+    assert cli(repo, "init").exit_code == 0
+    first, second, other = _records(3)
+    second["uuid"] = str(first["uuid"]).upper()
+    source = repo.parent / "tw.json"
+    source.write_text(json.dumps([first, other, second]))
+    before = remote.head()
+    result = cli(repo, "import", str(source), "--json")
+    assert result.exit_code == 2 and result.json()["error"]["code"] == "usage", result.stdout
+    assert str(first["uuid"]) in result.json()["error"]["message"]
+    assert remote.head() == before

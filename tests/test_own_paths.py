@@ -208,6 +208,26 @@ def test_a_domain_git_would_not_check_out_is_refused(
     assert fresh.returncode == 0, fresh.stderr
 
 
+# michi's own names, in any case a case-insensitive file system (macOS, Windows) takes for them: a domain
+# `x/.TASKS` is `x/.tasks` there (a task folder inside a task folder), `.michi` holds michi's counters, and
+# a task file under `.michi.lock/` would check out as the repo lock's folder in every clone.
+MICHI_NAMES = [".michi", ".MICHI", ".michi/sub", ".michi.lock", ".Michi.Lock/sub", "x/.TASKS", "x/.Tasks/y"]
+
+
+@pytest.mark.parametrize("name", MICHI_NAMES)
+def test_a_domain_named_as_michis_own_folders_is_refused(
+    cli, remote: Remote, repo: Path, tmp_path: Path, name: str
+) -> None:
+    assert cli(repo, "init").exit_code == 0
+    before = remote.head()
+    (repo / name).mkdir(parents=True, exist_ok=True)
+    added = cli(repo, "task", "add", "x", "--domain", name, "--json")
+    assert added.exit_code == 2 and added.json()["error"]["code"] == "bad_domain", added.stdout
+    imported = _import_into(cli, repo, tmp_path, name)
+    assert imported.exit_code == 2 and imported.json()["error"]["code"] == "bad_domain", imported.stdout
+    assert remote.head() == before
+
+
 @pytest.mark.parametrize("name", ["notes ", " lead", "t\tab", "a\nb", "x missing", "y ambiguous"])
 def test_a_domain_named_with_blanks_works_like_any_other(cli, remote: Remote, repo: Path, name: str) -> None:
     """git reads paths one per line and answers `<path> missing`: a folder name with a space, a tab or a

@@ -213,3 +213,31 @@ def test_status_shows_the_remote_lock_once_this_clone_uses_it(remote: Remote) ->
     assert "remote lock" in human.stdout and "fence 1" in human.stdout
     ok(work, "lock", "release", "--remote", "--token", token)
     assert ok(work, "status")["remote_lock"]["held"] is False
+
+
+HOSTILE = "\x1b[2J\x1b]0;PWNED\x07"
+
+
+def test_no_escape_from_a_lock_record_or_a_claim_reaches_the_terminal(cli, repo: Path) -> None:
+    """The lock's record is a file any process can write, and a claimed task's description anyone's text:
+    `status` shows both, and the pre-commit hook names the holder when it refuses a commit."""
+    ok(repo, "init")
+    ok(repo, "task", "add", f"claimed {HOSTILE}")
+    ok(repo, "--agent", "bot", "task", "claim", "1")
+    assert run_michi(repo, "hook", "install").exit_code == 0
+    token = ok(repo, "lock", "acquire", "--pid", str(os.getpid()))["token"]
+    record_path = repo / ".michi.lock" / "owner.json"
+    record = json.loads(record_path.read_text())
+    record.update(host=f"vm{HOSTILE}", agent=f"ag{HOSTILE}", command=f"cmd{HOSTILE}")
+    record_path.write_text(json.dumps(record))
+    try:
+        shown = cli(repo, "status")
+        assert shown.exit_code == 0 and "PWNED" in shown.stdout, shown.stdout
+        (repo / "notes.txt").write_text("mine\n")
+        git(repo, "add", "notes.txt")
+        refused = subprocess.run(["git", "commit", "-qm", "notes"], cwd=repo, capture_output=True, text=True)
+        assert refused.returncode != 0 and "PWNED" in refused.stderr, refused.stderr
+        for text in (shown.stdout + shown.stderr, refused.stderr):
+            assert "\x1b" not in text and "\x07" not in text, text
+    finally:
+        assert run_michi(repo, "lock", "release", "--token", token).exit_code == 0

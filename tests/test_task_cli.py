@@ -193,3 +193,13 @@ def test_a_dependency_cycle_is_refused_so_agents_never_wait_on_it(cli, ready: Pa
     assert remote.head() == before
     claimed = cli(ready, "--agent", "x", "task", "next", "--claim", "--json")
     assert claimed.exit_code == 0 and claimed.json()["id"] == 1
+
+
+def test_an_empty_note_is_refused_and_commits_nothing(cli, ready: Path, remote) -> None:
+    cli(ready, "task", "add", "x")
+    before = remote.head()
+    for text in ("", "   ", "\n"):
+        empty = cli(ready, "task", "annotate", "1", text, "--json")
+        assert empty.exit_code == 2 and empty.json()["error"]["code"] == "usage", empty.stdout
+    assert remote.head() == before
+    assert cli(ready, "task", "show", "1", "--json").json()["annotations"] == []

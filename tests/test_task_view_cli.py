@@ -3,9 +3,11 @@ terminal, so plain text and whole lines)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
+from conftest import git
 
 from michi.tasks.query import VIEW_KEYS
 
@@ -45,3 +47,25 @@ def test_list_for_people_plain_whole_and_counted(cli, linked: Path, monkeypatch)
     one = cli(linked, "task", "list", "--state", "done").stdout
     assert one.splitlines()[-1] == "1 task, 1 done"
     assert cli(linked, "task", "list", "--project", "nothing").stdout.startswith("no tasks")
+
+
+HOSTILE = "\x1b[2J\x1b]0;PWNED\x07"
+
+
+def test_no_escape_reaches_the_terminal_through_a_dependency(cli, repo: Path) -> None:
+    """A task's text reaches people in other tasks' views too: `show` names each dependency (both ways)
+    by its description, and a hand-committed `depends` entry that is no task's uuid is shown as it is."""
+    assert cli(repo, "init").exit_code == 0
+    cli(repo, "task", "add", f"upstream {HOSTILE}")
+    cli(repo, "task", "add", "downstream", "--depends", "1")
+    uuid = "0e4ab0a8-3c59-4d7e-9d2c-3b0d0f7a1c11"
+    record = {"uuid": uuid, "michi_id": 3, "description": "odd", "status": "pending",
+              "entry": "20250101T000000Z", "depends": [f"gone{HOSTILE}"]}  # fmt: skip
+    (repo / ".tasks" / f"{uuid}.json").write_text(json.dumps(record))
+    git(repo, "add", ".tasks")
+    git(repo, "commit", "-qm", "a hand-made task", "--no-verify")
+    git(repo, "push", "-q", "origin", "main")
+    for args in (("task", "show", "2"), ("task", "show", "1"), ("task", "show", "3"), ("task", "list")):
+        shown = cli(repo, *args)
+        assert shown.exit_code == 0, (args, shown.stdout, shown.stderr)
+        assert "\x1b" not in shown.stdout + shown.stderr and "\x07" not in shown.stdout, args

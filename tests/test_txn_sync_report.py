@@ -4,6 +4,7 @@ and michi commits stranded on the local branch by a damaged journal (ADR 0004)."
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -369,4 +370,33 @@ def test_offline_work_rewritten_on_the_local_branch_lands_once(cli: Cli, remote:
     for ident, note in (("1", "offline note"), ("2", "second note")):
         shown = cli(ready, "task", "show", ident, "--json").json()
         assert [a["description"] for a in shown["annotations"]] == [note]
+    assert git(ready, "rev-parse", "HEAD") == remote.head()
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev_zero", "folder", "corrupt_is_a_folder"])
+def test_a_journal_that_is_no_regular_file_is_kept_aside_without_hanging(
+    remote: Remote, ready: Path, kind: str
+) -> None:
+    """Whatever sits at the journal's path (a FIFO, a symlink to an endless device, a folder), reading it
+    neither hangs nor exhausts memory: it is a damaged journal, kept aside, and the offline work on the
+    local branch lands exactly once. Nor does a folder already at the kept-aside name stop that."""
+    assert run_michi(ready, "task", "add", "OFFLINE WORK", "--offline").exit_code == 0
+    path = ready / ".git/michi/journal.json"
+    if kind == "corrupt_is_a_folder":
+        (ready / ".git/michi/journal.corrupt").mkdir()
+        (ready / ".git/michi/journal.corrupt" / "old").write_text("x\n")
+        path.write_text("{not json")
+    else:
+        path.unlink()
+        {"fifo": lambda: os.mkfifo(path), "dev_zero": lambda: path.symlink_to("/dev/zero"),
+         "folder": lambda: path.mkdir()}[kind]()  # fmt: skip
+    assert run_michi(ready, "status", "--json", timeout=30).exit_code == 0
+    listed = run_michi(ready, "task", "list", "--json", timeout=30)  # offline work is still listed
+    assert "OFFLINE WORK" in [t["description"] for t in listed.json()], listed.stdout
+    synced = run_michi(ready, "sync", "--json", timeout=30)
+    assert synced.exit_code == 0, synced.stdout + synced.stderr
+    assert any("journal could not be read" in n for n in synced.json()["notes"]), synced.stdout
+    assert_exactly_once(remote.bare)
+    assert "OFFLINE WORK" in git(remote.bare, "log", "-p", "main")
+    assert run_michi(ready, "task", "add", "later", timeout=30).exit_code == 0
     assert git(ready, "rev-parse", "HEAD") == remote.head()

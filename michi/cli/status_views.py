@@ -78,7 +78,9 @@ def status_view(data: dict[str, Any], extra: Any = None) -> Any:
     from rich.table import Table
     from rich.text import Text
 
-    grid = _Grid(Table.grid(padding=(0, 2)), Text)
+    from michi.cli.views.style import safe
+
+    grid = _Grid(Table.grid(padding=(0, 2)), lambda value: Text(safe(value)))
     grid.add_row("lock", lock_line(data["lock"]))
     if data.get("remote_lock") is not None:
         grid.add_row("remote lock", remote_lock_line(data["remote_lock"]))
@@ -111,10 +113,10 @@ def status_view(data: dict[str, Any], extra: Any = None) -> Any:
             lease = _left(c["lease_left"])
             claims.add_row(
                 str(c["id"]),
-                Text(c["agent"]),
+                Text(safe(c["agent"])),
                 since,
                 Text(lease, style="red" if c["expired"] else ""),
-                Text(c["description"]),
+                Text(safe(c["description"])),
             )
         parts.append(claims)
     if extra is not None:
@@ -153,6 +155,8 @@ def stats_view(data: dict[str, Any]) -> Any:
     from rich.table import Table
     from rich.text import Text
 
+    from michi.cli.views.style import safe
+
     parts: list[Any] = []
     if data["agents"]:
         table = Table(title="per agent", title_justify="left", show_edge=False)
@@ -162,7 +166,7 @@ def stats_view(data: dict[str, Any]) -> Any:
             cycle = f["claim_to_done"]
             med, p90 = cycle["median"], cycle["p90"]
             table.add_row(
-                Text(agent),
+                Text(safe(agent)),
                 str(f["claims"]),
                 str(f["completions"]),
                 str(f["expired"]),

@@ -33,6 +33,7 @@ class Report(Result):
 
 def run(session: Session, *, fetch: bool) -> Report:
     from michi.tasks import ids
+    from michi.tasks.model import MAX_ID
     from michi.workflow import read_snapshot
 
     snap = task_common.read(session, fetch)
@@ -58,6 +59,15 @@ def run(session: Session, *, fetch: bool) -> Report:
     except Exception as exc:  # CorruptTask: reported like any other problem
         problems.append({"path": ids.COUNTER_PATH, "problem": str(exc)})
     else:
+        if max(counter, index.max_id) >= MAX_ID:  # `task add` refuses ("no task ids left"): say why here
+            holders = index.by_id.get(MAX_ID, [])
+            problems.append(
+                {
+                    "path": holders[0] if holders else ids.COUNTER_PATH,
+                    "problem": f"no task ids are left: {' and '.join(holders) or 'the counter'} reached "
+                    f"{MAX_ID}, the highest id; `task add` refuses until that is set lower by hand",
+                }
+            )
         if counter < index.max_id:
             problems.append(
                 {

@@ -12,7 +12,7 @@ import contextlib
 import os
 import shlex
 
-from michi.commands.lock_run import RunResult
+from michi.commands.lock_run import RUN_HINT, RunResult
 from michi.errors import GitFailed, LockError, UsageError
 from michi.lock.group import Group
 from michi.lock.keeper import sigterm_raises
@@ -32,7 +32,9 @@ def _run_held(lock: RemoteLock, argv: list[str], grace: float) -> int:
         # Started before the keeper thread: forking with a preexec function is safest single-threaded.
         group = Group.start(argv, env)
     except OSError as exc:
-        raise UsageError(f"cannot run {argv[0]!r}: {exc.strerror or exc}", code="command_failed") from None
+        raise UsageError(
+            f"cannot run {argv[0]!r}: {exc.strerror or exc}", code="command_failed", hint=RUN_HINT
+        ) from None
 
     def stop_command() -> None:
         group.stop(grace)

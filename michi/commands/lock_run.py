@@ -22,6 +22,12 @@ from michi.lock.record import FENCE_ENV
 from michi.results import Result
 from michi.session import Session
 
+# The command is run as given, without a shell: a name on PATH or a path to an executable file.
+RUN_HINT = (
+    "check the command's name (it must be on PATH, or a path to an executable file); a shell command "
+    "runs as `michi lock run -- sh -c '...'`"
+)
+
 
 @dataclass(frozen=True)
 class RunResult(Result):
@@ -42,7 +48,7 @@ def _start(lock: RepoLock, argv: list[str]) -> Group:
         return Group.start(argv, env, own_group=not lock.joined)
     except OSError as exc:
         reason = exc.strerror or str(exc)
-        raise UsageError(f"cannot run {argv[0]!r}: {reason}", code="command_failed") from None
+        raise UsageError(f"cannot run {argv[0]!r}: {reason}", code="command_failed", hint=RUN_HINT) from None
 
 
 def _run_locked(lock: RepoLock, argv: list[str], wait: float) -> tuple[int, list[int]]:

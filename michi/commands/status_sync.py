@@ -7,6 +7,7 @@ import json
 import os
 from typing import Any
 
+from michi.atomic import read_regular
 from michi.session import Session
 from michi.tasks.model import tw_date
 
@@ -74,7 +75,7 @@ def journal_entries(session: Session) -> tuple[list[dict[str, Any]], float | Non
     damaged = path.with_suffix(".corrupt").exists()
     try:
         mtime = os.stat(path).st_mtime
-        data = json.loads(path.read_bytes())
+        data = json.loads(read_regular(path))
         entries = data.get("entries", []) if isinstance(data, dict) else []
     except FileNotFoundError:
         return [], None, damaged

@@ -36,6 +36,8 @@ def change(
 
     if action in ("claim", "renew", "release"):
         claims.require_agent(session.resolve_agent())
+    if action == "annotate" and not str(fields.get("text", "")).strip():  # a commit that says nothing
+        raise UsageError("the note is empty", hint="michi task annotate ID 'what happened'")
     task_common.check_text(fields)
     snap = task_common.read(session)
     params: dict[str, Any] = {"action": action, "ref": ref, "if_version": if_version, **fields}

@@ -160,7 +160,10 @@ def read_tree_update(
     """Move the user's index and work tree from `old` to `new` the way `git checkout` does: paths that do
     not differ keep every staged and unstaged change; git refuses (and changes nothing) when a path that
     differs has local changes. Returns git's refusal, or None on success."""
-    if env is None:
+    # Under sparse checkout only read-tree applies the patterns: `git restore` would write michi's files
+    # outside them into the work tree (and clear their skip-worktree bit). The patterns live beside this
+    # work tree's index: one stat, and every user without them keeps the fast path.
+    if env is None and not (repo.paths.git_dir / "info" / "sparse-checkout").exists():
         from michi.git.checkout import move_paths
 
         done, refused = move_paths(repo, old, new, known)  # only the few paths that differ (ADR 0015)

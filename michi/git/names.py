@@ -13,7 +13,7 @@ import re
 
 _NTFS_DOTGIT = re.compile(r"(?:\.git|git~1)[. ]*(?::|$)")
 # The code points HFS+ ignores in names (git's `next_hfs_char`).
-_HFS_IGNORED = dict.fromkeys(
+HFS_IGNORED = dict.fromkeys(
     [*range(0x200C, 0x2010), *range(0x202A, 0x202F), *range(0x206A, 0x2070), 0xFEFF], None
 )
 
@@ -23,6 +23,6 @@ def git_refuses(name: str) -> bool:
     lowered = name.lower()
     if "git" not in lowered and lowered.isascii():
         return False  # every refused spelling holds "git"; the characters HFS+ ignores are not ASCII
-    if lowered.translate(_HFS_IGNORED) == ".git":
+    if lowered.translate(HFS_IGNORED) == ".git":
         return True
     return any(_NTFS_DOTGIT.match(part) for part in lowered.split("\\"))

@@ -26,9 +26,9 @@ def _lock_warnings(repo: RepoPaths, environ: Mapping[str, str], now: float) -> t
         return [], False
     # Never follow a symlink or read a file in the lock's place: the lock refuses them too (ADR 0003).
     if stat.S_ISLNK(st.st_mode):
-        raise messages.unreadable(f"{lock_dir.name} is a symlink, not a folder")
+        raise messages.unreadable(f"{lock_dir.name} is a symlink, not a folder", messages.NOT_A_FOLDER_HINT)
     if not stat.S_ISDIR(st.st_mode):
-        raise messages.unreadable(f"{lock_dir.name} is a file, not a folder")
+        raise messages.unreadable(f"{lock_dir.name} is a file, not a folder", messages.NOT_A_FOLDER_HINT)
     try:
         owner = read_owner(lock_dir)
     except CorruptRecord as exc:

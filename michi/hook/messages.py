@@ -53,8 +53,15 @@ def lock_held(owner: Owner | None, now: float, token_given: bool, orphans: tuple
     return LockHeld(message, hint=hint, **holder_details(owner, now))
 
 
-def unreadable(reason: str) -> LockUnreadable:
-    return LockUnreadable(f"commit refused: the repo lock is unreadable ({reason})", hint=CLEAR_HINT)
+# A file or symlink in the lock's place is not michi's to remove: `michi lock release --force` refuses it too.
+NOT_A_FOLDER_HINT = (
+    "michi will not follow or remove it: if it is not yours to keep, remove it by hand (rm .michi.lock) "
+    "and commit again"
+)
+
+
+def unreadable(reason: str, hint: str = CLEAR_HINT) -> LockUnreadable:
+    return LockUnreadable(f"commit refused: the repo lock is unreadable ({reason})", hint=hint)
 
 
 STALE_REASONS = {

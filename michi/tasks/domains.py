@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 from pathlib import Path, PurePosixPath
 
-from michi.git.names import git_refuses
+from michi.git.names import HFS_IGNORED, git_refuses
 from michi.tasks.errors import BadDomain
 
 ROOT = "."
@@ -57,6 +57,16 @@ def domain_of(path: str) -> str:
     return path[:cut] if cut >= 0 else ROOT
 
 
+# michi's own names at the root: its counters' folder, and the repo lock's folder (ADR 0003), which a
+# task file committed under it would recreate in every clone's checkout, as a lock held by no one.
+_ROOT_NAMES = frozenset({".michi", ".michi.lock"})
+
+
+def _michis(name: str) -> str:
+    """`name` as a case-insensitive file system (macOS, Windows) takes it: `.TASKS` is `.tasks` there."""
+    return name.casefold().translate(HFS_IGNORED).rstrip(". ")
+
+
 def _relative(top: Path, target: Path, shown: str) -> str:
     try:
         rel = target.relative_to(top)
@@ -65,7 +75,9 @@ def _relative(top: Path, target: Path, shown: str) -> str:
             f"domain {shown!r} is outside the repository", hint="pass a folder inside it"
         ) from None
     parts = rel.parts
-    if ".tasks" in parts or any(git_refuses(part) for part in parts):
+    if any(_michis(part) == ".tasks" or git_refuses(part) for part in parts) or (
+        parts and _michis(parts[0]) in _ROOT_NAMES
+    ):
         raise BadDomain(f"domain {shown!r} is not a folder for tasks", hint="pass a project folder")
     return ROOT if not parts else "/".join(parts)
 

@@ -75,7 +75,7 @@ def resolve_refs(tree: TaskTree, refs: list[str], ctx: ApplyContext) -> tuple[st
     return tuple(index.get(ref)[1].uuid for ref in refs)
 
 
-def _modified(task: Task, params: Mapping[str, Any], tree: TaskTree, ctx: ApplyContext) -> Task:
+def _modified(task: Task, params: Mapping[str, Any], tree: TaskTree, ctx: ApplyContext) -> Task | None:
     changes: dict[str, Any] = {}
     for key in ("description", "priority", "project"):
         if params.get(key) is not None:
@@ -85,12 +85,24 @@ def _modified(task: Task, params: Mapping[str, Any], tree: TaskTree, ctx: ApplyC
     tags += [t for t in params.get("tags_add") or [] if t not in tags]
     unlinked = set(params.get("depends_remove") or [])
     added = [*(params.get("depends_add") or []), *resolve_refs(tree, params.get("depends_refs") or [], ctx)]
-    depends = [d for d in task.depends if d not in unlinked] + [d for d in added if d != task.uuid]
-    new = [d for d in added if d != task.uuid and d not in task.depends]
+    if task.uuid in added:
+        raise DependencyCycle(
+            f"task {task.id} cannot depend on itself: it could never start",
+            hint="name another task in --depends",
+            id=task.id,
+        )
+    depends = tuple(dict.fromkeys([d for d in task.depends if d not in unlinked] + added))
+    new = [d for d in added if d not in task.depends]
     if new:
         _refuse_cycle(task, new, fresh_index(tree, ctx))
+    if (
+        tuple(tags) == task.tags
+        and depends == task.depends
+        and all(getattr(task, key) == value for key, value in changes.items())
+    ):
+        return None  # nothing to change: no new version, which would fail others' --if-version for nothing
     moved = transitions.move(task, "modify", ctx.now)
-    return moved.replace(tags=tuple(tags), depends=tuple(dict.fromkeys(depends)), **changes)
+    return moved.replace(tags=tuple(tags), depends=depends, **changes)
 
 
 def _refuse_cycle(task: Task, added: list[str], index: Index) -> None:
@@ -150,7 +162,11 @@ def update(tree: TaskTree, params: Mapping[str, Any], ctx: ApplyContext) -> Chan
             note = Annotation(tw_date(now), str(params["text"]))
             new = transitions.move(task, "annotate", now).replace(annotations=(*task.annotations, note))
         elif action == "modify":
-            new = _modified(task, params, tree, ctx)
+            modified = _modified(task, params, tree, ctx)
+            if modified is None:
+                record = serialization.to_record(task)
+                return Change(f"task modify {task.id} (no change)", result=[{"path": path, "record": record}])
+            new = modified
         else:
             raise ValueError(f"unknown action {action!r}")
     return written(f"task {action} {task.id}", [(path, new)])

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from michi import __version__
-from michi.atomic import write_atomic
+from michi.atomic import read_regular, write_atomic
 from michi.errors import MichiError, Relayed
 from michi.host import hostname
 from michi.lock import procs
@@ -80,7 +80,7 @@ class Offer:
         return True
 
     def answered(self) -> bool:
-        return self.posted and self._path(ANSWER).exists()
+        return self.posted and self._path(ANSWER).is_file()  # a folder in its place is no answer
 
     def settle(self) -> str:
         """Under the lock: FRESH (nobody took it: run it as usual), ANSWERED, or TAKEN_STATE (taken by a
@@ -92,7 +92,7 @@ class Offer:
 
     def outcome(self) -> TxnOutcome:
         """The holder's answer: our outcome, or our operation's refusal raised here."""
-        data = json.loads(self._path(ANSWER).read_bytes())
+        data = json.loads(read_regular(self._path(ANSWER)))
         if "error" in data:
             raise Relayed.decode(data["error"])
         return TxnOutcome.from_json(data["outcome"])
@@ -100,7 +100,7 @@ class Offer:
     def close(self) -> None:
         if self.posted:
             for suffix in (ANSWER, TAKEN):
-                with contextlib.suppress(FileNotFoundError):
+                with contextlib.suppress(OSError):  # gone, or not a file of ours (a folder in its place)
                     os.unlink(self._path(suffix))
 
 
@@ -137,7 +137,7 @@ def take(state_dir: Path, target: dict[str, Any], base: str | None, cap: int = C
             break
         path = folder / name
         try:
-            data = json.loads(path.read_bytes())
+            data = json.loads(read_regular(path))
             if _waiter_gone(data):
                 path.unlink()  # its waiter was killed before anyone took it: its command did nothing
                 continue
@@ -180,7 +180,7 @@ def _sweep(folder: Path, name: str) -> None:
                 path.unlink()
             return
         try:
-            gone = _waiter_gone(json.loads(path.read_bytes()))  # the offer it was, renamed
+            gone = _waiter_gone(json.loads(read_regular(path)))  # the offer it was, renamed
         except ValueError:
             gone = None
         # A claim that cannot be judged (another host's) is swept after an hour.

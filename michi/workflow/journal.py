@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from pathlib import Path
 from typing import Any
 
-from michi.atomic import write_atomic
+from michi.atomic import read_regular, write_atomic
 from michi.plain import Plain
 from michi.workflow.mutation import Mutation
 
@@ -68,12 +69,16 @@ class Journal:
     def __init__(self, state_dir: Path) -> None:
         self.path = state_dir / "journal.json"
         self.damaged = False  # set by load(): an unreadable journal was moved aside
+        self.kept_as = self.path.with_suffix(DAMAGED_SUFFIX)  # and there
         self.push: PushProcess | None = None  # set by load(): the last holder's push, if it recorded one
         self._encoded: dict[str, tuple[Mutation, str]] = {}  # txn -> (its mutation, that mutation's JSON)
 
-    def load(self) -> list[Entry]:
+    def load(self, keep_damaged: bool = False) -> list[Entry]:
+        """The entries; [] with `damaged` set for a journal that cannot be read, which is moved aside as
+        evidence unless `keep_damaged` (a reader outside the lock moves nothing: the next transaction
+        does, under the lock, and says so)."""
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
+            data = json.loads(read_regular(self.path).decode("utf-8"))
             entries = [_entry(e) for e in data.get("entries", [])]
             if len({e.txn for e in entries}) != len(entries):
                 raise ValueError("an operation is in the journal twice")  # applied twice, it would land twice
@@ -84,8 +89,15 @@ class Journal:
         except (OSError, ValueError, TypeError, KeyError, AttributeError):
             # Only a damaged disk or a hand edit gets here (os.replace makes a half-written journal
             # impossible). Keep the evidence and say so: the caller looks for the stranded work itself.
-            self.path.replace(self.path.with_suffix(DAMAGED_SUFFIX))
             self.damaged = True
+            if keep_damaged:
+                return []
+            self.kept_as = self.path.with_suffix(DAMAGED_SUFFIX)
+            try:
+                self.path.replace(self.kept_as)
+            except OSError:  # something of another kind already there (a folder): keep both
+                self.kept_as = self.path.with_suffix(f".{time.time_ns()}{DAMAGED_SUFFIX}")
+                self.path.replace(self.kept_as)
             return []
         return entries
 

@@ -70,7 +70,8 @@ def read_snapshot(paths: RepoPaths, config: Config, *, fetch: bool = False) -> S
     # Offline work not yet pushed lives only on the local branch; otherwise the remote-tracking branch
     # is the truth as last synced (the local branch may hold the user's own unrelated commits).
     ref = target.remote_ref
-    if ref is None or Journal(paths.state_dir).load() or git.ref_oid(repo, ref) is None:
+    journal = Journal(paths.state_dir)  # damaged, it may have named offline work: read the local branch
+    if ref is None or journal.load(keep_damaged=True) or journal.damaged or git.ref_oid(repo, ref) is None:
         ref = target.local_ref
     commit = git.ref_oid(repo, ref)
     stamp = None if seen is None else Stamp(seen, target.branch, target.remote, ref, commit)

@@ -316,9 +316,7 @@ class Transaction:
         journal = Journal(state_dir)
         leftover = self.leftover = journal.load()
         if journal.damaged:
-            self.notes.append(
-                f"the journal could not be read and was kept as {journal.path.with_suffix('.corrupt')}"
-            )
+            self.notes.append(f"the journal could not be read and was kept as {journal.kept_as}")
         # A dead holder's push may still be running: it must be over before we decide what landed.
         waited = orphans.settle(journal.push) if leftover else None
         if waited:
@@ -415,8 +413,8 @@ class Transaction:
             result = results.get(mine[-1].txn) if mine else known
             landed = {e.txn for e in leftover} | self.rescued
             if tip == base:
-                self._answer(leftover, handed, built, results, errors, False, attempt, [])
-                journal.save([])
+                unsent = self._answer(leftover, handed, built, results, errors, False, attempt, [])
+                journal.save([e for e in leftover + handed if e.txn in unsent])
                 notes = self._update_local(old_remote, base, landed)
                 if own_error is not None:
                     raise own_error
@@ -447,8 +445,8 @@ class Transaction:
                     faults.point("pushed")
                     ours = {e.txn for e in mine + handed}
                     notes = self._finish(old_remote, tip, landed | ours, lock)
-                    self._answer(leftover, handed, built, results, errors, True, attempt, notes)
-                    journal.save([])
+                    unsent = self._answer(leftover, handed, built, results, errors, True, attempt, notes)
+                    journal.save([e for e in entries if e.txn in unsent])
                     self._touch_synced()
                     if own_error is not None:
                         raise own_error
@@ -518,10 +516,12 @@ class Transaction:
         pushed: bool,
         attempts: int,
         notes: list[str],
-    ) -> None:
-        """Give each waiting process whose operation this run completed its own outcome (ADR 0017)."""
+    ) -> set[str]:
+        """Give each waiting process whose operation this run completed its own outcome (ADR 0017); the
+        txns of those whose answer could not be written (a full disk, something in its place)."""
         commits = {e.txn: e.commit for e in built}
         state_dir = self.req.repo.state_dir
+        unanswered: set[str] = set()
         for entry in [e for e in leftover if e.handed] + handed:
             assert entry.handed is not None
             commit, result = commits.get(entry.txn), results.get(entry.txn)
@@ -543,7 +543,13 @@ class Transaction:
                 attempts=attempts,
                 notes=self.notes + notes,
             )
-            group.answer(state_dir, entry.handed, None if error else outcome, error)
+            try:
+                group.answer(state_dir, entry.handed, None if error else outcome, error)
+            except OSError:
+                # Our own change is done: its failure is the waiter's alone, which then finds its
+                # operation in the journal, as after a holder that died (its entry stays there).
+                unanswered.add(entry.txn)
+        return unanswered
 
     def _completed(self) -> int:
         """Pending operations now on the remote: found there, or applied and pushed by this run."""

@@ -84,12 +84,12 @@ class TaskCard:
 
     def _links(self) -> list[tuple[str, Any]]:
         if self.depends_on is None:
-            return [("depends on", ", ".join(str(d) for d in self.task["depends"]))]
+            return [("depends on", safe(", ".join(str(d) for d in self.task["depends"])))]
         rows: list[tuple[str, Any]] = []
         for label, tasks in (("depends on", self.depends_on), ("blocks", self.blocks)):
             for n, other in enumerate(tasks):
-                line = Text(str(other["id"]), style="bold") + Text(
-                    f"  {other['description'] or '(no such task)'}"
+                line = Text(safe(str(other["id"])), style="bold") + Text(
+                    f"  {safe(other['description']) or '(no such task)'}"
                 )
                 if other["state"]:
                     line += Text("  (") + style.state(other["state"]) + Text(")")

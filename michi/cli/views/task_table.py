@@ -54,7 +54,7 @@ class TaskTable:
             Column("pri", [style.priority(t["priority"]) for t in tasks]),
             Column("project", [Text(safe(t["project"])) for t in tasks], capped=True),
             Column("tags", [Text(safe(" ".join(t["tags"]))) for t in tasks], capped=True),
-            Column("deps", [Text(",".join(str(d) for d in t["depends"])) for t in tasks]),
+            Column("deps", [Text(safe(",".join(str(d) for d in t["depends"]))) for t in tasks]),
             Column("assignee", [style.claim(t, now, self.viewer) for t in tasks], capped=True),
         ]
         if len({t["domain"] for t in tasks}) > 1:
