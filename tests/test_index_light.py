@@ -6,10 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conftest import git
 
 from michi.config import load
 from michi.repo import find_repo
-from michi.tasks.index import IDS_NAME, light
+from michi.tasks.index import IDS_NAME, TOP_NAME, light
 from michi.workflow import read_snapshot
 
 
@@ -49,3 +50,47 @@ def test_a_damaged_ids_cache_is_rebuilt_never_believed(cli, ready: Path) -> None
     assert sorted(_light(ready).by_id) == [1, 2, 3]
     cache.unlink()
     assert sorted(_light(ready).by_id) == [1, 2, 3]
+
+
+def test_the_highest_id_and_the_unreadable_count_need_no_path(cli, ready: Path, remote) -> None:
+    """`task add` asks only these: they come from the smallest cache, brought up by each new commit's
+    diff, and agree with the ids; the ids are loaded only when asked."""
+    assert cli(ready, "task", "list").exit_code == 0
+    assert _light(ready).max_id == 3  # writes the summary
+    other = remote.clone("other")
+    assert cli(other, "task", "add", "four from elsewhere").exit_code == 0
+    assert cli(other, "task", "done", "2").exit_code == 0
+    task = next(p for p in (other / ".tasks").glob("*/*.json") if '"michi_id": 1,' in p.read_text())
+    task.write_text("{ not json")
+    git(other, "commit", "-qam", "a broken task file")
+    git(other, "push", "-q", "origin", "HEAD:main")
+    assert cli(ready, "sync").exit_code == 0
+    index = _light(ready)
+    assert (index.max_id, index.problem_count) == (4, 1)
+    assert "ids" not in index.__dict__ and index._ids is None  # no path was loaded
+    assert sorted(index.by_id) == [2, 3, 4]  # the ids, loaded now, say the same
+
+
+def test_a_change_to_the_task_holding_the_highest_id_is_judged_by_the_ids(cli, ready: Path, remote) -> None:
+    assert _light(ready).max_id == 3
+    other = remote.clone("other")
+    gone = next(p for p in (other / ".tasks").glob("*/*.json") if '"michi_id": 3,' in p.read_text())
+    git(other, "rm", "-q", str(gone.relative_to(other)))
+    git(other, "commit", "-qm", "the newest task removed by hand")
+    git(other, "push", "-q", "origin", "HEAD:main")
+    assert cli(ready, "sync").exit_code == 0
+    index = _light(ready)
+    assert index.max_id == 2
+    assert "ids" in index.__dict__ or index._ids is not None  # found from the ids, not the summary
+    assert cli(ready, "task", "done", "2").exit_code == 0  # a change to the highest, keeping its id
+    index = _light(ready)
+    assert index.max_id == 2 and index._ids is None
+
+
+def test_a_damaged_summary_is_never_believed(cli, ready: Path) -> None:
+    assert _light(ready).max_id == 3
+    cache = ready / ".git" / "michi" / TOP_NAME
+    cache.write_bytes(cache.read_bytes()[:-2] + b"\x00\x00")
+    assert _light(ready).max_id == 3
+    cache.unlink()
+    assert _light(ready).max_id == 3

@@ -30,6 +30,9 @@ if TYPE_CHECKING:  # not at run time: `list` answers from its cache without load
 
 CACHE_NAME = "task-index.v2"  # v2: the caps and checks of ADR 0006 (records v1 believed may be corrupt)
 IDS_NAME = "task-ids.v1"  # (tree, path -> michi_id or None for a file that does not parse), checksummed
+# (tree, the highest id, the paths holding it, the paths with no id): what `task add` asks before the
+# lock, without loading 50,000 paths (ADR 0015). Checksummed like the others.
+TOP_NAME = "task-ids-top.v1"
 # path -> (blob oid, the file's record when it parsed, the problem when it did not)
 Entry = tuple[str, dict[str, Any] | None, str | None]
 
@@ -83,13 +86,19 @@ class Index:
         *,
         ids: dict[str, int | None] | None = None,
         loader: Callable[[], dict[str, Entry]] | None = None,
+        ids_loader: Callable[[], dict[str, int | None]] | None = None,
+        top: tuple[int, int] | None = None,
     ) -> None:
-        """Either `entries` (every record), or `ids` and a `loader` that reads the records when asked."""
+        """Either `entries` (every record), or `ids` (or an `ids_loader` that reads them when asked) and a
+        `loader` that reads the records when asked. `top`: (highest id, paths with no id), when known
+        without the ids."""
         self.tree = tree
         if entries is not None:
             self.__dict__["entries"] = entries
         self._ids = ids
         self._loader = loader
+        self._ids_loader = ids_loader
+        self._top = top
 
     @cached_property
     def entries(self) -> dict[str, Entry]:
@@ -99,12 +108,16 @@ class Index:
     @cached_property
     def ids(self) -> dict[str, int | None]:
         """path -> michi_id (None: the file does not parse)."""
+        if self._ids is None and self._ids_loader is not None and "entries" not in self.__dict__:
+            self._ids = self._ids_loader()
         if self._ids is not None and "entries" not in self.__dict__:
             return self._ids
         return {p: (e[1]["michi_id"] if e[1] is not None else None) for p, e in self.entries.items()}
 
     @property
     def problem_count(self) -> int:
+        if self._top is not None and "ids" not in self.__dict__:
+            return self._top[1]
         return sum(1 for i in self.ids.values() if i is None)
 
     @classmethod
@@ -196,6 +209,8 @@ class Index:
     @property
     def max_id(self) -> int:
         # Not through by_id: a dict of lists over 50,000 paths costs ~0.1 s per changing command (ADR 0015).
+        if self._top is not None and "ids" not in self.__dict__:
+            return self._top[0]
         return max((i for i in self.ids.values() if i is not None), default=0)
 
     def ids_of(self, uuids: tuple[str, ...]) -> list[int | str]:
@@ -310,9 +325,61 @@ def built(tree: TaskTree, state_dir: Path) -> tuple[Index, bool]:
 
 
 def light(tree: TaskTree, state_dir: Path) -> Index:
-    """Paths and ids of `tree` from the small cache; the records are read only if something asks."""
+    """Paths and ids of `tree` from the small cache; the records are read only if something asks. The
+    highest id and the count of files with none come from the smallest one (`TOP_NAME`), so a command
+    asking only those (`task add`) loads no path at all."""
     if tree.tree_oid is None:
         return Index(None, {})
+    top = _top(tree, state_dir)
+    if top is None:
+        index = _light(tree, state_dir)
+        _save_top(state_dir, tree.tree_oid, index.ids)
+        return index
+    return Index(
+        tree.tree_oid,
+        ids_loader=lambda: _light(tree, state_dir).ids,
+        loader=lambda: for_tree(tree, state_dir).entries,
+        top=top,
+    )
+
+
+def _save_top(state_dir: Path, tree: str | None, ids: dict[str, int | None]) -> None:
+    high = max((i for i in ids.values() if i is not None), default=0)
+    holders = [p for p, i in ids.items() if i == high] if high else []
+    save_checked(state_dir, TOP_NAME, (tree, high, holders, [p for p, i in ids.items() if i is None]))
+
+
+def _top(tree: TaskTree, state_dir: Path) -> tuple[int, int] | None:
+    """(highest id, files with no id) of `tree`, from `TOP_NAME` brought up by the tree's diff; None when
+    it cannot say: no cache, a damaged one, or a change to a file that held the highest id."""
+    try:
+        old_tree, high, holders, none = load_checked(state_dir, TOP_NAME)
+        if not (isinstance(old_tree, str) and isinstance(high, int)):
+            return None
+        if not (isinstance(holders, list) and isinstance(none, list)):
+            return None
+        if old_tree != tree.tree_oid:
+            delta = tree.changed_task_files(old_tree)
+            wanted = {p: oid for p, oid in delta.items() if oid is not None}
+            now = {p: None if r is None else r["michi_id"] for p, (r, _x) in parsed(tree, wanted).items()}
+            if any(p in delta and now.get(p) != high for p in holders):
+                return None  # the highest id may have gone: only the ids can say what is highest now
+            none = [p for p in none if p not in delta]
+            holders = [p for p in holders if p not in delta]
+            for path, found in now.items():
+                if found is None:
+                    none.append(path)
+                elif found > high:
+                    high, holders = found, [path]
+                elif found == high:
+                    holders.append(path)
+            save_checked(state_dir, TOP_NAME, (tree.tree_oid, high, holders, none))
+    except Exception:  # no cache, a damaged one, or a tree gone from the repository: the ids' way
+        return None
+    return high, len(none)
+
+
+def _light(tree: TaskTree, state_dir: Path) -> Index:
     cached = load_checked(state_dir, IDS_NAME)
     try:
         old_tree, ids = cached
