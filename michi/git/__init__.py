@@ -72,6 +72,7 @@ if TYPE_CHECKING:
     from michi.git.plain import staged_task_paths as staged_task_paths
     from michi.git.remote import PushResult as PushResult
     from michi.git.remote import fetch_branch as fetch_branch
+    from michi.git.remote import prefetch_branch as prefetch_branch
     from michi.git.remote import push as push
     from michi.git.repo import Repo as Repo
     from michi.git.trail import LogEntry as LogEntry
@@ -130,6 +131,7 @@ _HOMES = {
     "staged_task_paths": "plain",
     "PushResult": "remote",
     "fetch_branch": "remote",
+    "prefetch_branch": "remote",
     "push": "remote",
     "Repo": "repo",
     "commit_messages": "core",

@@ -117,6 +117,7 @@ class Transaction:
         # Push attempts so far, over every round under the lock: above 0 when a round starts, the one
         # before it was refused (`_Refused`), so the remote has moved and is fetched before applying.
         self.attempt = 0
+        self.prefetched: str | None = None  # the remote tip `_prefetch` saw, for the next round only
         self.adopted: Entry | None = None  # our operation, taken by a holder that died or failed
         self.stranded: list[stranded.Stranded] = []  # sync only: michi commits no journal entry names
         self.rescued: set[str] = set()  # txns of those that this run completes (or found landed)
@@ -270,6 +271,7 @@ class Transaction:
                         faults.point("refused")
                         handover = None  # settled in the first round; later rounds only take the lock
                         time.sleep(_backoff(self.attempt))
+                        self._prefetch()
                 locked = released - sum(holds)  # the wait: everything but the holds, backoff included
             except Answered:
                 locked = released = time.monotonic()
@@ -389,8 +391,13 @@ class Transaction:
                 landed_at = found[self.adopted.txn]
                 known = self._kept_result(self.adopted, landed_at)
                 leftover, mine = leftover + mine, []
+        elif self.attempt and not (fetch or leftover) and self.prefetched not in (None, base):
+            # The remote tip fetched between the rounds, without the lock: built on as it is, the push
+            # checks it (fast-forward only); a refusal is still decided on freshly fetched state.
+            base = self.prefetched
         elif fetch or leftover or base is None or self.attempt:
             base, fetched = self._fetch(), True
+        self.prefetched = None  # a guess for one round only
         if rescue:
             local = git.ref_oid(self.git, self.target.local_ref)
             self.stranded = stranded.find(self.git, local, base, {e.txn for e in leftover})
@@ -595,6 +602,14 @@ class Transaction:
                 f"the change reached the remote, but the local branch was not updated ({exc}); run michi sync"
             ]
         return notes
+
+    def _prefetch(self) -> None:
+        """Between two rounds, without the lock: fetch what the remote gained into michi's own ref, so the
+        next round under the lock builds on it instead of fetching (ADR 0004). The remote-tracking ref is
+        left alone (only the lock's holder moves it); a failure only means the next round fetches."""
+        assert self.target.remote
+        self.prefetched = git.prefetch_branch(self.git, self.target.remote, self.target.branch)
+        faults.point("prefetched")
 
     def _fetch(self) -> str | None:
         assert self.target.remote
