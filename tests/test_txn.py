@@ -157,6 +157,20 @@ def test_the_round_after_a_refused_push_builds_on_the_tip_fetched_without_the_lo
     assert names_on(one, "HEAD") == ["a", "b", "c"]
 
 
+def test_after_a_refused_push_the_next_command_fetches_before_the_lock(remote: Remote) -> None:
+    one, two = remote.clone("one"), remote.clone("two")
+    assert drive(one, "a").returncode == 0
+    assert drive(two, "b").returncode == 0
+    assert json.loads(drive(one, "c").stdout)["attempts"] == 2  # refused once: other clones push here
+    assert drive(two, "d").returncode == 0
+    proc = drive(one, "e", env={"MICHI_FAULT": "fetched"})  # no fetch under the lock either
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert json.loads(proc.stdout)["attempts"] == 1  # built on the tip fetched first: not refused
+    assert names_on(remote.bare) == ["a", "b", "c", "d", "e"]
+    assert drive(one, "f").returncode == 0  # alone again, it still pushes at once
+    assert names_on(one, "HEAD") == ["a", "b", "c", "d", "e", "f"]
+
+
 def test_the_fetch_between_rounds_never_moves_the_tracking_ref(remote: Remote) -> None:
     one, two = remote.clone("one"), remote.clone("two")
     assert drive(one, "a").returncode == 0

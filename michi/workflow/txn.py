@@ -73,6 +73,11 @@ class _Refused(Exception):
     lock is let go while waiting to try again, so it is held for one round at a time (ADR 0004)."""
 
 
+# Marks a refused push (its time); for this many seconds after one, commands fetch before the lock.
+_CONTENDED = "contended"
+_CONTENDED_FOR = 60.0
+
+
 def _backoff(attempt: int) -> float:
     """Jittered exponential backoff: let the winner finish."""
     return random.uniform(0, min(1.0, 0.01 * 2**attempt))
@@ -230,7 +235,9 @@ class Transaction:
             m.resolve()  # import the apply functions before the lock (ADR 0002)
         guess = self.target.remote_ref if self.target.online else self.target.local_ref
         guessed = git.ref_oid(self.git, guess) if guess else None
-        git.warm_up(self.git, guessed)
+        if self.target.online and not (fetch or rescue) and self._contended():
+            self._prefetch()  # other clones push here often: the last-known tip is likely stale
+        git.warm_up(self.git, self.prefetched or guessed)
         cfg = self.req.config
         offer = None
         if (
@@ -391,8 +398,8 @@ class Transaction:
                 landed_at = found[self.adopted.txn]
                 known = self._kept_result(self.adopted, landed_at)
                 leftover, mine = leftover + mine, []
-        elif self.attempt and not (fetch or leftover) and self.prefetched not in (None, base):
-            # The remote tip fetched between the rounds, without the lock: built on as it is, the push
+        elif not (fetch or leftover) and self.prefetched not in (None, base):
+            # The remote tip fetched before this round, without the lock: built on as it is, the push
             # checks it (fast-forward only); a refusal is still decided on freshly fetched state.
             base = self.prefetched
         elif fetch or leftover or base is None or self.attempt:
@@ -457,6 +464,7 @@ class Transaction:
                     return self._outcome(
                         result, tip, pushed=True, attempts=attempt, notes=notes, recovered=self._completed()
                     )
+            self._touch(_CONTENDED)
             if attempt < retries and not (leftover or handed or self.adopted or self.stranded):
                 # Only this run's own operations rode on the refused push: nothing landed and nobody
                 # waits on it, so wait for the next try without the lock (`run` takes it again).
@@ -677,9 +685,21 @@ class Transaction:
         return [] if res.ok else ["--push-all: the remote moved on; your own commits were not pushed"]
 
     def _touch_synced(self) -> None:
-        marker = self.req.repo.state_dir / "synced"
+        self._touch("synced")
+
+    def _touch(self, name: str) -> None:
+        marker = self.req.repo.state_dir / name
         marker.parent.mkdir(parents=True, exist_ok=True)
         marker.touch()
+
+    def _contended(self) -> bool:
+        """Was a push from this clone refused lately (another clone landed first)? Then the next command
+        fetches before it takes the lock rather than spend a round under it on a stale tip."""
+        try:
+            refused = (self.req.repo.state_dir / _CONTENDED).stat().st_mtime
+        except OSError:
+            return False
+        return time.time() - refused < _CONTENDED_FOR
 
     def _outcome(self, result: Any, commit: str | None, **kw: Any) -> TxnOutcome:
         notes = self.notes + self.report.notes() + kw.pop("notes", [])
