@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from michi.git.objects import EMPTY_TREE as EMPTY_TREE
     from michi.git.objects import TREE_MODE as TREE_MODE
     from michi.git.objects import CommitMeta as CommitMeta
+    from michi.git.objects import diff_moves as diff_moves
     from michi.git.objects import diff_task_files as diff_task_files
     from michi.git.objects import diff_trees as diff_trees
     from michi.git.objects import edit_tree as edit_tree
@@ -107,6 +108,7 @@ _HOMES = {
     "TREE_MODE": "objects",
     "CommitMeta": "objects",
     "diff_task_files": "objects",
+    "diff_moves": "objects",
     "diff_trees": "objects",
     "remember_delta": "deltas",
     "edit_tree": "objects",

@@ -73,6 +73,9 @@ class _Refused(Exception):
     lock is let go while waiting to try again, so it is held for one round at a time (ADR 0004)."""
 
 
+# (tracking tip, tip fetched without the lock, path -> (entry in the one, entry in the other)).
+_Moves = tuple[str, str, "git.Moves"]
+
 # Marks a refused push (its time); for this many seconds after one, commands fetch before the lock.
 _CONTENDED = "contended"
 _CONTENDED_FOR = 60.0
@@ -123,6 +126,7 @@ class Transaction:
         # before it was refused (`_Refused`), so the remote has moved and is fetched before applying.
         self.attempt = 0
         self.prefetched: str | None = None  # the remote tip `_prefetch` saw, for the next round only
+        self.prefetch_moves: _Moves | None = None  # (tracking tip then, `prefetched`, what differs)
         self.adopted: Entry | None = None  # our operation, taken by a holder that died or failed
         self.stranded: list[stranded.Stranded] = []  # sync only: michi commits no journal entry names
         self.rescued: set[str] = set()  # txns of those that this run completes (or found landed)
@@ -132,8 +136,8 @@ class Transaction:
         # its start: moving the checkout by these needs no git process to diff or list two (possibly
         # 50,000-entry) trees (ADR 0015).
         self.changed: dict[str, tuple[git.PathEntry, git.PathEntry]] = {}
-        self.known: dict[str, tuple[git.PathEntry, git.PathEntry]] | None = (
-            None  # `changed`, when it starts at local
+        self.known: git.Moves | None = (
+            None  # `changed` (after the prefetch's moves, if it built on them), when it starts at local
         )
         head = git.head(self.git)
         if head.branch is None:
@@ -378,6 +382,7 @@ class Transaction:
         old_remote = git.ref_oid(self.git, self.target.remote_ref)
         base, fetched = old_remote, False
         known: Any = None  # our adopted operation's result, when a dead holder's push had landed it
+        moves: _Moves | None = None  # the prefetch's, when this round builds on its tip
         landed_at: str | None = None  # and the commit that carried it there
         if self.adopted is not None:
             try:
@@ -401,10 +406,10 @@ class Transaction:
         elif not (fetch or leftover) and self.prefetched not in (None, base):
             # The remote tip fetched before this round, without the lock: built on as it is, the push
             # checks it (fast-forward only); a refusal is still decided on freshly fetched state.
-            base = self.prefetched
+            base, moves = self.prefetched, self.prefetch_moves
         elif fetch or leftover or base is None or self.attempt:
             base, fetched = self._fetch(), True
-        self.prefetched = None  # a guess for one round only
+        self.prefetched = self.prefetch_moves = None  # a guess for one round only
         if rescue:
             local = git.ref_oid(self.git, self.target.local_ref)
             self.stranded = stranded.find(self.git, local, base, {e.txn for e in leftover})
@@ -439,7 +444,7 @@ class Transaction:
                     recovered=self._completed(),
                 )
             assert tip is not None
-            self.known = self.changed if start == old_remote else None
+            self.known = self._known(old_remote, start, moves)
             # Waiters a dead holder landed, not yet answered (`_answer` runs after our push): their
             # entries stay, with the commit and result that landed, so a holder after us can still answer
             # them should we die too (ADR 0017). Landed, they are never applied again.
@@ -612,12 +617,35 @@ class Transaction:
         return notes
 
     def _prefetch(self) -> None:
-        """Between two rounds, without the lock: fetch what the remote gained into michi's own ref, so the
-        next round under the lock builds on it instead of fetching (ADR 0004). The remote-tracking ref is
-        left alone (only the lock's holder moves it); a failure only means the next round fetches."""
-        assert self.target.remote
+        """Without the lock: fetch what the remote gained into michi's own ref, so the next round under
+        the lock builds on it instead of fetching (ADR 0004). The remote-tracking ref is left alone (only
+        the lock's holder moves it); a failure only means the next round fetches. What changed from the
+        tracking tip to the fetched one is read here too: the checkout move after the push then needs no
+        diff of its own, and the next command's index refresh finds the hop (ADR 0015)."""
+        assert self.target.remote and self.target.remote_ref
+        tracking = git.ref_oid(self.git, self.target.remote_ref)
         self.prefetched = git.prefetch_branch(self.git, self.target.remote, self.target.branch)
+        self.prefetch_moves = None
+        if tracking is not None and self.prefetched not in (None, tracking):
+            assert self.prefetched is not None
+            with contextlib.suppress(MichiError, OSError):  # only saves work later
+                moves = git.diff_moves(self.git, tracking, self.prefetched)
+                self.prefetch_moves = (tracking, self.prefetched, moves)
+                old, new = git.tree_of(self.git, tracking), git.tree_of(self.git, self.prefetched)
+                git.remember_delta(self.git, old, new, moves)
         faults.point("prefetched")
+
+    def _known(self, old_remote: str | None, start: str | None, moves: _Moves | None) -> git.Moves | None:
+        """Every path that differs from `old_remote` to the tip just built, with its entries in both, when
+        this run knows them: its own edits from `start`, after the prefetch's from `old_remote`."""
+        if start == old_remote:
+            return self.changed
+        if moves is None or (moves[0], moves[1]) != (old_remote, start):
+            return None
+        known = dict(moves[2])
+        for path, (before, after) in self.changed.items():
+            known[path] = (known[path][0] if path in known else before, after)
+        return known
 
     def _fetch(self) -> str | None:
         assert self.target.remote
