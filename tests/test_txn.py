@@ -144,6 +144,52 @@ def test_killed_between_rounds_nothing_landed_and_the_lock_is_free(remote: Remot
     assert names_on(remote.bare) == ["a", "b", "c"]
 
 
+def test_the_round_after_a_refused_push_builds_on_the_tip_fetched_without_the_lock(remote: Remote) -> None:
+    one, two = remote.clone("one"), remote.clone("two")
+    assert drive(one, "a").returncode == 0
+    assert drive(two, "b").returncode == 0
+    # `fetched` is the fetch under the lock: the second round needs none, the tip came between the rounds
+    proc = drive(one, "c", env={"MICHI_FAULT": "fetched"})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert json.loads(proc.stdout)["attempts"] == 2
+    assert names_on(remote.bare) == ["a", "b", "c"]
+    assert git(one, "rev-parse", "origin/main") == remote.head()  # the push moved the tracking ref
+    assert names_on(one, "HEAD") == ["a", "b", "c"]
+
+
+def test_after_a_refused_push_the_next_command_fetches_before_the_lock(remote: Remote) -> None:
+    one, two = remote.clone("one"), remote.clone("two")
+    assert drive(one, "a").returncode == 0
+    assert drive(two, "b").returncode == 0
+    assert json.loads(drive(one, "c").stdout)["attempts"] == 2  # refused once: other clones push here
+    assert drive(two, "d").returncode == 0
+    proc = drive(one, "e", env={"MICHI_FAULT": "fetched"})  # no fetch under the lock either
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert json.loads(proc.stdout)["attempts"] == 1  # built on the tip fetched first: not refused
+    assert names_on(remote.bare) == ["a", "b", "c", "d", "e"]
+    assert drive(one, "f").returncode == 0  # alone again, it still pushes at once
+    assert names_on(one, "HEAD") == ["a", "b", "c", "d", "e", "f"]
+
+
+def test_the_fetch_between_rounds_never_moves_the_tracking_ref(remote: Remote) -> None:
+    one, two = remote.clone("one"), remote.clone("two")
+    assert drive(one, "a").returncode == 0
+    stale = git(one, "rev-parse", "origin/main")
+    assert drive(two, "b").returncode == 0
+    # killed right after the fetch without the lock: only the lock's holder may move origin/main (a
+    # forced update racing its push could set it back), so the tip went to michi's own ref alone
+    killed = drive(one, "c", env={"MICHI_FAULT": "prefetched"})
+    assert killed.returncode == -signal.SIGKILL
+    assert git(one, "rev-parse", "origin/main") == stale
+    assert git(one, "rev-parse", "refs/michi/fetched/origin/main") == remote.head()
+    assert names_on(remote.bare) == ["a", "b"]
+    assert not (one / ".michi.lock").exists()
+    again = json.loads(drive(one, "c").stdout)
+    assert again["pushed"] and again["recovered"] == 0
+    assert names_on(remote.bare) == ["a", "b", "c"]
+    assert sum(s.startswith("michi: append c") for s in subjects(remote.bare)) == 1
+
+
 def test_remote_rejecting_exits_5_and_changes_nothing(remote: Remote, repo: Path) -> None:
     hook = remote.bare / "hooks" / "pre-receive"
     hook.write_text("#!/bin/sh\necho 'protected branch' >&2\nexit 1\n")
@@ -200,16 +246,19 @@ def test_offline_work_is_pushed_by_sync_exactly_once(remote: Remote, repo: Path)
 
 @pytest.mark.parametrize("phase", ["locked", "fetched", "committed", "pushing", "pushed", "local"])
 def test_sigkill_at_each_phase_is_recovered_exactly_once(remote: Remote, repo: Path, phase: str) -> None:
+    flags = []
     if phase == "fetched":
-        # make the killed run fetch: a second clone moved the remote, so the optimistic push is rejected
-        assert drive(remote.clone("other"), "z").returncode == 0
-    killed = drive(repo, "a", env={"MICHI_FAULT": phase})
+        # make the killed run fetch under the lock: a second clone added `a`, which the killed run's view
+        # lacks, so its push is refused, and the tip fetched between the rounds makes it refuse, which it
+        # may only do on state fetched under the lock
+        assert drive(remote.clone("other"), "a").returncode == 0
+        flags = ["--refuse"]
+    killed = drive(repo, "a", *flags, env={"MICHI_FAULT": phase})
     assert killed.returncode == -signal.SIGKILL, killed.stdout + killed.stderr
     assert (repo / ".michi.lock").exists()  # the dead holder's lock is still there
     proc = drive(repo, "b")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    expected = (["z"] if phase == "fetched" else []) + ["a", "b"]
-    assert names_on(remote.bare) == expected
+    assert names_on(remote.bare) == ["a", "b"]
     assert sum(s.startswith("michi: append a") for s in subjects(remote.bare)) == 1
     assert git(repo, "rev-parse", "HEAD") == remote.head()
     assert git(repo, "status", "--porcelain") == ""

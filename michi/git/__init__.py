@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from michi.git.objects import EMPTY_TREE as EMPTY_TREE
     from michi.git.objects import TREE_MODE as TREE_MODE
     from michi.git.objects import CommitMeta as CommitMeta
+    from michi.git.objects import diff_moves as diff_moves
     from michi.git.objects import diff_task_files as diff_task_files
     from michi.git.objects import diff_trees as diff_trees
     from michi.git.objects import edit_tree as edit_tree
@@ -74,6 +75,7 @@ if TYPE_CHECKING:
     from michi.git.prepared import drop_prepared as drop_prepared
     from michi.git.remote import PushResult as PushResult
     from michi.git.remote import fetch_branch as fetch_branch
+    from michi.git.remote import prefetch_branch as prefetch_branch
     from michi.git.remote import push as push
     from michi.git.repo import Repo as Repo
     from michi.git.trail import LogEntry as LogEntry
@@ -110,6 +112,7 @@ _HOMES = {
     "TREE_MODE": "objects",
     "CommitMeta": "objects",
     "diff_task_files": "objects",
+    "diff_moves": "objects",
     "diff_trees": "objects",
     "remember_delta": "deltas",
     "edit_tree": "objects",
@@ -134,6 +137,7 @@ _HOMES = {
     "staged_task_paths": "plain",
     "PushResult": "remote",
     "fetch_branch": "remote",
+    "prefetch_branch": "remote",
     "push": "remote",
     "Repo": "repo",
     "commit_messages": "core",

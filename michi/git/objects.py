@@ -73,15 +73,26 @@ def diff_trees(repo: Repo, old: str, new: str) -> dict[str, tuple[int, str] | No
     known = repo.known_diff(old, new)
     if known is not None:
         return known
+    return {path: after for path, (_before, after) in diff_moves(repo, old, new).items()}
+
+
+def diff_moves(
+    repo: Repo, old: str, new: str
+) -> dict[str, tuple[tuple[int, str] | None, tuple[int, str] | None]]:
+    """Paths that differ between two trees or commits: path -> (entry in old, entry in new), each
+    (mode, blob oid) or None where the path is absent (one git process)."""
     out = _must(repo, "diff-tree", "-r", "-z", "--no-renames", old, new)
     fields = out.split("\0")
-    changes: dict[str, tuple[int, str] | None] = {}
+    moves: dict[str, tuple[tuple[int, str] | None, tuple[int, str] | None]] = {}
     for meta, path in zip(fields[0::2], fields[1::2], strict=False):
         if not meta.startswith(":"):
             continue
-        _old_mode, new_mode, _old_oid, new_oid, status = meta[1:].split(" ")
-        changes[path] = None if status == "D" else (int(new_mode, 8), new_oid)
-    return changes
+        old_mode, new_mode, old_oid, new_oid, status = meta[1:].split(" ")
+        moves[path] = (
+            None if status == "A" else (int(old_mode, 8), old_oid),
+            None if status == "D" else (int(new_mode, 8), new_oid),
+        )
+    return moves
 
 
 def diff_task_files(repo: Repo, old_tree: str, new_tree: str) -> dict[str, str | None]:

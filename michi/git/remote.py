@@ -56,6 +56,28 @@ def fetch_branch(repo: Repo, remote: str, branch: str) -> str | None:
     return ref_oid(repo, tracking)
 
 
+def prefetch_branch(repo: Repo, remote: str, branch: str) -> str | None:
+    """Fetch the remote branch's objects into michi's own ref, refs/michi/fetched/<remote>/<branch>, and
+    return the tip seen; None when that failed or found no branch. Run without the repo lock (ADR 0004),
+    so it must never write the remote-tracking ref: a forced update racing the holder's push could set it
+    back to a tip older than the one the push just landed. `--refmap=` keeps git from updating it on the
+    side from the configured refspec, as it otherwise does for a branch named on the command line. Two
+    prefetches racing for michi's ref can set it back too: the tip is only a guess to build on, which the
+    fast-forward-only push checks."""
+    ref = f"refs/michi/fetched/{remote}/{branch}"
+    status, _out, _err = _exec(
+        repo,
+        "fetch",
+        "--quiet",
+        "--no-tags",
+        "--no-write-fetch-head",
+        "--refmap=",
+        remote,
+        f"+refs/heads/{branch}:{ref}",
+    )
+    return ref_oid(repo, ref) if status == 0 else None
+
+
 # Reasons a remote gives when a concurrent push won the race for the ref: contention, not refusal.
 _REF_RACES = ("failed to update ref", "failed to lock", "incorrect old value provided", "cannot lock ref")
 

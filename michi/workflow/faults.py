@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import signal
 
-POINTS = ("locked", "fetched", "committed", "pushing", "pushed", "local")
+POINTS = ("locked", "fetched", "committed", "pushing", "pushed", "local", "refused", "prefetched")
 
 
 def point(name: str) -> None:

@@ -76,6 +76,14 @@ class _Refused(Exception):
     lock is let go while waiting to try again, so it is held for one round at a time (ADR 0004)."""
 
 
+# (tracking tip, tip fetched without the lock, path -> (entry in the one, entry in the other)).
+_Moves = tuple[str, str, "git.Moves"]
+
+# Marks a refused push (its time); for this many seconds after one, commands fetch before the lock.
+_CONTENDED = "contended"
+_CONTENDED_FOR = 60.0
+
+
 def _backoff(attempt: int) -> float:
     """Jittered exponential backoff: let the winner finish."""
     return random.uniform(0, min(1.0, 0.01 * 2**attempt))
@@ -122,6 +130,8 @@ class Transaction:
         # Push attempts so far, over every round under the lock: above 0 when a round starts, the one
         # before it was refused (`_Refused`), so the remote has moved and is fetched before applying.
         self.attempt = 0
+        self.prefetched: str | None = None  # the remote tip `_prefetch` saw, for the next round only
+        self.prefetch_moves: _Moves | None = None  # (tracking tip then, `prefetched`, what differs)
         self.adopted: Entry | None = None  # our operation, taken by a holder that died or failed
         self.stranded: list[stranded.Stranded] = []  # sync only: michi commits no journal entry names
         self.rescued: set[str] = set()  # txns of those that this run completes (or found landed)
@@ -131,8 +141,8 @@ class Transaction:
         # its start: moving the checkout by these needs no git process to diff or list two (possibly
         # 50,000-entry) trees (ADR 0015).
         self.changed: dict[str, tuple[git.PathEntry, git.PathEntry]] = {}
-        self.known: dict[str, tuple[git.PathEntry, git.PathEntry]] | None = (
-            None  # `changed`, when it starts at local
+        self.known: git.Moves | None = (
+            None  # `changed` (after the prefetch's moves, if it built on them), when it starts at local
         )
         head = git.head(self.git)
         if head.branch is None:
@@ -234,7 +244,9 @@ class Transaction:
             m.resolve()  # import the apply functions before the lock (ADR 0002)
         guess = self.target.remote_ref if self.target.online else self.target.local_ref
         guessed = git.ref_oid(self.git, guess) if guess else None
-        git.warm_up(self.git, guessed)
+        if self.target.online and not (fetch or rescue) and self._contended():
+            self._prefetch()  # other clones push here often: the last-known tip is likely stale
+        git.warm_up(self.git, self.prefetched or guessed)
         cfg = self.req.config
         offer = None
         if (
@@ -275,6 +287,7 @@ class Transaction:
                         faults.point("refused")
                         handover = None  # settled in the first round; later rounds only take the lock
                         time.sleep(_backoff(self.attempt))
+                        self._prefetch()
                 locked = released - sum(holds)  # the wait: everything but the holds, backoff included
             except Answered:
                 locked = released = time.monotonic()
@@ -372,6 +385,7 @@ class Transaction:
         old_remote = git.ref_oid(self.git, self.target.remote_ref)
         base, fetched = old_remote, False
         known: Any = None  # our adopted operation's result, when a dead holder's push had landed it
+        moves: _Moves | None = None  # the prefetch's, when this round builds on its tip
         landed_at: str | None = None  # and the commit that carried it there
         if self.adopted is not None:
             try:
@@ -392,8 +406,13 @@ class Transaction:
                 landed_at = found[self.adopted.txn]
                 known = self._kept_result(self.adopted, landed_at)
                 leftover, mine = leftover + mine, []
+        elif not (fetch or leftover) and self.prefetched not in (None, base):
+            # The remote tip fetched before this round, without the lock: built on as it is, the push
+            # checks it (fast-forward only); a refusal is still decided on freshly fetched state.
+            base, moves = self.prefetched, self.prefetch_moves
         elif fetch or leftover or base is None or self.attempt:
             base, fetched = self._fetch(), True
+        self.prefetched = self.prefetch_moves = None  # a guess for one round only
         if rescue:
             local = git.ref_oid(self.git, self.target.local_ref)
             self.stranded = stranded.find(self.git, local, base, {e.txn for e in leftover})
@@ -428,7 +447,7 @@ class Transaction:
                     recovered=self._completed(),
                 )
             assert tip is not None
-            self.known = self.changed if start == old_remote else None
+            self.known = self._known(old_remote, start, moves)
             # Waiters a dead holder landed, not yet answered (`_answer` runs after our push): their
             # entries stay, with the commit and result that landed, so a holder after us can still answer
             # them should we die too (ADR 0017). Landed, they are never applied again.
@@ -453,6 +472,7 @@ class Transaction:
                     return self._outcome(
                         result, tip, pushed=True, attempts=attempt, notes=notes, recovered=self._completed()
                     )
+            self._touch(_CONTENDED)
             if attempt < retries and not (leftover or handed or self.adopted or self.stranded):
                 # Only this run's own operations rode on the refused push: nothing landed and nobody
                 # waits on it, so wait for the next try without the lock (`run` takes it again).
@@ -610,6 +630,37 @@ class Transaction:
             git.drop_prepared(self.git)  # those the move did not use (it replayed, or it refused)
         return notes
 
+    def _prefetch(self) -> None:
+        """Without the lock: fetch what the remote gained into michi's own ref, so the next round under
+        the lock builds on it instead of fetching (ADR 0004). The remote-tracking ref is left alone (only
+        the lock's holder moves it); a failure only means the next round fetches. What changed from the
+        tracking tip to the fetched one is read here too: the checkout move after the push then needs no
+        diff of its own, and the next command's index refresh finds the hop (ADR 0015)."""
+        assert self.target.remote and self.target.remote_ref
+        tracking = git.ref_oid(self.git, self.target.remote_ref)
+        self.prefetched = git.prefetch_branch(self.git, self.target.remote, self.target.branch)
+        self.prefetch_moves = None
+        if tracking is not None and self.prefetched not in (None, tracking):
+            assert self.prefetched is not None
+            with contextlib.suppress(MichiError, OSError):  # only saves work later
+                moves = git.diff_moves(self.git, tracking, self.prefetched)
+                self.prefetch_moves = (tracking, self.prefetched, moves)
+                old, new = git.tree_of(self.git, tracking), git.tree_of(self.git, self.prefetched)
+                git.remember_delta(self.git, old, new, moves)
+        faults.point("prefetched")
+
+    def _known(self, old_remote: str | None, start: str | None, moves: _Moves | None) -> git.Moves | None:
+        """Every path that differs from `old_remote` to the tip just built, with its entries in both, when
+        this run knows them: its own edits from `start`, after the prefetch's from `old_remote`."""
+        if start == old_remote:
+            return self.changed
+        if moves is None or (moves[0], moves[1]) != (old_remote, start):
+            return None
+        known = dict(moves[2])
+        for path, (before, after) in self.changed.items():
+            known[path] = (known[path][0] if path in known else before, after)
+        return known
+
     def _fetch(self) -> str | None:
         assert self.target.remote
         tip = git.fetch_branch(self.git, self.target.remote, self.target.branch)
@@ -676,9 +727,21 @@ class Transaction:
         return [] if res.ok else ["--push-all: the remote moved on; your own commits were not pushed"]
 
     def _touch_synced(self) -> None:
-        marker = self.req.repo.state_dir / "synced"
+        self._touch("synced")
+
+    def _touch(self, name: str) -> None:
+        marker = self.req.repo.state_dir / name
         marker.parent.mkdir(parents=True, exist_ok=True)
         marker.touch()
+
+    def _contended(self) -> bool:
+        """Was a push from this clone refused lately (another clone landed first)? Then the next command
+        fetches before it takes the lock rather than spend a round under it on a stale tip."""
+        try:
+            refused = (self.req.repo.state_dir / _CONTENDED).stat().st_mtime
+        except OSError:
+            return False
+        return time.time() - refused < _CONTENDED_FOR
 
     def _outcome(self, result: Any, commit: str | None, **kw: Any) -> TxnOutcome:
         notes = self.notes + self.report.notes() + kw.pop("notes", [])
