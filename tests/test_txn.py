@@ -264,6 +264,28 @@ def test_sigkill_at_each_phase_is_recovered_exactly_once(remote: Remote, repo: P
     assert git(repo, "status", "--porcelain") == ""
 
 
+def test_a_landed_commit_the_work_tree_never_reached_is_not_taken_as_where_the_index_is(
+    remote: Remote, repo: Path
+) -> None:
+    """A holder killed after its push landed left the index at the old commit. The next run's move from
+    there is refused by the user's edit to that file; the landed commit must not then count as where the
+    index already is (it is the goal): the branch would move while the index kept the old file, and a
+    `git commit` would quietly undo the landed change."""
+    assert drive(repo, "a").returncode == 0
+    killed = drive(repo, "b", env={"MICHI_FAULT": "pushed"})
+    assert killed.returncode == -signal.SIGKILL, killed.stdout + killed.stderr
+    edited = b"[\"the user's own edit\"]\n"
+    (repo / ".tasks" / "log.json").write_bytes(edited)
+    before = git(repo, "rev-parse", "HEAD")
+    proc = drive(repo, "b", "--sync")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert names_on(remote.bare) == ["a", "b"]
+    assert (repo / ".tasks" / "log.json").read_bytes() == edited  # the user's edit, byte for byte
+    assert git(repo, "rev-parse", "HEAD") == before  # the branch stays with its index
+    assert git(repo, "diff", "--cached", "--name-only", "HEAD") == ""
+    assert "not updated" in json.loads(proc.stdout)["notes"][-1]
+
+
 def test_sigkill_during_push_is_recovered_exactly_once(remote: Remote, repo: Path) -> None:
     gate = remote.root / "gate"
     reached = remote.root / "reached"

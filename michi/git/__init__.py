@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from michi.git.core import Head as Head
     from michi.git.core import commit_messages as commit_messages
     from michi.git.core import head as head
+    from michi.git.core import index_holds as index_holds
     from michi.git.core import is_ancestor as is_ancestor
     from michi.git.core import merge_base as merge_base
     from michi.git.core import messages_matching as messages_matching
@@ -100,6 +101,7 @@ _HOMES = {
     "remote_names": "core",
     "rev_list": "core",
     "update_ref": "core",
+    "index_holds": "core",
     "prepare_update_ref": "core",
     "drop_prepared": "prepared",
     "config_fingerprint": "files",

@@ -14,6 +14,8 @@ from michi.git.repo import Repo, output
 from michi.git.repo import open_repo as open_repo
 from michi.plain import Plain
 
+_LITERAL = {"GIT_LITERAL_PATHSPECS": "1"}  # a path is a name, never a pattern
+
 if TYPE_CHECKING:
     from michi.git.checkout import Moves
 
@@ -173,6 +175,16 @@ def read_tree_update(
     if status != 0 and (held := lock_held(err)) is not None:
         raise held  # not a refusal: nothing in the work tree is in the way
     return None if status == 0 else (err.strip() or f"read-tree exited {status}")
+
+
+def index_holds(repo: Repo, commit: str, paths: list[str]) -> bool:
+    """Does the index hold `commit`'s version (or, where it has none, no entry) of every one of `paths`?"""
+    if not paths:
+        return True
+    status, _out, _err = _exec(
+        repo, "diff-index", "--cached", "--quiet", "--no-renames", commit, "--", *paths, env=_LITERAL
+    )
+    return status == 0
 
 
 def update_ref(repo: Repo, ref: str, new: str, old: str | None, message: str) -> None:

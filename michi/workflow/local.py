@@ -71,14 +71,21 @@ def move_checkout(
 
     A michi process killed between moving the index and moving the branch (ADR 0004) left the index at
     one of the `interrupted` commits while the branch still names `local`; moving from there finishes
-    its work. git refuses, changing nothing, unless the index really matches the commit it moves from.
+    its work: only when the index holds that commit's version of every path it changed (git's own check
+    covers only the paths that differ from there on to `goal`).
     `known`, when given, is every path that differs from `local` to `goal` with its entries in both (the
     transaction's own edits)."""
     refused = git.read_tree_update(repo, local or git.EMPTY_TREE, goal, known=known if local else None)
     for commit in interrupted:
         if refused is None:
             break
-        if commit != local and git.read_tree_update(repo, commit, goal) is None:
+        if commit == local:
+            continue
+        # Only where the index really is at `commit`: a move from there checks the paths that differ on
+        # to `goal`, not those `commit` changed, and `commit` may be the goal itself (its push landed,
+        # the index never moved): the branch would move while the index kept the old files.
+        where = list(git.diff_trees(repo, local or git.EMPTY_TREE, commit))
+        if git.index_holds(repo, commit, where) and git.read_tree_update(repo, commit, goal) is None:
             refused = None
     return refused
 
