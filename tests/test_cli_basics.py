@@ -129,3 +129,15 @@ def test_every_error_michi_raises_carries_a_hint() -> None:
                 continue
             missing.append(f"{path.name}:{node.lineno} {name}")
     assert not missing, missing
+
+
+def test_changing_commands_run_in_one_process_leave_no_descriptor_open(cli, repo: Path) -> None:
+    """An MCP server (or any caller of michi in-process) runs command after command: each transaction must
+    give back what it opened (a lock's guard file was kept open by every one)."""
+    assert cli(repo, "init").exit_code == 0
+    assert cli(repo, "task", "add", "warm up").exit_code == 0
+    before = len(os.listdir("/proc/self/fd"))
+    for n in range(5):
+        assert cli(repo, "task", "add", f"task {n}").exit_code == 0
+    assert cli(repo, "task", "done", "2").exit_code == 0
+    assert len(os.listdir("/proc/self/fd")) == before

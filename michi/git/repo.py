@@ -88,7 +88,9 @@ def _exited(proc: subprocess.Popen[bytes], timeout: float) -> bool:
             return False
         return True
     try:
-        return bool(select.select([fd], [], [], timeout)[0])
+        waiting = select.poll()  # not select(): a descriptor numbered over 1023 is out of its range
+        waiting.register(fd, select.POLLIN)
+        return bool(waiting.poll(timeout * 1000))
     finally:
         os.close(fd)
 

@@ -288,6 +288,8 @@ class Transaction:
                         handover = None  # settled in the first round; later rounds only take the lock
                         time.sleep(_backoff(self.attempt))
                         self._prefetch()
+                    finally:
+                        lock.close()  # its guard file's descriptor: an MCP server runs many of these
                 locked = released - sum(holds)  # the wait: everything but the holds, backoff included
             except Answered:
                 locked = released = time.monotonic()
