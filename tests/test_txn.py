@@ -274,7 +274,7 @@ def test_a_landed_commit_the_work_tree_never_reached_is_not_taken_as_where_the_i
     assert drive(repo, "a").returncode == 0
     killed = drive(repo, "b", env={"MICHI_FAULT": "pushed"})
     assert killed.returncode == -signal.SIGKILL, killed.stdout + killed.stderr
-    edited = b"[\"the user's own edit\"]\n"
+    edited = b'["the user\'s own edit"]\n'
     (repo / ".tasks" / "log.json").write_bytes(edited)
     before = git(repo, "rev-parse", "HEAD")
     proc = drive(repo, "b", "--sync")
