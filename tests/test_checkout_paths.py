@@ -291,13 +291,13 @@ def _known(work: Path, old: str, new: str) -> mgit.Moves:
     return {p: (_entry(work, old, p), _entry(work, new, p)) for p in paths}
 
 
-def _diff_index_runs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, ...]]:
-    """The `diff-index` processes move_paths runs itself (not the one started ahead)."""
+def _exec_runs(monkeypatch: pytest.MonkeyPatch, command: str) -> list[tuple[str, ...]]:
+    """The `command` processes (e.g. "diff-index") move_paths runs itself, not those started ahead."""
     runs: list[tuple[str, ...]] = []
     real = checkout._exec
 
     def counted(repo: mgit.Repo, *args: str, **kw: object) -> object:
-        if args[0] == "diff-index":
+        if command in args:
             runs.append(args)
         return real(repo, *args, **kw)  # type: ignore[arg-type]
 
@@ -313,7 +313,7 @@ def test_a_check_started_ahead_stands_in_for_the_first_one(
     repo = mgit.open_repo(work)
     checkout.check_ahead(repo, old, _known(work, old, new))
     assert repo.ahead, "the check did not start"
-    runs = _diff_index_runs(monkeypatch)
+    runs = _exec_runs(monkeypatch, "diff-index")
     assert move_paths(repo, old, new, _known(work, old, new)) == (True, None)
     assert runs == []  # its answer was used
     assert repo.ahead == {}
@@ -342,7 +342,7 @@ def test_a_check_started_ahead_counts_for_nothing_once_the_user_touched_a_path(
     else:
         (work / ".tasks" / "d.json").write_text("d X\n")
     before = _state(work)
-    runs = _diff_index_runs(monkeypatch)
+    runs = _exec_runs(monkeypatch, "diff-index")
     done, refused = move_paths(repo, old, new, _known(work, old, new))
     assert done and refused
     assert runs  # checked again, as without the check ahead
@@ -400,20 +400,6 @@ def test_a_file_git_was_told_not_to_look_at_keeps_its_local_changes(
     assert any(listed) is ahead  # the path under test was the one taken
 
 
-def _restore_runs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, ...]]:
-    """The `restore` processes move_paths starts itself (not the one started ahead)."""
-    runs: list[tuple[str, ...]] = []
-    real = checkout._exec
-
-    def counted(repo: mgit.Repo, *args: str, **kw: object) -> object:
-        if "restore" in args:
-            runs.append(args)
-        return real(repo, *args, **kw)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(checkout, "_exec", counted)
-    return runs
-
-
 def test_a_restore_started_ahead_moves_only_when_fed_and_keeps_work_staged_meanwhile(
     work: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -427,7 +413,7 @@ def test_a_restore_started_ahead_moves_only_when_fed_and_keeps_work_staged_meanw
     git(work, "add", "staged.txt")
     assert waiting.proc.poll() is None  # still waiting for its paths: nothing moved yet
     assert (work / ".tasks" / "c.json").exists()
-    runs = _restore_runs(monkeypatch)
+    runs = _exec_runs(monkeypatch, "restore")
     assert move_paths(repo, old, new, known) == (True, None)
     assert runs == []  # the one started ahead did the move
     assert waiting.proc.returncode == 0

@@ -186,6 +186,14 @@ GIT_REFUSES = [
 ]
 
 
+def _refused_as_domain(cli, repo: Path, tmp_path: Path, name: str) -> None:
+    """`name` refused as a domain, by `--domain` and by an import naming it (`bad_domain`, exit 2)."""
+    added = cli(repo, "task", "add", "x", "--domain", name, "--json")
+    assert added.exit_code == 2 and added.json()["error"]["code"] == "bad_domain", added.stdout
+    imported = _import_into(cli, repo, tmp_path, name)
+    assert imported.exit_code == 2 and imported.json()["error"]["code"] == "bad_domain", imported.stdout
+
+
 @pytest.mark.parametrize("name", GIT_REFUSES)
 def test_a_domain_git_would_not_check_out_is_refused(
     cli, remote: Remote, repo: Path, tmp_path: Path, name: str
@@ -194,13 +202,10 @@ def test_a_domain_git_would_not_check_out_is_refused(
     before = remote.head()
     (repo / name).mkdir(parents=True)
     (repo / name / "notes.txt").write_text("mine\n")
-    added = cli(repo, "task", "add", "x", "--domain", name, "--json")
-    assert added.exit_code == 2 and added.json()["error"]["code"] == "bad_domain", added.stdout
+    _refused_as_domain(cli, repo, tmp_path, name)
     (repo / name / ".tasks").mkdir()  # found as the nearest domain from inside it
     inside = cli(repo / name, "task", "add", "x", "--json")
     assert inside.exit_code == 2 and inside.json()["error"]["code"] == "bad_domain", inside.stdout
-    imported = _import_into(cli, repo, tmp_path, name)
-    assert imported.exit_code == 2 and imported.json()["error"]["code"] == "bad_domain", imported.stdout
     assert remote.head() == before
     fresh = subprocess.run(
         ["git", "clone", "-q", str(remote.bare), str(tmp_path / "fresh")], capture_output=True
@@ -221,10 +226,7 @@ def test_a_domain_named_as_michis_own_folders_is_refused(
     assert cli(repo, "init").exit_code == 0
     before = remote.head()
     (repo / name).mkdir(parents=True, exist_ok=True)
-    added = cli(repo, "task", "add", "x", "--domain", name, "--json")
-    assert added.exit_code == 2 and added.json()["error"]["code"] == "bad_domain", added.stdout
-    imported = _import_into(cli, repo, tmp_path, name)
-    assert imported.exit_code == 2 and imported.json()["error"]["code"] == "bad_domain", imported.stdout
+    _refused_as_domain(cli, repo, tmp_path, name)
     assert remote.head() == before
 
 
