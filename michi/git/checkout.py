@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from michi.git import prepared
-from michi.git.core import _exec, _must, lock_held
+from michi.git.core import _exec, lock_held
+from michi.git.objects import diff_moves
 from michi.git.repo import output
 
 if TYPE_CHECKING:
@@ -190,21 +191,6 @@ def _untracked(repo: Repo, added: list[str], deleted: set[str]) -> str | None:
     return None
 
 
-def _diff(repo: Repo, old: str, new: str) -> dict[str, tuple[PathEntry, PathEntry]]:
-    """path -> (its entry in old, its entry in new), for the paths that differ (one git process)."""
-    out = _must(repo, "diff-tree", "-r", "-z", "--no-renames", old, new)
-    fields = out.split("\0")
-    diff: dict[str, tuple[PathEntry, PathEntry]] = {}
-    for meta, path in zip(fields[0::2], fields[1::2], strict=False):
-        if meta.startswith(":"):
-            old_mode, new_mode, old_oid, new_oid, status = meta[1:].split(" ")
-            diff[path] = (
-                None if status == "A" else (int(old_mode, 8), old_oid),
-                None if status == "D" else (int(new_mode, 8), new_oid),
-            )
-    return diff
-
-
 def check_ahead(repo: Repo, old: str, known: Moves, new: str | None = None) -> None:
     """Start the check a move from `old` by `known` begins with, so it runs while the caller waits for
     something else (the push); `move_paths` uses its answer when nothing it looked at changed since.
@@ -227,7 +213,7 @@ def move_paths(repo: Repo, old: str, new: str, known: Moves | None = None) -> tu
     if known is not None:
         diff = {p: (o, n) for p, (o, n) in known.items() if o != n}
     else:
-        diff = _diff(repo, old, new)
+        diff = diff_moves(repo, old, new)
     if not diff:
         return True, None
     if len(diff) > MAX_PATHS:
