@@ -36,6 +36,11 @@ _shapes: dict[tuple[str, ...], Shape | None] = {}
 _agents: dict[str, bool] = {}
 
 
+# The optional fields after `modified`, in the order michi writes them: dates, except the assignee.
+_TAIL_KEYS = ("start", "end", "michi_assignee", "michi_claim_expires")
+_NO_TAIL = [None, None, None, None]
+
+
 def loads_record(data: bytes, path: str) -> dict[str, Any]:
     """`serialization.loads_record(data, path)`: the same record, or the same `CorruptTask`."""
     record = fast(data)
@@ -244,23 +249,12 @@ def _laid_out(groups: tuple[Any, ...]) -> dict[str, Any] | None:
         record["depends"] = listed
     record["entry"] = entry
     record["modified"] = modified
-    start, end, assignee, expires = rest[:4]
-    if start is not None or end is not None or assignee is not None or expires is not None:
-        if start is not None:
-            if not day(start[:8]):
-                return None
-            record["start"] = start
-        if end is not None:
-            if not day(end[:8]):
-                return None
-            record["end"] = end
-        if assignee is not None:
-            if not _agent(assignee):
-                return None
-            record["michi_assignee"] = assignee
-        if expires is not None:
-            if not day(expires[:8]):
-                return None
-            record["michi_claim_expires"] = expires
+    tail = rest[:4]
+    if tail != _NO_TAIL:  # most files have none of these: one comparison
+        for key, value in zip(_TAIL_KEYS, tail, strict=True):  # in the file's order (kept in the record)
+            if value is not None:
+                if not (_agent(value) if key == "michi_assignee" else day(value[:8])):
+                    return None
+                record[key] = value
     record["michi_version"] = version
     return record
