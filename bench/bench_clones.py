@@ -30,7 +30,7 @@ from _startup import MICHI, interpreter_note, prepared_env
 from _util import isolated_git_env, p95, sh, tempdir, threads_elapsed
 from bench_scale import DRIVER, build
 
-CACHES = ("task-ids.v1", "task-index.v2", "task-list.v1")
+CACHES = ("task-ids.v1", "task-index.v3", "task-list.v1")
 
 
 def _clones(cached: Path, root: Path, agents: int, env: dict[str, str]) -> list[Path]:

@@ -136,7 +136,7 @@ class Michi:
         return [json.loads(line)["lock_hold"] for line in lines]
 
     def drop_caches(self) -> None:
-        for name in ("task-index.v2", "task-list.v1"):
+        for name in ("task-index.v3", "task-list.v1"):
             (self.work / ".git" / "michi" / name).unlink(missing_ok=True)
 
 

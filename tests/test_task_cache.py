@@ -128,7 +128,7 @@ def test_corrupt_cache_is_rebuilt_never_believed(cli, ready: Path) -> None:
         path.write_bytes(bad)
         assert names(cli, ready) == ["a", "b"]
         assert path.read_bytes() != bad  # rewritten
-    (ready / ".git" / "michi" / "task-index.v2").write_bytes(b"junk")
+    (ready / ".git" / "michi" / "task-index.v3").write_bytes(b"junk")
     path.unlink()
     assert names(cli, ready) == ["a", "b"]
 

@@ -15,6 +15,7 @@ from michi.errors import UsageError
 from michi.plain import Plain
 from michi.results import Result
 from michi.session import Session
+from michi.tasks import coldtable
 from michi.tasks.index import (
     CACHE_NAME,
     Index,
@@ -121,10 +122,14 @@ def read_table_stamped(session: Session, mode: How = How.AUTO) -> TableRead:
         pass
     got = freshness.read_snapshot(session, mode)
     snap = got.snapshot
-    index, stale = built(snap, paths.state_dir)
-    # The index cache is written while a child process makes part of the table (ADR 0015).
-    table = table_of(index, old, (lambda: save_cache(paths.state_dir, index)) if stale else None)
-    problems = len(index.problems)
+    cold = coldtable.built(snap, paths.state_dir) if old is None else None
+    if cold is not None:  # no cache at all: one child makes half of everything (ADR 0015)
+        table, problems = cold
+    else:
+        index, stale = built(snap, paths.state_dir)
+        # The index cache is written while a child process makes part of the table (ADR 0015).
+        table = table_of(index, old, (lambda: save_cache(paths.state_dir, index)) if stale else None)
+        problems = len(index.problems)
     if snap.stamp is not None:
         # Marshal version 2: the table shares its paths, oids and values with the index, and tracking
         # them for back-references made the dump ~1.7x slower; loading it costs the same (ADR 0015).

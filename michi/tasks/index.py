@@ -28,7 +28,8 @@ from michi.tasks.model import Task
 if TYPE_CHECKING:  # not at run time: `list` answers from its cache without loading the workflow package
     from michi.workflow.mutation import TaskTree
 
-CACHE_NAME = "task-index.v2"  # v2: the caps and checks of ADR 0006 (records v1 believed may be corrupt)
+# v2: the caps and checks of ADR 0006 (records v1 believed may be corrupt); v3: in parts (`dump_parts`)
+CACHE_NAME = "task-index.v3"
 IDS_NAME = "task-ids.v1"  # (tree, path -> michi_id or None for a file that does not parse), checksummed
 # (tree, the highest id, the paths holding it, the paths with no id): what `task add` asks before the
 # lock, without loading 50,000 paths (ADR 0015). Checksummed like the others.
@@ -55,9 +56,12 @@ def remember(records: dict[tuple[str, str], dict[str, Any]]) -> None:
     _written = records
 
 
-def parsed(tree: TaskTree, wanted: dict[str, str]) -> dict[str, tuple[dict[str, Any] | None, str | None]]:
+def parsed(
+    tree: TaskTree, wanted: dict[str, str], split: bool = True
+) -> dict[str, tuple[dict[str, Any] | None, str | None]]:
     """path -> (record, problem) of the files `wanted` (path -> blob oid), in its order. Each blob is
-    parsed as git sends it (`iter_blobs`), while git reads the next on the other core (ADR 0015)."""
+    parsed as git sends it (`iter_blobs`), while git reads the next on the other core (ADR 0015); half of
+    them in a child process when there are many, unless `split` is false."""
     done: dict[str, tuple[dict[str, Any] | None, str | None]] = {}
     unknown: dict[str, list[str]] = {}  # blob oid -> the paths that hold it
     for path, oid in wanted.items():
@@ -72,7 +76,8 @@ def parsed(tree: TaskTree, wanted: dict[str, str]) -> dict[str, tuple[dict[str, 
             return [[_parse(path, data) for path in unknown[oid]] for oid, data in tree.iter_blobs(oids)]
 
         # Half of them parsed in a child process meanwhile, when there are many (ADR 0015).
-        for oid, results in zip(unknown, twocore.halves(list(unknown), parse), strict=True):
+        oids = list(unknown)
+        for oid, results in zip(unknown, twocore.halves(oids, parse) if split else parse(oids), strict=True):
             for path, result in zip(unknown[oid], results, strict=True):
                 done[path] = result
     return {path: done[path] for path in wanted}
@@ -262,11 +267,34 @@ class Index:
 
 def load_cache(state_dir: Path) -> Index | None:
     try:
-        data = marshal.loads((state_dir / CACHE_NAME).read_bytes())
-        tree, entries = data
-        return Index(tree, entries) if isinstance(tree, str) and isinstance(entries, dict) else None
+        data = memoryview((state_dir / CACHE_NAME).read_bytes())
+        size = int.from_bytes(data[:4], "big")
+        tree, count, lengths = marshal.loads(data[4 : 4 + size])
+        if not (isinstance(tree, str) and isinstance(count, int) and isinstance(lengths, list)):
+            return None
+        entries: dict[str, Entry] = {}
+        at = 4 + size
+        for length in lengths:
+            part = marshal.loads(data[at : at + length])
+            if not isinstance(part, dict):
+                return None
+            if entries:
+                entries.update(part)
+            else:
+                entries = part
+            at += length
+        # A file cut short at a part's end would still load: the count and the size say it is whole.
+        return Index(tree, entries) if len(entries) == count and at == len(data) else None
     except (OSError, ValueError, EOFError, TypeError):
         return None
+
+
+def dump_parts(tree: str | None, count: int, parts: Sequence[bytes]) -> bytes:
+    """The index cache's bytes: (tree, number of files, each part's length) and the parts, each a
+    marshalled dict path -> entry, in the tree's order. Parts let a cold read's child marshal its half
+    of the records, which this process then writes without loading them (ADR 0015)."""
+    head = marshal.dumps((tree, count, [len(part) for part in parts]))
+    return b"".join([len(head).to_bytes(4, "big"), head, *parts])
 
 
 def _write(state_dir: Path, name: str, data: bytes) -> None:
@@ -279,7 +307,8 @@ def _write(state_dir: Path, name: str, data: bytes) -> None:
 
 
 def save_cache(state_dir: Path, index: Index) -> None:
-    _write(state_dir, CACHE_NAME, marshal.dumps((index.tree, index.entries)))
+    entries = index.entries
+    _write(state_dir, CACHE_NAME, dump_parts(index.tree, len(entries), [marshal.dumps(entries)]))
     save_checked(state_dir, IDS_NAME, (index.tree, index.ids))
 
 

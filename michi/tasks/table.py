@@ -43,7 +43,7 @@ COL = {name: n for n, name in enumerate(COLUMNS)}
 BLOCKED, BLOCKING = 1, 2
 
 
-def _row(
+def row(
     path: str, oid: str, rec: dict[str, Any], index: Index, links: Links, old: tuple[Any, ...] | None
 ) -> tuple[Any, ...]:
     """One task's row; `old` is its row from the previous table when its blob is unchanged. Its JSON is
@@ -91,7 +91,7 @@ _JSON, _FLAGS, _FIXED, _SCHEDULED = COL["json"], COL["flags"], COL["fixed"], COL
 _SHARE = 0.4
 
 
-def _columns(rows: list[tuple[Any, ...]]) -> Table:
+def columns(rows: list[tuple[Any, ...]]) -> Table:
     rows.sort(key=lambda row: int(row[0]))  # by id, ties in index order
     if not rows:
         return tuple([] for _ in COLUMNS)
@@ -116,7 +116,7 @@ def table_of(index: Index, old: Table | None, meanwhile: Callable[[], object] | 
             prev = None
             if old is not None and i is not None and old[COL["oid"]][i] == oid:
                 prev = tuple(column[i] for column in old)
-            rows.append(_row(path, oid, rec, index, links, prev))
+            rows.append(row(path, oid, rec, index, links, prev))
         return rows
 
     with no_gc():
@@ -127,10 +127,10 @@ def table_of(index: Index, old: Table | None, meanwhile: Callable[[], object] | 
             made = rows_of(list(entries))
         else:
             made = twocore.halves(list(entries), rows_of, meanwhile=meanwhile, share=_SHARE)
-        return _columns([row for row in made if row is not None])
+        return columns([r for r in made if r is not None])
 
 
 def table_for(index: Index, found: list[tuple[str, dict[str, Any]]]) -> Table:
     """The table of some tasks of `index` ((path, record) pairs), e.g. those `--ready` selected."""
     links = Links(index)
-    return _columns([_row(p, index.entries[p][0], rec, index, links, None) for p, rec in found])
+    return columns([row(p, index.entries[p][0], rec, index, links, None) for p, rec in found])

@@ -62,43 +62,58 @@ def halves(
         return work(items)
     middle = int(len(items) * share)
     first, second = items[:middle], items[middle:]
+
+    def here() -> list[R]:
+        if meanwhile is not None:
+            meanwhile()
+        return work(first)
+
+    mine, data = beside(lambda: marshal.dumps(work(second)), here)
+    theirs: list[R] | None = None
+    if data is not None:
+        try:
+            theirs = marshal.loads(data)
+        except (ValueError, EOFError, TypeError):
+            theirs = None
+    if not isinstance(theirs, list) or len(theirs) != len(second):
+        theirs = work(second)
+    return mine + theirs
+
+
+def beside(there: Callable[[], bytes], here: Callable[[], R]) -> tuple[R, bytes | None]:
+    """(`here()`, `there()`), `there` run in a forked child meanwhile, its bytes sent back through a pipe;
+    None instead of them when the child could not be forked, failed or died (the caller then does that
+    part itself, so its answer and its errors are as without a child). An error here kills and reaps the
+    child. The caller checks `usable` first."""
     try:
         read_end, write_end = os.pipe()
     except OSError:
-        return halves(items, work, meanwhile=meanwhile, share=1.0)
+        return here(), None
     try:
         pid = os.fork()
     except OSError:
         os.close(read_end)
         os.close(write_end)
-        return halves(items, work, meanwhile=meanwhile, share=1.0)
+        return here(), None
     if pid == 0:  # the child: never returns into the caller
         status = 1
         try:
             os.close(read_end)
-            data = marshal.dumps(work(second))
+            data = there()
             with open(write_end, "wb") as out:
                 out.write(data)
             status = 0
         finally:
             os._exit(status)
     os.close(write_end)
-    theirs: list[R] | None = None
     try:
-        if meanwhile is not None:
-            meanwhile()
-        mine = work(first)
+        mine = here()
         got = open(read_end, "rb")  # noqa: SIM115 (it owns the descriptor from here: closed by `with`)
         read_end = -1
         with got:
             data = got.read()
         _, status = os.waitpid(pid, 0)
         pid = 0
-        if status == 0:
-            try:
-                theirs = marshal.loads(data)
-            except (ValueError, EOFError, TypeError):
-                theirs = None
     finally:
         if read_end >= 0:
             os.close(read_end)
@@ -106,6 +121,4 @@ def halves(
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
-    if not isinstance(theirs, list) or len(theirs) != len(second):
-        theirs = work(second)
-    return mine + theirs
+    return mine, data if status == 0 else None

@@ -1,0 +1,122 @@
+"""A cold list on two cores, one child for the whole build (ADR 0015).
+
+With no index cache and no list cache, `list` reads every task file. The tree's task files are split in
+two runs of paths; a forked child reads, checks and makes the table rows of the second while this process
+does the first, and sends back its rows, its paths' ids and its records already marshalled, which this
+process writes into the index cache as they are, without loading them. A row needs other tasks only
+through depends (their ids in the JSON, blocked and blocking): each side makes its rows as if no task
+had any, and when some task has depends this process loads the child's records and makes again the rows
+of every task with depends or depended on, from the whole index. The same table, caches and errors as
+`index.for_tree` and `table.table_of` give (tested).
+
+The child's answer is believed only if it unmarshals and has a row, an id and a record for each of its
+paths; otherwise (it failed, died, or was not forked) this process does that half itself.
+"""
+
+from __future__ import annotations
+
+import marshal
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from michi.tasks import index as index_mod
+from michi.tasks import table as table_mod
+from michi.tasks import twocore
+from michi.tasks.bulk import no_gc
+from michi.tasks.index import Entry, Index
+from michi.tasks.links import Links
+
+if TYPE_CHECKING:
+    from michi.workflow.mutation import TaskTree
+
+# This process's share of the files: more than half, as the child also marshals its records and rows.
+SHARE = 0.5
+
+Row = tuple[Any, ...] | None
+# (rows, path -> id, has some task depends, the records marshalled)
+Half = tuple[list[Row], dict[str, int | None], bool, bytes]
+
+
+def built(tree: TaskTree, state_dir: Path) -> tuple[table_mod.Table, int] | None:
+    """The table of `tree` and its number of unreadable files, its index cache (and ids cache) written;
+    None when this is no case for it (an index in memory or in its cache file, too few files, one core):
+    the caller then takes the usual way."""
+    if tree.tree_oid is None or state_dir in index_mod._last or (state_dir / index_mod.CACHE_NAME).exists():
+        return None
+    files = tree.task_files()
+    if not twocore.usable(len(files)):
+        return None
+    paths = list(files)
+    middle = int(len(paths) * SHARE)
+    first, second = paths[:middle], paths[middle:]
+    with no_gc():
+        (mine, my_entries), data = twocore.beside(
+            lambda: marshal.dumps(_half(tree, files, second)[0]), lambda: _half(tree, files, first)
+        )
+        theirs = _theirs(data, len(second)) or _half(tree, files, second)[0]
+        rows = mine[0] + theirs[0]
+        ids = {**mine[1], **theirs[1]}
+        entries: Index | None = None
+        if mine[2] or theirs[2]:  # some task has depends: rows that show other tasks are made again
+            entries = Index(tree.tree_oid, {**my_entries, **marshal.loads(theirs[3])})
+            rows = _relinked(entries, rows)
+        parts = [mine[3], theirs[3]]
+        index_mod._write(
+            state_dir, index_mod.CACHE_NAME, index_mod.dump_parts(tree.tree_oid, len(paths), parts)
+        )
+        index_mod.save_checked(state_dir, index_mod.IDS_NAME, (tree.tree_oid, ids))
+        if entries is not None:
+            index_mod._last[state_dir] = entries
+        problems = sum(1 for row in rows if row is None)
+        return table_mod.columns([row for row in rows if row is not None]), problems
+
+
+def _half(tree: TaskTree, files: dict[str, str], paths: Sequence[str]) -> tuple[Half, dict[str, Entry]]:
+    """The rows (None for a file that does not parse), ids and marshalled records of `paths`, made as if
+    no task had depends; and the records."""
+    wanted = {path: files[path] for path in paths}
+    entries: dict[str, Entry] = {}
+    for path, (record, problem) in index_mod.parsed(tree, wanted, split=False).items():
+        entries[path] = (wanted[path], record, problem)
+    half = Index(tree.tree_oid, entries)
+    unlinked = Links(Index(None, {}))
+    make = table_mod.row
+    rows: list[Row] = []
+    ids: dict[str, int | None] = {}
+    linked = False
+    for path, (oid, record, _problem) in entries.items():
+        if record is None:
+            rows.append(None)
+            ids[path] = None
+            continue
+        ids[path] = record["michi_id"]
+        if record.get("depends"):
+            linked = True
+        rows.append(make(path, oid, record, half, unlinked, None))
+    return (rows, ids, linked, marshal.dumps(entries)), entries
+
+
+def _theirs(data: bytes | None, count: int) -> Half | None:
+    if data is None:
+        return None
+    try:
+        rows, ids, linked, records = marshal.loads(data)
+    except (ValueError, EOFError, TypeError):
+        return None
+    if not (isinstance(rows, list) and isinstance(ids, dict) and isinstance(records, bytes)):
+        return None
+    if len(rows) != count or len(ids) != count or not isinstance(linked, bool):
+        return None
+    return rows, ids, linked, records
+
+
+def _relinked(index: Index, rows: list[Row]) -> list[Row]:
+    """`rows` (one per file of `index`, in its order) with those of tasks that have depends or are
+    depended on by an open task made again from the whole index."""
+    links = Links(index)
+    out = list(rows)
+    for n, (path, (oid, record, _problem)) in enumerate(index.entries.items()):
+        if record is not None and (record.get("depends") or record["uuid"] in links.awaited):
+            out[n] = table_mod.row(path, oid, record, index, links, None)
+    return out
