@@ -15,7 +15,7 @@ from michi.errors import UsageError
 from michi.plain import Plain
 from michi.results import Result
 from michi.session import Session
-from michi.tasks import coldtable
+from michi.tasks import coldtable, twocore
 from michi.tasks.index import (
     CACHE_NAME,
     Index,
@@ -124,16 +124,29 @@ def read_table_stamped(session: Session, mode: How = How.AUTO) -> TableRead:
     snap = got.snapshot
     cold = coldtable.built(snap, paths.state_dir) if old is None else None
     if cold is not None:  # no cache at all: one child makes half of everything (ADR 0015)
-        table, problems = cold
+        table, problems, _ = cold
     else:
         index, stale = built(snap, paths.state_dir)
         # The index cache is written while a child process makes part of the table (ADR 0015).
         table = table_of(index, old, (lambda: save_cache(paths.state_dir, index)) if stale else None)
         problems = len(index.problems)
-    if snap.stamp is not None:
-        # Marshal version 2: the table shares its paths, oids and values with the index, and tracking
-        # them for back-references made the dump ~1.7x slower; loading it costs the same (ADR 0015).
-        save_checked(paths.state_dir, LIST_CACHE, (LIST_FORMAT, tuple(snap.stamp), problems, table), 2)
+
+    def save_list() -> None:
+        if snap.stamp is not None:
+            # Marshal version 2: the table shares its paths, oids and values with the index, and tracking
+            # them for back-references made the dump ~1.7x slower; loading it costs the same (ADR 0015).
+            save_checked(paths.state_dir, LIST_CACHE, (LIST_FORMAT, tuple(snap.stamp), problems, table), 2)
+
+    if cold is None:
+        save_list()
+    else:  # the caches written by a child while this process orders and prints (ADR 0015)
+        write_index = cold[2]
+
+        def save_both() -> None:
+            write_index()
+            save_list()
+
+        twocore.later(save_both)
     age = freshness.note(snap.synced_at, snap.branch, snap.remote, mode, got.fetched, got.failure)
     return TableRead(table, _notes(age, problems), snap.stamp, problems)
 

@@ -16,7 +16,8 @@ paths; otherwise (it failed, died, or was not forked) this process does that hal
 from __future__ import annotations
 
 import marshal
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,18 +31,17 @@ from michi.tasks.links import Links
 if TYPE_CHECKING:
     from michi.workflow.mutation import TaskTree
 
-# This process's share of the files: more than half, as the child also marshals its records and rows.
-SHARE = 0.5
+# This process's share of the files: more than half, as the child also marshals its part and sends it.
+SHARE = 0.53
 
-Row = tuple[Any, ...] | None
-# (rows, path -> id, has some task depends, the records marshalled)
-Half = tuple[list[Row], dict[str, int | None], bool, bytes]
+# (its table, path -> id, has some task depends, unreadable files, the records marshalled)
+Half = tuple[table_mod.Table, dict[str, int | None], bool, int, bytes]
 
 
-def built(tree: TaskTree, state_dir: Path) -> tuple[table_mod.Table, int] | None:
-    """The table of `tree` and its number of unreadable files, its index cache (and ids cache) written;
-    None when this is no case for it (an index in memory or in its cache file, too few files, one core):
-    the caller then takes the usual way."""
+def built(tree: TaskTree, state_dir: Path) -> tuple[table_mod.Table, int, Callable[[], None]] | None:
+    """The table of `tree`, its number of unreadable files and what writes its index cache (and ids
+    cache); None when this is no case for it (an index in memory or in its cache file, too few files,
+    one core): the caller then takes the usual way."""
     if tree.tree_oid is None or state_dir in index_mod._last or (state_dir / index_mod.CACHE_NAME).exists():
         return None
     files = tree.task_files()
@@ -50,31 +50,30 @@ def built(tree: TaskTree, state_dir: Path) -> tuple[table_mod.Table, int] | None
     paths = list(files)
     middle = int(len(paths) * SHARE)
     first, second = paths[:middle], paths[middle:]
-    with no_gc():
+    with no_gc(keep=True):
         (mine, my_entries), data = twocore.beside(
             lambda: marshal.dumps(_half(tree, files, second)[0]), lambda: _half(tree, files, first)
         )
         theirs = _theirs(data, len(second)) or _half(tree, files, second)[0]
-        rows = mine[0] + theirs[0]
+        table = _merged(mine[0], theirs[0])
         ids = {**mine[1], **theirs[1]}
-        entries: Index | None = None
         if mine[2] or theirs[2]:  # some task has depends: rows that show other tasks are made again
-            entries = Index(tree.tree_oid, {**my_entries, **marshal.loads(theirs[3])})
-            rows = _relinked(entries, rows)
-        parts = [mine[3], theirs[3]]
-        index_mod._write(
-            state_dir, index_mod.CACHE_NAME, index_mod.dump_parts(tree.tree_oid, len(paths), parts)
-        )
-        index_mod.save_checked(state_dir, index_mod.IDS_NAME, (tree.tree_oid, ids))
-        if entries is not None:
-            index_mod._last[state_dir] = entries
-        problems = sum(1 for row in rows if row is None)
-        return table_mod.columns([row for row in rows if row is not None]), problems
+            index = Index(tree.tree_oid, {**my_entries, **marshal.loads(theirs[4])})
+            _relink(index, table)
+            index_mod._last[state_dir] = index
+        parts = [mine[4], theirs[4]]
+
+        def save() -> None:
+            cache = index_mod.dump_parts(tree.tree_oid, len(paths), parts)
+            index_mod._write(state_dir, index_mod.CACHE_NAME, cache)
+            index_mod.save_checked(state_dir, index_mod.IDS_NAME, (tree.tree_oid, ids))
+
+        return table, mine[3] + theirs[3], save
 
 
 def _half(tree: TaskTree, files: dict[str, str], paths: Sequence[str]) -> tuple[Half, dict[str, Entry]]:
-    """The rows (None for a file that does not parse), ids and marshalled records of `paths`, made as if
-    no task had depends; and the records."""
+    """The table of `paths` made as if no task had depends, their ids, whether one has depends, the
+    number that do not parse and their records marshalled; and the records."""
     wanted = {path: files[path] for path in paths}
     entries: dict[str, Entry] = {}
     for path, (record, problem) in index_mod.parsed(tree, wanted, split=False).items():
@@ -82,41 +81,60 @@ def _half(tree: TaskTree, files: dict[str, str], paths: Sequence[str]) -> tuple[
     half = Index(tree.tree_oid, entries)
     unlinked = Links(Index(None, {}))
     make = table_mod.row
-    rows: list[Row] = []
+    rows: list[tuple[Any, ...]] = []
     ids: dict[str, int | None] = {}
     linked = False
     for path, (oid, record, _problem) in entries.items():
         if record is None:
-            rows.append(None)
             ids[path] = None
             continue
         ids[path] = record["michi_id"]
         if record.get("depends"):
             linked = True
         rows.append(make(path, oid, record, half, unlinked, None))
-    return (rows, ids, linked, marshal.dumps(entries)), entries
+    problems = len(entries) - len(rows)
+    return (table_mod.columns(rows), ids, linked, problems, marshal.dumps(entries)), entries
 
 
 def _theirs(data: bytes | None, count: int) -> Half | None:
     if data is None:
         return None
     try:
-        rows, ids, linked, records = marshal.loads(data)
+        table, ids, linked, problems, records = marshal.loads(data)
     except (ValueError, EOFError, TypeError):
         return None
-    if not (isinstance(rows, list) and isinstance(ids, dict) and isinstance(records, bytes)):
+    if not (isinstance(table, tuple) and isinstance(ids, dict) and isinstance(records, bytes)):
         return None
-    if len(rows) != count or len(ids) != count or not isinstance(linked, bool):
+    if len(table) != len(table_mod.COLUMNS) or not all(isinstance(column, list) for column in table):
         return None
-    return rows, ids, linked, records
+    if len({len(column) for column in table}) != 1 or not isinstance(linked, bool):
+        return None
+    if len(ids) != count or not isinstance(problems, int) or len(table[0]) + problems != count:
+        return None
+    return table, ids, linked, problems, records
 
 
-def _relinked(index: Index, rows: list[Row]) -> list[Row]:
-    """`rows` (one per file of `index`, in its order) with those of tasks that have depends or are
-    depended on by an open task made again from the whole index."""
+def _merged(first: table_mod.Table, second: table_mod.Table) -> table_mod.Table:
+    """Two tables (each in id order, ties in index order) as one, `first`'s rows first among equal ids:
+    the table of their rows together (`table.columns`)."""
+    joined = tuple(a + b for a, b in zip(first, second, strict=True))
+    keys = list(map(int, joined[table_mod.COL["id"]]))
+    order = sorted(range(len(keys)), key=keys.__getitem__)  # two sorted runs: one merge pass
+    if len(order) < 2:
+        return joined
+    pick = itemgetter(*order)
+    return tuple(list(pick(column)) for column in joined)
+
+
+def _relink(index: Index, table: table_mod.Table) -> None:
+    """The rows of `table` of tasks that have depends or are depended on by an open task made again
+    from the whole `index`, in place."""
     links = Links(index)
-    out = list(rows)
-    for n, (path, (oid, record, _problem)) in enumerate(index.entries.items()):
+    where = {path: n for n, path in enumerate(table[table_mod.COL["path"]])}
+    for path, (oid, record, _problem) in index.entries.items():
         if record is not None and (record.get("depends") or record["uuid"] in links.awaited):
-            out[n] = table_mod.row(path, oid, record, index, links, None)
-    return out
+            n = where[path]
+            for column, value in zip(
+                table, table_mod.row(path, oid, record, index, links, None), strict=True
+            ):
+                column[n] = value

@@ -38,12 +38,55 @@ def _cores() -> int:
 
 def usable(count: int, share: float = 0.5) -> bool:
     """Is a child worth forking for `count` items, and safe? MICHI_ONE_CORE set: never."""
+    return count >= FROM and share < 1.0 and _safe()
+
+
+def _safe() -> bool:
     threading = sys.modules.get("threading")  # not imported: no other thread (and `list` stays lean)
-    if count < FROM or share >= 1.0 or not hasattr(os, "fork") or os.environ.get("MICHI_ONE_CORE"):
+    if not hasattr(os, "fork") or os.environ.get("MICHI_ONE_CORE"):
         return False
     if threading is not None and threading.active_count() != 1:
         return False
     return _cores() > 1
+
+
+_writers: list[int] = []  # children started by `later`, waited for by `wait` (at exit at the latest)
+
+
+def later(work: Callable[[], object]) -> None:
+    """`work()` (writing files) in a forked child while this process goes on, e.g. prints; waited for
+    when this process exits, so a command never returns before its work is done. Here and now when no
+    child can be forked or it would not run beside this process (see `usable`). Its failure is silent,
+    as the best-effort cache writes it is for."""
+    pid = -1
+    if _safe():
+        with contextlib.suppress(OSError):
+            pid = os.fork()
+    if pid == 0:  # the child: never returns into the caller
+        status = 1
+        try:
+            work()
+            status = 0
+        finally:
+            os._exit(status)
+    if pid < 0:
+        work()
+        return
+    if not _writers:
+        import atexit
+
+        atexit.register(wait)
+    _writers.append(pid)
+
+
+def wait() -> None:
+    """Wait for the children `later` started (output flushed first: whoever reads it need not wait)."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    while _writers:
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(_writers.pop(), 0)
 
 
 def halves(
