@@ -1,0 +1,154 @@
+"""A cold list built with one child for half of everything (ADR 0015): the same table, caches and count of
+unreadable files as one process makes, with depends across the halves, unreadable files, one content at
+two paths, and whatever the child does. Forcing the split (`FROM`) lets a few tasks take 50,000's path."""
+
+from __future__ import annotations
+
+import marshal
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_task_units import FakeTree, act, add
+
+from michi.tasks import coldtable, index, table, twocore
+
+
+@pytest.fixture
+def split(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(twocore, "FROM", 1)
+    monkeypatch.setattr(twocore, "_cores", lambda: 2)
+    monkeypatch.delenv("MICHI_ONE_CORE", raising=False)
+
+
+def _tree(tmp_path: Path) -> FakeTree:
+    tree = FakeTree()
+    for n in range(1, 15):
+        add(tree, tmp_path, f"task {n}", n, **({"tags": ["next"]} if n % 3 == 0 else {}))
+    act(tree, tmp_path, "modify", "2", depends_refs=["1", "13"])  # a first-half task on a second-half one
+    act(tree, tmp_path, "modify", "12", depends_refs=["3", "5"])  # and the other way
+    act(tree, tmp_path, "done", "5")
+    tree.files["x/.tasks/00000000-0000-4000-8000-000000000099.json"] = b"{broken"
+    tree.files["y/.tasks/00000000-0000-4000-8000-000000000098.json"] = b'{"uuid": "wrong"}'
+    first = next(p for p in tree.files if p.endswith("000000000001.json"))
+    tree.files["z/.tasks/00000000-0000-4000-8000-000000000001.json"] = tree.files[first]  # a copied folder
+    return tree
+
+
+def _one(tree: FakeTree, state: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[index.Index, table.Table]:
+    monkeypatch.setenv("MICHI_ONE_CORE", "1")
+    one = index.for_tree(tree, state)
+    made = table.table_of(one, None)
+    monkeypatch.delenv("MICHI_ONE_CORE")
+    return one, made
+
+
+def _same(tree: FakeTree, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cold build of `tree` gives what one process gives: table, problems and both caches."""
+    one, one_table = _one(tree, tmp_path / "one", monkeypatch)
+    got = coldtable.built(tree, tmp_path / "two")
+    assert got is not None
+    two_table, problems, save = got
+    assert two_table == one_table
+    assert problems == len(one.problems) == 2
+    assert not (tmp_path / "two" / index.CACHE_NAME).exists()  # written when asked, beside the printing
+    save()
+    cached = index.load_cache(tmp_path / "two")
+    assert cached is not None and cached.tree == one.tree
+    assert list(cached.entries.items()) == list(one.entries.items())  # the same records in the same order
+    for (_o, mine, _p), (_o2, theirs, _p2) in zip(cached.entries.values(), one.entries.values(), strict=True):
+        assert mine is None or list(mine) == list(theirs or ())  # keys in the same order
+    ids = index.load_checked(tmp_path / "two", index.IDS_NAME)
+    assert ids == index.load_checked(tmp_path / "one", index.IDS_NAME)
+    assert list(ids[1]) == list(one.ids)
+
+
+def test_a_cold_table_and_caches_from_two_processes_are_those_of_one(
+    split: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tree = _tree(tmp_path)
+    answers: list[bool] = []
+    theirs = coldtable._theirs
+    monkeypatch.setattr(coldtable, "_theirs", lambda *a: answers.append(theirs(*a) is not None) or theirs(*a))
+    _same(tree, tmp_path, monkeypatch)
+    assert answers == [True]  # the child made its half
+    flags = table.table_of(index.for_tree(tree, tmp_path / "one"), None)[table.COL["flags"]]
+    assert flags.count(table.BLOCKED) and flags.count(table.BLOCKING)  # rows the children made again
+
+
+def test_without_depends_no_row_is_made_again(
+    split: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tree = FakeTree()
+    for n in range(1, 9):
+        add(tree, tmp_path, f"task {n}", n)
+    tree.files["x/.tasks/00000000-0000-4000-8000-000000000099.json"] = b"{broken"
+    tree.files["y/.tasks/00000000-0000-4000-8000-000000000098.json"] = b"<<<<<<< HEAD\n"
+    monkeypatch.setattr(coldtable, "_relink", lambda *a: pytest.fail("no task has depends"))
+    _same(tree, tmp_path, monkeypatch)
+
+
+def test_a_child_that_fails_or_lies_costs_only_time(
+    split: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tree = _tree(tmp_path)
+    here = os.getpid()
+    half = coldtable._half
+
+    def failing(tree: Any, files: dict[str, str], paths: Sequence[str]) -> Any:
+        if os.getpid() != here:
+            raise RuntimeError("the child fails")
+        return half(tree, files, paths)
+
+    monkeypatch.setattr(coldtable, "_half", failing)
+    _same(tree, tmp_path / "a", monkeypatch)
+    monkeypatch.setattr(coldtable, "_half", half)
+    wrong = marshal.dumps((tuple([] for _ in table.COLUMNS), {}, False, 0, b""))  # marshals, but no rows
+    beside = twocore.beside
+    for sent in (b"garbage", wrong):
+        monkeypatch.setattr(twocore, "beside", lambda there, here, sent=sent: (beside(there, here)[0], sent))
+        _same(tree, tmp_path / sent.hex()[:8], monkeypatch)
+        monkeypatch.setattr(twocore, "beside", beside)
+
+
+def test_no_cold_build_on_one_core_or_with_an_index(
+    split: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tree = _tree(tmp_path)
+    monkeypatch.setenv("MICHI_ONE_CORE", "1")
+    assert coldtable.built(tree, tmp_path / "a") is None
+    monkeypatch.delenv("MICHI_ONE_CORE")
+    index.for_tree(tree, tmp_path / "b")  # its cache file is there: the usual way brings it up
+    index._last.clear()
+    assert coldtable.built(tree, tmp_path / "b") is None
+
+
+def test_an_index_cache_cut_at_a_part_s_end_is_not_believed(tmp_path: Path) -> None:
+    parts = [marshal.dumps({"a": ("1", None, "bad")}), marshal.dumps({"b": ("2", None, "bad")})]
+    whole = index.dump_parts("tree", 2, parts)
+    (tmp_path / index.CACHE_NAME).write_bytes(whole)
+    loaded = index.load_cache(tmp_path)
+    assert loaded is not None and list(loaded.entries) == ["a", "b"]
+    for cut in (whole[: -len(parts[1])], whole[:-1], whole + parts[1], index.dump_parts("tree", 3, parts)):
+        (tmp_path / index.CACHE_NAME).write_bytes(cut)
+        assert index.load_cache(tmp_path) is None
+
+
+def test_later_work_is_done_by_a_child_and_waited_for(split: None, tmp_path: Path) -> None:
+    done = tmp_path / "done"
+    twocore.later(lambda: done.write_text(str(os.getpid())))
+    twocore.wait()
+    assert done.read_text() != str(os.getpid())
+    with pytest.raises(ChildProcessError):
+        os.waitpid(-1, os.WNOHANG)  # reaped
+    twocore.later(lambda: 1 / 0)  # a failure is silent, as the cache writes it is for
+    twocore.wait()
+
+
+def test_later_work_runs_here_on_one_core(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MICHI_ONE_CORE", "1")
+    done = tmp_path / "done"
+    twocore.later(lambda: done.write_text(str(os.getpid())))
+    assert done.read_text() == str(os.getpid())
