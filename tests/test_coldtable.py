@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from test_task_units import FakeTree, act, add
 
+from michi.commands.task_common import LIST_CACHE
 from michi.tasks import coldtable, index, table, twocore
 
 
@@ -152,3 +153,40 @@ def test_later_work_runs_here_on_one_core(tmp_path: Path, monkeypatch: pytest.Mo
     done = tmp_path / "done"
     twocore.later(lambda: done.write_text(str(os.getpid())))
     assert done.read_text() == str(os.getpid())
+
+
+def test_a_cold_list_prints_and_caches_what_one_process_does(
+    cli: Any, repo: Path, split: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert cli(repo, "init").exit_code == 0
+    for n in range(1, 7):
+        assert cli(repo, "task", "add", f"task {n}").exit_code == 0
+    assert cli(repo, "task", "modify", "2", "--depends", "5").exit_code == 0
+    state = repo / ".git" / "michi"
+
+    def cold(*args: str) -> tuple[str, Any, Any]:
+        for name in (index.CACHE_NAME, LIST_CACHE):
+            (state / name).unlink(missing_ok=True)
+        index._last.clear()
+        result = cli(repo, "task", "list", "--json", "--no-fetch", *args)
+        assert result.exit_code == 0, result.stderr
+        twocore.wait()
+        cached = index.load_cache(state)
+        assert cached is not None
+        return result.stdout, list(cached.entries.items()), index.load_checked(state, LIST_CACHE)[1:]
+
+    used: list[bool] = []
+    built = coldtable.built
+
+    def spy(*a: Any) -> Any:
+        got = built(*a)
+        used.append(got is not None)
+        return got
+
+    monkeypatch.setattr(coldtable, "built", spy)
+    for args in ((), ("--all",)):
+        two = cold(*args)
+        monkeypatch.setenv("MICHI_ONE_CORE", "1")
+        assert cold(*args) == two
+        monkeypatch.delenv("MICHI_ONE_CORE")
+    assert used == [True, False] * 2 and '"depends":[5]' in two[0]

@@ -65,6 +65,10 @@ def later(work: Callable[[], object]) -> None:
     if pid == 0:  # the child: never returns into the caller
         status = 1
         try:
+            # Not the caller's output: whoever reads it sees its end when this process's parent ends.
+            null = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(null, fd)
             work()
             status = 0
         finally:
