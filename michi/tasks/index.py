@@ -12,6 +12,7 @@ kept in memory, so an apply function inside the lock only applies the fresh comm
 
 from __future__ import annotations
 
+import contextlib
 import marshal
 import zlib
 from collections.abc import Callable, Sequence
@@ -308,8 +309,15 @@ def _write(state_dir: Path, name: str, data: bytes) -> None:
 
 def save_cache(state_dir: Path, index: Index) -> None:
     entries = index.entries
-    _write(state_dir, CACHE_NAME, dump_parts(index.tree, len(entries), [marshal.dumps(entries)]))
+    write_cache(state_dir, dump_parts(index.tree, len(entries), [marshal.dumps(entries)]))
     save_checked(state_dir, IDS_NAME, (index.tree, index.ids))
+
+
+def write_cache(state_dir: Path, data: bytes) -> None:
+    """The index cache's bytes (`dump_parts`) written; the file of the format before, if any, removed."""
+    _write(state_dir, CACHE_NAME, data)
+    with contextlib.suppress(OSError):
+        (state_dir / "task-index.v2").unlink()
 
 
 def save_checked(state_dir: Path, name: str, value: Any, version: int = marshal.version) -> None:

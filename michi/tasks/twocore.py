@@ -7,6 +7,9 @@ result must be plain builtins. Anything wrong with the child (it fails, dies, or
 unmarshal) only costs time: this process then does the rest itself, so the answer, and any error it
 raises, is as without a child.
 
+`beside(there, here)` is the same for any two pieces of work (the child's answer is bytes the caller
+checks); `later(work)` runs work whose answer nobody waits for (writing caches) in a child, reaped at exit.
+
 Not forked: small inputs (a fork costs more than it saves), one core, no `fork`, or other threads running
 (a lock another thread held at the fork would stay held in the child, e.g. in the preloaded server). A
 busy machine is no reason not to: the two processes cost ~10% more CPU in all, but get two shares of it
@@ -56,8 +59,8 @@ _writers: list[int] = []  # children started by `later`, waited for by `wait` (a
 def later(work: Callable[[], object]) -> None:
     """`work()` (writing files) in a forked child while this process goes on, e.g. prints; waited for
     when this process exits, so a command never returns before its work is done. Here and now when no
-    child can be forked or it would not run beside this process (see `usable`). Its failure is silent,
-    as the best-effort cache writes it is for."""
+    child can be forked or it would not run beside this process (see `usable`). A failure in the child
+    is silent, as the best-effort cache writes it is for."""
     pid = -1
     if _safe():
         with contextlib.suppress(OSError):
