@@ -61,6 +61,7 @@ def later(work: Callable[[], object]) -> None:
     when this process exits, so a command never returns before its work is done. Here and now when no
     child can be forked or it would not run beside this process (see `usable`). A failure in the child
     is silent, as the best-effort cache writes it is for."""
+    _reap(os.WNOHANG)  # those done by now (a `status --watch` lives long)
     pid = -1
     if _safe():
         with contextlib.suppress(OSError):
@@ -91,9 +92,17 @@ def wait() -> None:
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
             stream.flush()
-    while _writers:
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(_writers.pop(), 0)
+    _reap(0)
+
+
+def _reap(flags: int) -> None:
+    for pid in list(_writers):
+        try:
+            done = os.waitpid(pid, flags)[0] == pid
+        except ChildProcessError:
+            done = True
+        if done:
+            _writers.remove(pid)
 
 
 def halves(
