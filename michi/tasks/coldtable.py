@@ -1,16 +1,17 @@
 """A cold list on two cores, one child for the whole build (ADR 0015).
 
 With no index cache and no list cache, `list` reads every task file. The tree's task files are split in
-two runs of paths; a forked child reads, checks and makes the table rows of the second while this process
-does the first, and sends back its rows, its paths' ids and its records already marshalled, which this
-process writes into the index cache as they are, without loading them. A row needs other tasks only
-through depends (their ids in the JSON, blocked and blocking): each side makes its rows as if no task
-had any, and when some task has depends this process loads the child's records and makes again the rows
-of every task with depends or depended on, from the whole index. The same table, caches and errors as
-`index.for_tree` and `table.table_of` give (tested).
+two runs of paths; a forked child reads, checks and makes the table (columns in id order) of the second
+while this process does the first, and sends back its table, its paths' ids and its records already
+marshalled, which are written into the index cache as they are, never loaded here. A row needs other
+tasks only through depends (their ids in the JSON, blocked and blocking): each side makes its rows as if
+no task had any, and when some task has depends this process loads the child's records and makes again
+the rows of every task with depends or depended on, from the whole index. The two tables merge into the
+one `table.table_of` makes; the caches are those `index.for_tree` writes (tested). Writing them is left
+to the caller, which has a child do it while it prints (`twocore.later`).
 
-The child's answer is believed only if it unmarshals and has a row, an id and a record for each of its
-paths; otherwise (it failed, died, or was not forked) this process does that half itself.
+The child's answer is believed only if it unmarshals and has a row or an unreadable file, and an id, for
+each of its paths; otherwise (it failed, died, or was not forked) this process does that half itself.
 """
 
 from __future__ import annotations
