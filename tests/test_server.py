@@ -144,6 +144,27 @@ def test_ctrl_c_reaches_the_worker(server: dict, tracker: Path) -> None:
     assert "never" not in _here(tracker, "--json", "task", "list").stdout
 
 
+def test_a_taken_spare_is_replaced_once_its_command_ends(server: dict, tracker: Path) -> None:
+    """While a command runs, one spare waits beside it; the fork of the second is not made beside the
+    command but after it (ADR 0016)."""
+    wait_until(lambda: len(_children(server["pid"])) == 2, what="two spares")
+    lock = new_lock(tracker)
+    lock.acquire(timeout=5)
+    try:
+        client, worker = _waiting_client(tracker, "--json", "task", "add", "later", "--wait", "60")
+        wait_until(lambda: worker in [w["pid"] for w in _status()["workers"]], what="the worker")
+        running = _children(server["pid"])
+        assert worker in running and len(running) == 2, running  # the command's worker and one spare
+    finally:
+        lock.release()
+    out, _ = client.communicate(timeout=60)
+    assert client.returncode == 0, out
+    wait_until(
+        lambda: worker not in _children(server["pid"]) and len(_children(server["pid"])) == 2,
+        what="two spares again",
+    )
+
+
 def test_a_killed_client_takes_its_worker_along(server: dict, tracker: Path) -> None:
     lock = new_lock(tracker)
     lock.acquire(timeout=5)
