@@ -255,6 +255,19 @@ def test_the_client_stays_lean(server: dict, tracker: Path) -> None:
     assert "code=0 heavy=[]" in proc.stderr, proc.stderr
 
 
+def test_the_client_imports_not_even_future() -> None:
+    """`from __future__ import annotations` imports the `__future__` module: the modules every `michi`
+    process imports before it knows whether a server takes the call go without it (`-S`: no site hook
+    of this machine's interpreter imports it first)."""
+    root = str(Path(__file__).resolve().parent.parent)
+    probe = "import sys\nimport michi.serve.client, michi.serve.address\nprint('__future__' in sys.modules)\n"
+    proc = subprocess.run(
+        [sys.executable, "-S", "-c", probe], capture_output=True, text=True, timeout=60,
+        env={**os.environ, "PYTHONPATH": root},
+    )  # fmt: skip
+    assert proc.stdout.strip() == "False", proc.stderr
+
+
 def test_a_worker_imports_nothing_the_server_did_not(tracker: Path) -> None:
     """Every module a command needs is imported once, in the server: one imported in the worker costs
     every served command its import again."""
