@@ -165,6 +165,33 @@ def test_a_taken_spare_is_replaced_once_its_command_ends(server: dict, tracker: 
     )
 
 
+def _dirty_kb(pid: int) -> tuple[int, int]:
+    """(shared, private) written pages of `pid`, in kB: shared ones are still the server's."""
+    with open(f"/proc/{pid}/smaps_rollup") as rollup:
+        fields = dict(line.split(":", 1) for line in rollup.read().splitlines()[1:])
+    return int(fields["Shared_Dirty"].split()[0]), int(fields["Private_Dirty"].split()[0])
+
+
+def test_a_spare_owns_its_copy_of_the_servers_pages(server: dict, tracker: Path) -> None:
+    """Forked while no command runs, a spare copies the server's memory before it accepts: a command
+    pays no copy-on-write faults (ADR 0016). Without it a fresh fork owns almost nothing."""
+    served = _served(tracker, "--json", "task", "list")  # a spare taken, and replaced once it ended
+    assert served.exit_code == 0
+    worker = int(re.search(r"worker PID (\d+)", served.stderr).group(1))  # type: ignore[union-attr]
+
+    def spares_own_their_pages() -> bool:
+        spares = _children(server["pid"])
+        try:
+            dirty = [_dirty_kb(pid) for pid in spares]
+        except OSError:  # one ended meanwhile
+            return False
+        # Copied, the heap (~20 MB) is the spare's own; shared, nearly all of it is the server's.
+        owned = all(private > 4 * shared for shared, private in dirty)
+        return len(spares) == 2 and worker not in spares and owned
+
+    wait_until(spares_own_their_pages, what="two spares, each with its own copy of the server's pages")
+
+
 def test_a_killed_client_takes_its_worker_along(server: dict, tracker: Path) -> None:
     lock = new_lock(tracker)
     lock.acquire(timeout=5)

@@ -1,22 +1,18 @@
-"""A spare worker's own copy of the server's memory, made while it waits rather than while it serves.
+"""A spare worker's own copy of the server's memory, made before it waits rather than while it serves.
 
 A forked worker shares the server's pages until it writes to one; every write to a shared page first
 faults and copies it (copy-on-write). Python writes to every object it touches (its reference count), so
 a served command took ~1,400 such faults, several ms of system time on its critical path (more in a
-virtual machine). A spare waits for a client anyway: a thread of its own, at the lowest priority
-(SCHED_IDLE: only a core with nothing else to do runs it), asks the kernel to copy every private
-writable page now (`madvise(MADV_POPULATE_WRITE)`, Linux 5.14). It changes no byte, only who owns the
-page, so it may run on while the command starts. The price is memory: each spare owns its copy of the
-server's ~20 MB (ADR 0016). Elsewhere, or on an older kernel, nothing happens and pages are copied on
-demand as before.
+virtual machine). A spare has nothing to do before its first client: it asks the kernel to copy every
+private writable page now (`madvise(MADV_POPULATE_WRITE)`, Linux 5.14), which changes no byte, only who
+owns the page. The price is memory: each spare owns its copy of the server's ~20 MB (ADR 0016).
+Elsewhere, or on an older kernel, nothing happens and pages are copied on demand as before.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
-import threading
 
 MADV_POPULATE_WRITE = 23  # linux/mman.h
 LARGEST = 256 << 20  # a mapping this large is a reservation (never all touched), not the server's state
@@ -45,25 +41,14 @@ def populate(regions: list[tuple[int, int]]) -> int:
     madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
     done = 0
     for start, length in regions:
-        if madvise(start, length, MADV_POPULATE_WRITE) == 0:  # ctypes lets the GIL go meanwhile
+        if madvise(start, length, MADV_POPULATE_WRITE) == 0:
             done += length
     return done
 
 
-def start() -> None:
-    """Populate this process's memory in a thread at idle priority (Linux; elsewhere a no-op). The
-    regions are read before the thread exists, so its own stack is not among them."""
+def now() -> None:
+    """Populate this process's private writable memory (Linux; elsewhere a no-op)."""
     if not sys.platform.startswith("linux"):
         return
-    try:
-        regions = writable_private()
-    except OSError:
-        return
-    threading.Thread(target=_idle_populate, args=(regions,), daemon=True).start()
-
-
-def _idle_populate(regions: list[tuple[int, int]]) -> None:
     with contextlib.suppress(OSError, AttributeError):
-        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))  # this thread only
-    with contextlib.suppress(OSError, AttributeError):
-        populate(regions)
+        populate(writable_private())

@@ -34,10 +34,10 @@ class Request:
         self.argv, self.cwd, self.umask, self.env, self.fds = argv, cwd, umask, env, fds
 
 
-def standby(listener: socket.socket, told: socket.socket, closed: list[int]) -> NoReturn:
-    """A spare's whole life, forked ahead of need: wait for a client, tell the server (which reports
-    this process's end to the client should it die without a word), then serve it. Never returns into
-    the server's loop."""
+def standby(listener: socket.socket, told: socket.socket, closed: list[int], warm: bool) -> NoReturn:
+    """A spare's whole life, forked ahead of need: (`warm`: copy the server's pages first,
+    `michi.serve.prefault`), wait for a client, tell the server (which reports this process's end to
+    the client should it die without a word), then serve it. Never returns into the server's loop."""
     code = 1
     try:
         for fd in closed:
@@ -47,7 +47,8 @@ def standby(listener: socket.socket, told: socket.socket, closed: list[int]) -> 
         _die_with_parent(signal.SIGKILL)  # a spare outliving its server would wait forever
         if os.getppid() != parent:
             os._exit(1)
-        prefault.start()  # its own copy of the server's pages, made while it waits
+        if warm:
+            prefault.now()  # its own copy of the server's pages, before a client can be waiting for it
         while True:
             conn, _ = listener.accept()
             creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
