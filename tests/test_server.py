@@ -144,6 +144,54 @@ def test_ctrl_c_reaches_the_worker(server: dict, tracker: Path) -> None:
     assert "never" not in _here(tracker, "--json", "task", "list").stdout
 
 
+def test_a_taken_spare_is_replaced_once_its_command_ends(server: dict, tracker: Path) -> None:
+    """While a command runs, one spare waits beside it; the fork of the second is not made beside the
+    command but after it (ADR 0016)."""
+    wait_until(lambda: len(_children(server["pid"])) == 2, what="two spares")
+    lock = new_lock(tracker)
+    lock.acquire(timeout=5)
+    try:
+        client, worker = _waiting_client(tracker, "--json", "task", "add", "later", "--wait", "60")
+        wait_until(lambda: worker in [w["pid"] for w in _status()["workers"]], what="the worker")
+        running = _children(server["pid"])
+        assert worker in running and len(running) == 2, running  # the command's worker and one spare
+    finally:
+        lock.release()
+    out, _ = client.communicate(timeout=60)
+    assert client.returncode == 0, out
+    wait_until(
+        lambda: worker not in _children(server["pid"]) and len(_children(server["pid"])) == 2,
+        what="two spares again",
+    )
+
+
+def _dirty_kb(pid: int) -> tuple[int, int]:
+    """(shared, private) written pages of `pid`, in kB: shared ones are still the server's."""
+    with open(f"/proc/{pid}/smaps_rollup") as rollup:
+        fields = dict(line.split(":", 1) for line in rollup.read().splitlines()[1:])
+    return int(fields["Shared_Dirty"].split()[0]), int(fields["Private_Dirty"].split()[0])
+
+
+def test_a_spare_owns_its_copy_of_the_servers_pages(server: dict, tracker: Path) -> None:
+    """Forked while no command runs, a spare copies the server's memory before it accepts: a command
+    pays no copy-on-write faults (ADR 0016). Without it a fresh fork owns almost nothing."""
+    served = _served(tracker, "--json", "task", "list")  # a spare taken, and replaced once it ended
+    assert served.exit_code == 0
+    worker = int(re.search(r"worker PID (\d+)", served.stderr).group(1))  # type: ignore[union-attr]
+
+    def spares_own_their_pages() -> bool:
+        spares = _children(server["pid"])
+        try:
+            dirty = [_dirty_kb(pid) for pid in spares]
+        except OSError:  # one ended meanwhile
+            return False
+        # Copied, the heap (~20 MB) is the spare's own; shared, nearly all of it is the server's.
+        owned = all(private > 4 * shared for shared, private in dirty)
+        return len(spares) == 2 and worker not in spares and owned
+
+    wait_until(spares_own_their_pages, what="two spares, each with its own copy of the server's pages")
+
+
 def test_a_killed_client_takes_its_worker_along(server: dict, tracker: Path) -> None:
     lock = new_lock(tracker)
     lock.acquire(timeout=5)
@@ -232,6 +280,19 @@ def test_the_client_stays_lean(server: dict, tracker: Path) -> None:
         env={k: v for k, v in os.environ.items() if k != "MICHI_SERVER"},
     )  # fmt: skip
     assert "code=0 heavy=[]" in proc.stderr, proc.stderr
+
+
+def test_the_client_imports_not_even_future() -> None:
+    """`from __future__ import annotations` imports the `__future__` module: the modules every `michi`
+    process imports before it knows whether a server takes the call go without it (`-S`: no site hook
+    of this machine's interpreter imports it first)."""
+    root = str(Path(__file__).resolve().parent.parent)
+    probe = "import sys\nimport michi.serve.client, michi.serve.address\nprint('__future__' in sys.modules)\n"
+    proc = subprocess.run(
+        [sys.executable, "-S", "-c", probe], capture_output=True, text=True, timeout=60,
+        env={**os.environ, "PYTHONPATH": root},
+    )  # fmt: skip
+    assert proc.stdout.strip() == "False", proc.stderr
 
 
 def test_a_worker_imports_nothing_the_server_did_not(tracker: Path) -> None:

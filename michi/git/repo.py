@@ -32,6 +32,7 @@ PLAIN_LOCALE = {"LANGUAGE": "C", "LC_ALL": "C"}
 # the 259 trees the last one wrote, without asking `cat-file` for each (ADR 0015). Bounded: emptied when
 # it would pass this many bytes (a flat 50,000-task `.tasks` tree is 3.5 MB).
 TREE_CACHE_BYTES = 32 << 20
+COMMIT_CACHE = 64  # commits kept by oid (`Repo._commits`): a command reads a handful
 # Objects stored in a batch go to one pack from this many on (fewer are loose files, as git writes them).
 PACK_FROM = 64
 _AFTER_BATCH: list[Callable[[], None]] = []  # run once when the next batch ends (`after_next_batch`)
@@ -120,6 +121,9 @@ class Repo:
         self._pending: dict[str, tuple[bytes, bytes]] | None = None  # oid -> (kind, data), in a batch
         self._trees: dict[str, bytes] = {}
         self._tree_bytes = 0
+        # Commits read or written here, by oid: a transaction reads the same few (the remote tip, its
+        # own) five or six times, each a round trip to `cat-file` otherwise. Objects never change.
+        self._commits: dict[str, bytes] = {}
         self._diffs: dict[tuple[str, str], dict[str, tuple[int, str] | None]] = {}
 
     def env(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -219,6 +223,8 @@ class Repo:
         stdout.read(1)  # the newline after the content
         if fields[1] == b"tree":
             self._keep_tree(fields[0].decode(), data)
+        elif fields[1] == b"commit":
+            self._keep_commit(fields[0].decode(), data)
         return fields[1], data
 
     def kind(self, spec: str) -> str | None:
@@ -239,7 +245,15 @@ class Repo:
         if self._pending is not None and spec in self._pending:
             return self._pending[spec]
         tree = self._trees.get(spec)
-        return None if tree is None else (b"tree", tree)
+        if tree is not None:
+            return b"tree", tree
+        commit = self._commits.get(spec)
+        return None if commit is None else (b"commit", commit)
+
+    def _keep_commit(self, oid: str, data: bytes) -> None:
+        if len(self._commits) >= COMMIT_CACHE:
+            self._commits.clear()
+        self._commits[oid] = data
 
     def _keep_tree(self, oid: str, data: bytes) -> None:
         if oid in self._trees:
@@ -310,6 +324,8 @@ class Repo:
                 for oid, (kind, data) in pending.items():
                     if kind == b"tree":
                         self._keep_tree(oid, data)
+                    elif kind == b"commit":
+                        self._keep_commit(oid, data)
             else:
                 for kind, data in pending.values():
                     self.store(kind, data)
@@ -347,12 +363,16 @@ class Repo:
         folder = self.objects_dir / oid[:2]
         target = folder / oid[2:]
         if target.exists():
+            if kind == b"commit":
+                self._keep_commit(oid, data)
             return oid
         folder.mkdir(exist_ok=True)
         tmp = folder / f"tmp_obj_{os.getpid()}_{oid[2:10]}"
         with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o444), "wb") as file:
             file.write(zlib.compress(raw, 1))
         os.replace(tmp, target)
+        if kind == b"commit":  # once written: read back from here, it is on disk
+            self._keep_commit(oid, data)
         return oid
 
     def close(self) -> None:

@@ -23,6 +23,7 @@ from typing import Any
 
 import michi
 from michi.atomic import write_atomic
+from michi.serve import worker  # imported here, once, rather than in every fork
 from michi.serve.address import Address
 
 IDLE = 900.0
@@ -59,7 +60,7 @@ def sources() -> dict[str, int]:
     return {str(path): path.stat().st_mtime_ns for path in root.rglob("*.py")}
 
 
-SPARES = 2  # workers forked ahead, waiting in accept(): a request never waits for a fork
+SPARES = 2  # workers forked ahead, waiting in accept(): a request never waits for a fork (see `_wanted`)
 
 
 class Server:
@@ -92,7 +93,7 @@ class Server:
         gc.freeze()  # the preloaded modules stay shared with every worker (copy-on-write)
         try:
             while not self.stopping:
-                while len(self.spares) < SPARES:
+                while len(self.spares) < self._wanted():
                     self._spawn(listener, told, closed_in_workers)
                 timeout = 1.0 if self.workers else max(0.05, self.idle - (time.monotonic() - self.last))
                 waits: list[Any] = [news, wake_r]
@@ -114,6 +115,12 @@ class Server:
                 break
             self._report(pid, status)
 
+    def _wanted(self) -> int:
+        """Spares to keep now: SPARES while no command runs; while one does, one, so that the fork of a
+        replacement (its page tables, its start-up: CPU on a 2-core machine) does not run beside that
+        command: it is made once the command ends, while its caller reads the answer."""
+        return SPARES if not self.workers else 1
+
     def _listen(self) -> socket.socket:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.where.socket)  # a dead server's: we hold the lock, so no live one has it
@@ -124,11 +131,12 @@ class Server:
         return listener
 
     def _spawn(self, listener: socket.socket, told: socket.socket, closed: list[int]) -> None:
+        # A spare copies the server's pages before it accepts (~20 MB, a few ms): only when no command
+        # runs (`_wanted` forks then) or another spare already waits, so that no client waits for it.
+        warm = not self.workers or bool(self.spares)
         pid = os.fork()
         if pid == 0:
-            from michi.serve import worker
-
-            worker.standby(listener, told, closed)
+            worker.standby(listener, told, closed, warm)
         self.spares.add(pid)
 
     def _taken(self, news: socket.socket) -> None:

@@ -9,6 +9,7 @@ without a server.
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import io
 import os
@@ -18,6 +19,7 @@ import sys
 import threading
 from typing import Any, NoReturn
 
+from michi.serve import prefault
 from michi.serve.client import PROTOCOL
 
 MAX_REQUEST = 4 << 20  # arguments and environment: far beyond any real one (Linux caps both at 2 MiB)
@@ -32,10 +34,10 @@ class Request:
         self.argv, self.cwd, self.umask, self.env, self.fds = argv, cwd, umask, env, fds
 
 
-def standby(listener: socket.socket, told: socket.socket, closed: list[int]) -> NoReturn:
-    """A spare's whole life, forked ahead of need: wait for a client, tell the server (which reports
-    this process's end to the client should it die without a word), then serve it. Never returns into
-    the server's loop."""
+def standby(listener: socket.socket, told: socket.socket, closed: list[int], warm: bool) -> NoReturn:
+    """A spare's whole life, forked ahead of need: (`warm`: copy the server's pages first,
+    `michi.serve.prefault`), wait for a client, tell the server (which reports this process's end to
+    the client should it die without a word), then serve it. Never returns into the server's loop."""
     code = 1
     try:
         for fd in closed:
@@ -45,6 +47,8 @@ def standby(listener: socket.socket, told: socket.socket, closed: list[int]) -> 
         _die_with_parent(signal.SIGKILL)  # a spare outliving its server would wait forever
         if os.getppid() != parent:
             os._exit(1)
+        if warm:
+            prefault.now()  # its own copy of the server's pages, before a client can be waiting for it
         while True:
             conn, _ = listener.accept()
             creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
@@ -76,7 +80,9 @@ def _serve(conn: socket.socket, client: int) -> int:
     _become(request, client)
     conn.sendall(b"P%d\n" % os.getpid())
     done = threading.Event()
-    threading.Thread(target=_watch, args=(conn, done), daemon=True).start()
+    # Not `threading.Thread.start()`, which waits until the new thread runs: a wait on the command's path
+    # (ms on a busy machine) for a thread that only waits. This process ends by `os._exit`, joining none.
+    _thread.start_new_thread(_watch, (conn, done))
     code = _main(request.argv[1:])
     done.set()
     conn.sendall(b"X%d\n" % code)
