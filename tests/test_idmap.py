@@ -23,6 +23,10 @@ def ready(cli, repo: Path) -> Path:
     assert cli(repo, "init").exit_code == 0
     for text in ("one", "two", "three"):
         assert cli(repo, "task", "add", text).exit_code == 0
+    (_state(repo) / TOP_NAME).unlink()
+    _light(repo)  # the map made for this tree: three rows in its base, no overlay
+    summary = load_checked(_state(repo), TOP_NAME)
+    assert summary[4] == summary[0] and not summary[5]
     return repo
 
 
@@ -165,10 +169,20 @@ def test_an_id_no_task_has_is_not_found(cli, ready: Path) -> None:
     assert result.exit_code != 0 and result.json()["error"]["code"] == "task_not_found"
 
 
-def test_a_damaged_map_is_not_believed_and_is_made_again(cli, ready: Path) -> None:
-    _light(ready)
+@pytest.mark.parametrize("where", ["id", "name"])
+def test_a_damaged_map_is_not_believed_and_is_made_again(cli, ready: Path, where: str) -> None:
     path = _state(ready) / idmap.NAME
     good = path.read_bytes()
+    if where == "id":  # a byte of the id table's only block (the name table's follows it)
+        table = blocks.Table.open(path)
+        assert table is not None
+        at = table._base + 20
+        bad = good[:at] + bytes([good[at] ^ 0x01]) + good[at + 1 :]
+        path.write_bytes(bad)
+        index = _light(ready)
+        assert index.find("2") == _full(ready).find("2")
+        assert index._idmap is None and path.read_bytes() != bad and blocks.Table.open(path) is not None
+        return
     bad = good[:-3] + bytes([good[-3] ^ 0x20]) + good[-2:]  # in the last block: the name table's
     path.write_bytes(bad)
     index = _light(ready)
@@ -194,8 +208,6 @@ def test_a_map_of_another_tree_is_not_used(cli, ready: Path) -> None:
 def test_a_map_that_lies_past_its_checksums_is_not_acted_on(cli, ready: Path) -> None:
     """A map naming task 1's file for id 2: the transaction reads the file it names and, finding another
     task there, resolves the id on the fresh tree."""
-    (_state(ready) / TOP_NAME).unlink()
-    _light(ready)  # the map made for this very tree: no overlay
     one, two = (_file_of(ready, n).relative_to(ready).as_posix() for n in (1, 2))
     summary = load_checked(_state(ready), TOP_NAME)
     assert summary[4] == summary[0] and not summary[5]

@@ -15,7 +15,7 @@ import mmap
 import os
 import zlib
 from bisect import bisect_left
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,8 +31,10 @@ class Damaged(Exception):
     """The file is not what its checksums say: do not believe any of it."""
 
 
-def dumps(head: Any, tables: dict[str, Sequence[tuple[Any, ...]]], rows: int = ROWS) -> bytes:
-    """The file holding `head` and `tables` (name -> rows, sorted by their first item)."""
+def dumps(head: Any, tables: Mapping[str, Sequence[tuple[Any, ...]]], rows: int | None = None) -> bytes:
+    """The file holding `head` and `tables` (name -> rows, sorted by their first item), `rows` rows a
+    block (`ROWS`)."""
+    rows = rows or ROWS
     body: list[bytes] = []
     at = 0
     dirs: dict[str, Directory] = {}
@@ -52,7 +54,7 @@ def dumps(head: Any, tables: dict[str, Sequence[tuple[Any, ...]]], rows: int = R
     return MAGIC + len(top).to_bytes(4, "big") + zlib.crc32(top).to_bytes(4, "big") + top + b"".join(body)
 
 
-def write(path: Path, head: Any, tables: dict[str, Sequence[tuple[Any, ...]]]) -> None:
+def write(path: Path, head: Any, tables: Mapping[str, Sequence[tuple[Any, ...]]]) -> None:
     """Best effort and atomic, as the other caches: a file that cannot be written is rebuilt later."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -77,6 +79,7 @@ class Table:
         except (ValueError, EOFError, TypeError) as exc:
             raise Damaged("head") from exc
         self._data, self._base = data, 12 + size
+        self._read: dict[tuple[str, int], list[tuple[Any, ...]]] = {}
         if not isinstance(self._dirs, dict):
             raise Damaged("head")
 
@@ -94,6 +97,14 @@ class Table:
             return None
 
     def _block(self, name: str, i: int) -> list[tuple[Any, ...]]:
+        """Block `i` of table `name`, checked; each is decoded once per process (a list's whole
+        rewrite looks up every node of another table in block order)."""
+        rows = self._read.get((name, i))
+        if rows is None:
+            rows = self._read[name, i] = self._decode(name, i)
+        return rows
+
+    def _decode(self, name: str, i: int) -> list[tuple[Any, ...]]:
         _firsts, offsets, lengths, crcs = self._dirs[name]
         start = self._base + offsets[i]
         raw = self._data[start : start + lengths[i]]
@@ -144,6 +155,9 @@ class Table:
             elif past(row[0]):
                 break
         return found
+
+    def has(self, name: str) -> bool:
+        return name in self._dirs
 
     def rows(self, name: str) -> Iterator[tuple[Any, ...]]:
         try:
