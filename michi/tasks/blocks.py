@@ -128,7 +128,9 @@ class Table:
             for i in range(start, len(firsts)):
                 if i > start and past(firsts[i]):
                     return
-                yield from self._block(name, i)
+                rows = self._block(name, i)
+                # Within the first block, from the first row at `key` (a row is more than `(key,)`).
+                yield from rows[bisect_left(rows, (key,)) :] if i == start else rows
         except (KeyError, TypeError, IndexError, AttributeError) as exc:
             raise Damaged(name) from exc
 

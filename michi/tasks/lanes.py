@@ -58,4 +58,6 @@ class Lane:
         return len(self.dropped) + len(self.added)
 
     def in_memory(self) -> bool:
-        return not callable(self.base)
+        """Is the base a list only this process holds (a ranking built or re-scored)? None (a list
+        begun since the block file) is all in `added`, which the ranking file keeps."""
+        return isinstance(self.base, list)
