@@ -32,9 +32,10 @@ if TYPE_CHECKING:
 
 FORMAT = "rank/2"  # rank/2: the nodes in their own block file (`rank_cache`)
 STALE = 3600.0
-# The file is rewritten once the tree moved this many task files past it (or after a re-scoring, which
-# sets `behind` to it): a call then re-applies at most that diff instead of rewriting 9 MB each time.
-SAVE_AFTER = 32
+# The ranking file is rewritten once the tree moved this many task files past it (or after a re-scoring,
+# which sets `behind` to it). It holds only the changes since the block file (`rank_cache`), so writing
+# it is cheap and every move is kept: the next call re-applies only what is new since.
+SAVE_AFTER = 1
 # The most any ready task's urgency can gain per second: the age and due ramps' slopes.
 SLOPE = (urgency.AGE / urgency.AGE_MAX_DAYS + urgency.DUE * 0.8 / 21.0) / urgency.DAY
 ROUNDING = 0.002  # urgency is rounded to three decimals; tiny float steps hide in this
