@@ -12,6 +12,7 @@ kept in memory, so an apply function inside the lock only applies the fresh comm
 
 from __future__ import annotations
 
+import contextlib
 import marshal
 import zlib
 from collections.abc import Callable, Sequence
@@ -410,6 +411,8 @@ def _save_top(state_dir: Path, tree: str | None, ids: dict[str, int | None]) -> 
     none = [p for p, i in ids.items() if i is None]
     if tree is not None:
         idmap.write(state_dir, tree, ids)
+    with contextlib.suppress(OSError):
+        (state_dir / "task-ids-top.v1").unlink(missing_ok=True)  # the summary before the id map
     save_checked(state_dir, TOP_NAME, (tree, high, holders, none, tree, {}, []))
 
 

@@ -9,6 +9,7 @@ nodes changed since that tree. The block file is rewritten once `NODE_REBASE` no
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
 RANK_NAME = "task-rank.v2"
 NODES_NAME = "task-rank-nodes.v1"
 NODES_FORMAT = "rank-nodes/1"
+_OLD_NAME = "task-rank.v1"  # the whole ranking in one file, before the block file: dropped when it is written
 NODE_REBASE = 1024  # nodes changed past which the block file is rewritten (the ranking file holds them)
 __all__ = ["NODES_NAME", "RANK_NAME", "Unusable", "best", "for_tree", "forget", "pick", "save"]
 
@@ -115,6 +117,8 @@ def save(state_dir: Path, ranking: Ranking) -> None:
             for kind, lane in enumerate(pair):
                 tables[f"lane {domain} {kind}"] = list(enumerate(lane))
         blocks.write(state_dir / NODES_NAME, (NODES_FORMAT, ranking.tree, ranking.made), tables)
+        with contextlib.suppress(OSError):
+            (state_dir / _OLD_NAME).unlink(missing_ok=True)
         table = blocks.Table.open(state_dir / NODES_NAME)
         if table is None or table.head != (NODES_FORMAT, ranking.tree, ranking.made):
             return  # not written: the next call builds it
