@@ -392,7 +392,8 @@ def light(tree: TaskTree, state_dir: Path) -> Index:
 
     def damaged() -> None:
         broken[0] = True
-        (state_dir / idmap.NAME).unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            (state_dir / idmap.NAME).unlink(missing_ok=True)
 
     return Index(
         tree.tree_oid,
