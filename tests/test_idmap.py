@@ -217,3 +217,16 @@ def test_a_map_that_lies_past_its_checksums_is_not_acted_on(cli, ready: Path) ->
     assert done.exit_code == 0 and done.json()["id"] == 2
     assert '"completed"' in (ready / two).read_text()
     assert '"completed"' not in (ready / one).read_text()
+
+
+def test_a_first_full_read_makes_the_map_for_the_next_lookup(cli, ready: Path, remote) -> None:
+    """A fresh clone's first `task list` reads every task anyway: it writes the summary and the id map,
+    so the next `done N` loads no path list."""
+    other = remote.clone("other")
+    state = _state(other)
+    assert cli(other, "task", "list").exit_code == 0
+    summary = load_checked(state, TOP_NAME)
+    assert summary is not None and summary[4] == summary[0] and not summary[5]
+    answers = _map_answers(other)
+    assert answers == {r: _answer(_full(other), r) for r in _refs(other)}
+    assert answers["3"] == _file_of(other, 3).relative_to(other).as_posix()
