@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from michi.tasks import rank_cache, serialization
-from michi.tasks.index import Index, load_checked, save_checked
+from michi.tasks import blocks, rank_cache, serialization
+from michi.tasks.index import Index, load_checked
 from michi.tasks.model import Task, tw_date
 from michi.tasks.query import ready_order
 from tests.conftest import run_michi
@@ -110,13 +110,70 @@ def test_the_ranking_equals_ranking_the_whole_tree_after_any_change_and_any_time
             assert _picked(tree, tmp_path, domain, now) == _expected(tree, domain, now)
 
 
+def _best(tree: FakeTree, state: Path, now: float) -> tuple[str, float] | None:
+    """What `next` answers: the ranking's pick, or the tree ranked whole when it cannot answer."""
+    got = rank_cache.best(tree, state, None, now, True, lambda: Index.build(tree))
+    return None if got is None else (got[0], got[2])
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_the_same_with_nodes_in_small_blocks_rewritten_often(
+    seed: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The nodes' block file read across many blocks, and its overlay of changed nodes both kept and
+    folded into a new block file."""
+    monkeypatch.setattr(blocks, "ROWS", 3)
+    monkeypatch.setattr(rank_cache, "NODE_REBASE", 4)
+    test_the_ranking_equals_ranking_the_whole_tree_after_any_change_and_any_time(seed + 100, tmp_path)
+
+
+def test_a_damaged_or_foreign_node_file_is_never_believed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(blocks, "ROWS", 2)
+    tree = FakeTree()
+    for n, priority in enumerate("LHMLM", start=1):
+        _write(tree, n, priority=priority)
+    assert _picked(tree, tmp_path, None, T0) == (_path(2), 6.0)
+    rank = rank_cache.for_tree(tree, tmp_path, T0)
+    assert rank is not None
+    rank_cache.save(tmp_path, rank)
+    nodes = tmp_path / rank_cache.NODES_NAME
+    good = nodes.read_bytes()
+    for at in range(len(good) - 1, len(good) - 400, -37):  # a byte of some block, each time
+        rank_cache._last.clear()
+        bad = good[:at] + bytes([good[at] ^ 0x10]) + good[at + 1 :]
+        nodes.write_bytes(bad)
+        _write(tree, 2, priority="H", status="completed", state="done")
+        assert _best(tree, tmp_path, T0 + 1) == _expected(tree, None, T0 + 1)
+        _write(tree, 2, priority="H")
+        assert _best(tree, tmp_path, T0 + 2) == _expected(tree, None, T0 + 2)
+        rank = rank_cache.for_tree(tree, tmp_path, T0 + 2)
+        assert rank is not None
+        rank_cache.save(tmp_path, rank)
+        good = nodes.read_bytes()
+    assert not nodes.exists() or nodes.read_bytes() != bad  # the damaged file was dropped
+    # A node file of another tree (a concurrent writer's) is not used with this ranking file.
+    other = FakeTree()
+    _write(other, 9, priority="H")
+    rank_cache._last.clear()
+    foreign = rank_cache.for_tree(other, tmp_path / "x", T0)
+    assert foreign is not None
+    rank_cache.save(tmp_path / "x", foreign)
+    nodes.write_bytes((tmp_path / "x" / rank_cache.NODES_NAME).read_bytes())
+    rank_cache._last.clear()
+    assert _best(tree, tmp_path, T0 + 3) == _expected(tree, None, T0 + 3)
+
+
 def test_ties_among_many_equal_tasks_go_to_the_lowest_id_without_scanning_them(tmp_path: Path) -> None:
     tree = FakeTree()
     for n in range(1, 200):
         _write(tree, n, priority="H", entry=tw_date(T0 - 2 * YEAR))
     assert _picked(tree, tmp_path, None, T0) == (_path(1), 8.0)
     rank = rank_cache.for_tree(tree, tmp_path, T0)
-    assert rank is not None and len(rank.lists["."][0]) == 199  # all of them in the list that never moves
+    assert (
+        rank is not None and len(list(rank.lists["."][0])) == 199
+    )  # all of them in the list that never moves
     _write(tree, 1, priority="H", entry=tw_date(T0 - 2 * YEAR), status="completed", state="done")
     assert _picked(tree, tmp_path, None, T0 + 5) == (_path(2), 8.0)
 
@@ -144,7 +201,7 @@ def test_a_cache_that_lies_past_its_checksum_is_dropped(tmp_path: Path) -> None:
     assert rank is not None
     _write(tree, 2, priority="H", status="completed", state="done")  # done behind the cache's back
     rank.tree = tree.tree_oid or ""  # ... and the cache claims to describe that tree
-    save_checked(tmp_path, rank_cache.RANK_NAME, rank.dump())
+    rank_cache.save(tmp_path, rank)
     rank_cache._last.clear()
     with pytest.raises(rank_cache.Unusable):
         rank_cache.pick(tree, tmp_path, None, T0, save=True)

@@ -21,9 +21,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from michi.atomic import write_atomic
-from michi.tasks import normal, serialization, twocore
+from michi.tasks import blocks, idmap, normal, serialization, twocore
 from michi.tasks.bulk import no_gc
 from michi.tasks.errors import AmbiguousId, CorruptTask, TaskNotFound
+from michi.tasks.idmap import IdMap
 from michi.tasks.model import Task
 
 if TYPE_CHECKING:  # not at run time: `list` answers from its cache without loading the workflow package
@@ -32,9 +33,11 @@ if TYPE_CHECKING:  # not at run time: `list` answers from its cache without load
 # v2: the caps and checks of ADR 0006 (records v1 believed may be corrupt); v3: in parts (`dump_parts`)
 CACHE_NAME = "task-index.v3"
 IDS_NAME = "task-ids.v1"  # (tree, path -> michi_id or None for a file that does not parse), checksummed
-# (tree, the highest id, the paths holding it, the paths with no id): what `task add` asks before the
-# lock, without loading 50,000 paths (ADR 0015). Checksummed like the others.
-TOP_NAME = "task-ids-top.v1"
+# (tree, the highest id, the paths holding it, the paths with no id, the id map's tree, the overlay: path
+# -> id of the files changed since it, the paths removed since it): what `task add` asks before the lock,
+# and what `done N` needs besides one block of the id map, without loading 50,000 paths (ADR 0015).
+# Checksummed like the others.
+TOP_NAME = "task-ids-top.v2"  # v2: and the id map's tree and overlay (`idmap`)
 # path -> (blob oid, the file's record when it parsed, the problem when it did not)
 Entry = tuple[str, dict[str, Any] | None, str | None]
 
@@ -94,10 +97,13 @@ class Index:
         loader: Callable[[], dict[str, Entry]] | None = None,
         ids_loader: Callable[[], dict[str, int | None]] | None = None,
         top: tuple[int, int] | None = None,
+        idmap: IdMap | None = None,
+        on_damage: Callable[[], object] | None = None,
     ) -> None:
         """Either `entries` (every record), or `ids` (or an `ids_loader` that reads them when asked) and a
         `loader` that reads the records when asked. `top`: (highest id, paths with no id), when known
-        without the ids."""
+        without the ids; `idmap`: id and name lookups without them (`on_damage` runs when it fails its
+        checksums; the ids answer instead)."""
         self.tree = tree
         if entries is not None:
             self.__dict__["entries"] = entries
@@ -105,6 +111,8 @@ class Index:
         self._loader = loader
         self._ids_loader = ids_loader
         self._top = top
+        self._idmap = idmap
+        self._on_damage = on_damage
 
     @cached_property
     def entries(self) -> dict[str, Entry]:
@@ -239,6 +247,13 @@ class Index:
 
         ref = ref.strip().lower()
         paths: list[str] = []
+        if self._idmap is not None and "ids" not in self.__dict__:
+            try:
+                return self._one(ref, self._lookup(ref, self._idmap))
+            except blocks.Damaged:  # never believed: the ids answer, and the map is made again
+                self._idmap = None
+                if self._on_damage is not None:
+                    self._on_damage()
         if ref.isascii() and ref.isdigit():  # not `²`, which isdigit() takes and int() refuses
             wanted = int(ref)  # one pass, no by_id: changing commands name one task (ADR 0015)
             paths = self.by_id.get(wanted, []) if "by_id" in self.__dict__ else self._with_id(wanted)
@@ -249,6 +264,23 @@ class Index:
         elif not paths and len(ref) >= 4 and all(c in "0123456789abcdef-" for c in ref):
             by_uuid = self.uuid_paths if self.uuid_twice else {u: [p] for u, p in self.by_uuid.items()}
             paths = [p for u, found in by_uuid.items() if u.startswith(ref) for p in found]
+        return self._one(ref, paths)
+
+    @staticmethod
+    def _lookup(ref: str, found: IdMap) -> list[str]:
+        """`find`'s rules on the id map: a block or two read, no path list loaded (ADR 0015)."""
+        from michi.tasks.ids import UUID_RE
+
+        paths: list[str] = []
+        if ref.isascii() and ref.isdigit():
+            paths = found.with_id(int(ref))
+        if not paths and UUID_RE.match(ref):
+            paths = [p for p in found.with_name(ref) if idmap.stem(p) == ref]
+        elif not paths and len(ref) >= 4 and all(c in "0123456789abcdef-" for c in ref):
+            paths = found.with_name(ref)
+        return paths
+
+    def _one(self, ref: str, paths: list[str]) -> str:
         if len(paths) > 1:
             raise AmbiguousId(f"{ref!r} names {len(paths)} tasks", hint="use more of the uuid", ref=ref)
         if not paths:
@@ -311,6 +343,18 @@ def save_cache(state_dir: Path, index: Index) -> None:
     entries = index.entries
     write_cache(state_dir, dump_parts(index.tree, len(entries), [marshal.dumps(entries)]))
     save_checked(state_dir, IDS_NAME, (index.tree, index.ids))
+    if index.tree is not None and not _has_map(state_dir):
+        # A first read of every task also makes the summary and the id map, which the next `task add`
+        # or `done N` would otherwise make from every id (~0.3 s at 50,000 tasks).
+        _save_top(state_dir, index.tree, index.ids)
+
+
+def _has_map(state_dir: Path) -> bool:
+    try:
+        base = load_checked(state_dir, TOP_NAME)[4]
+    except (TypeError, IndexError):
+        return False
+    return isinstance(base, str) and idmap.IdMap.open(state_dir, base, {}, set()) is not None
 
 
 def write_cache(state_dir: Path, data: bytes) -> None:
@@ -363,8 +407,9 @@ def built(tree: TaskTree, state_dir: Path) -> tuple[Index, bool]:
 
 def light(tree: TaskTree, state_dir: Path) -> Index:
     """Paths and ids of `tree` from the small cache; the records are read only if something asks. The
-    highest id and the count of files with none come from the smallest one (`TOP_NAME`), so a command
-    asking only those (`task add`) loads no path at all."""
+    highest id, the count of files with none and the id and name lookups come from the summary and the
+    id map (`TOP_NAME`, `idmap`), so a command naming one task (`task done 7`) or none (`task add`) loads
+    no path list at all (ADR 0015)."""
     if tree.tree_oid is None:
         return Index(None, {})
     top = _top(tree, state_dir)
@@ -372,29 +417,55 @@ def light(tree: TaskTree, state_dir: Path) -> Index:
         index = _light(tree, state_dir)
         _save_top(state_dir, tree.tree_oid, index.ids)
         return index
+    high, none, found = top
+    broken = [found is None]
+
+    def ids() -> dict[str, int | None]:
+        loaded = _light(tree, state_dir).ids
+        if broken[0]:  # no usable id map: the ids, loaded anyway, make one
+            _save_top(state_dir, tree.tree_oid, loaded)
+        return loaded
+
+    def damaged() -> None:
+        broken[0] = True
+        with contextlib.suppress(OSError):
+            (state_dir / idmap.NAME).unlink(missing_ok=True)
+
     return Index(
         tree.tree_oid,
-        ids_loader=lambda: _light(tree, state_dir).ids,
+        ids_loader=ids,
         loader=lambda: for_tree(tree, state_dir).entries,
-        top=top,
+        top=(high, none),
+        idmap=found,
+        on_damage=damaged,
     )
 
 
 def _save_top(state_dir: Path, tree: str | None, ids: dict[str, int | None]) -> None:
+    """The summary and the id map of `tree` from all its ids."""
     high = max((i for i in ids.values() if i is not None), default=0)
     holders = [p for p, i in ids.items() if i == high] if high else []
-    save_checked(state_dir, TOP_NAME, (tree, high, holders, [p for p, i in ids.items() if i is None]))
+    none = [p for p, i in ids.items() if i is None]
+    if tree is not None:
+        idmap.write(state_dir, tree, ids)
+    with contextlib.suppress(OSError):
+        (state_dir / "task-ids-top.v1").unlink(missing_ok=True)  # the summary before the id map
+    save_checked(state_dir, TOP_NAME, (tree, high, holders, none, tree, {}, []))
 
 
-def _top(tree: TaskTree, state_dir: Path) -> tuple[int, int] | None:
-    """(highest id, files with no id) of `tree`, from `TOP_NAME` brought up by the tree's diff; None when
-    it cannot say: no cache, a damaged one, or a change to a file that held the highest id."""
+def _top(tree: TaskTree, state_dir: Path) -> tuple[int, int, idmap.IdMap | None] | None:
+    """(highest id, files with no id, the id map) of `tree`, from `TOP_NAME` brought up by the tree's
+    diff; None when it cannot say: no cache, a damaged one, or a change to a file that held the highest
+    id. The id map is None when its file is missing, damaged or of another tree."""
     try:
-        old_tree, high, holders, none = load_checked(state_dir, TOP_NAME)
+        old_tree, high, holders, none, base, over, gone_list = load_checked(state_dir, TOP_NAME)
         if not (isinstance(old_tree, str) and isinstance(high, int)):
             return None
         if not (isinstance(holders, list) and isinstance(none, list)):
             return None
+        if not (isinstance(base, str | None) and isinstance(over, dict) and isinstance(gone_list, list)):
+            return None
+        gone = set(gone_list)
         if old_tree != tree.tree_oid:
             delta = tree.changed_task_files(old_tree)
             wanted = {p: oid for p, oid in delta.items() if oid is not None}
@@ -410,10 +481,36 @@ def _top(tree: TaskTree, state_dir: Path) -> tuple[int, int] | None:
                     high, holders = found, [path]
                 elif found == high:
                     holders.append(path)
-            save_checked(state_dir, TOP_NAME, (tree.tree_oid, high, holders, none))
+            for path in delta:  # the overlay: what differs from the id map's tree
+                if path in now:
+                    over[path] = now[path]
+                    gone.discard(path)
+                else:
+                    over.pop(path, None)
+                    gone.add(path)
+            if base is not None and tree.tree_oid is not None and len(over) + len(gone) > idmap.REBASE:
+                base = _rebase(state_dir, tree.tree_oid, base, over, gone)
+                over, gone = {}, set()
+            if base is None:
+                over, gone = {}, set()
+            save_checked(state_dir, TOP_NAME, (tree.tree_oid, high, holders, none, base, over, sorted(gone)))
     except Exception:  # no cache, a damaged one, or a tree gone from the repository: the ids' way
         return None
-    return high, len(none)
+    found_map = idmap.IdMap.open(state_dir, base, over, gone) if base is not None else None
+    return high, len(none), found_map
+
+
+def _rebase(state_dir: Path, tree: str, base: str, over: dict[str, int | None], gone: set[str]) -> str | None:
+    """The id map rewritten for `tree` from its base and overlay (its tree), None when it cannot be."""
+    old = idmap.IdMap.open(state_dir, base, over, gone)
+    if old is None:
+        return None
+    try:
+        ids = old.ids()
+    except blocks.Damaged:
+        return None
+    idmap.write(state_dir, tree, ids)
+    return tree
 
 
 def _light(tree: TaskTree, state_dir: Path) -> Index:

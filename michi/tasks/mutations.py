@@ -59,12 +59,26 @@ def written_files(
 
 
 def load(tree: TaskTree, params: Mapping[str, Any], ctx: ApplyContext) -> tuple[str, Task]:
+    """The task `ref` names: the file at the command's `path` hint when that file is one `ref` can name
+    (its id, or a uuid it starts), else resolved on the fresh tree: a hint from a cache damaged past its
+    checksum is not acted on (ADR 0015)."""
     hint = params.get("path")
+    ref = str(params["ref"])
     if hint:
         data = tree.read(hint)
         if data is not None:
-            return hint, serialization.loads(data, hint)
-    return fresh_index(tree, ctx).get(str(params["ref"]))
+            task = serialization.loads(data, hint)
+            if _named(ref, hint, task):
+                return hint, task
+    return fresh_index(tree, ctx).get(ref)
+
+
+def _named(ref: str, path: str, task: Task) -> bool:
+    """Can `ref` name this file, by `Index.find`'s rules: its id, or a uuid prefix of four or more."""
+    ref = ref.strip().lower()
+    if ref.isascii() and ref.isdigit() and int(ref) == task.id:
+        return True
+    return len(ref) >= 4 and path.rsplit("/", 1)[-1][:-5].startswith(ref)
 
 
 def resolve_refs(tree: TaskTree, refs: list[str], ctx: ApplyContext) -> tuple[str, ...]:

@@ -18,21 +18,24 @@ from __future__ import annotations
 
 import marshal
 from bisect import insort
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Protocol
 
 from michi.tasks import serialization, urgency
 from michi.tasks.domains import domain_of
 from michi.tasks.index import Index, parsed
+from michi.tasks.lanes import Lane
 from michi.tasks.model import Task, is_tw_date, parse_tw_date
 
 if TYPE_CHECKING:
     from michi.workflow.mutation import TaskTree
 
-FORMAT = "rank/1"
+FORMAT = "rank/2"  # rank/2: the nodes in their own block file (`rank_cache`)
 STALE = 3600.0
-# The file is rewritten once the tree moved this many task files past it (or after a re-scoring, which
-# sets `behind` to it): a call then re-applies at most that diff instead of rewriting 9 MB each time.
-SAVE_AFTER = 32
+# The ranking file is rewritten once the tree moved this many task files past it (or after a re-scoring,
+# which sets `behind` to it). It holds only the changes since the block file (`rank_cache`), so writing
+# it is cheap and every move is kept: the next call re-applies only what is new since.
+SAVE_AFTER = 1
 # The most any ready task's urgency can gain per second: the age and due ramps' slopes.
 SLOPE = (urgency.AGE / urgency.AGE_MAX_DAYS + urgency.DUE * 0.8 / 21.0) / urgency.DAY
 ROUNDING = 0.002  # urgency is rounded to three decimals; tiny float steps hide in this
@@ -79,6 +82,16 @@ def node_of(path: str, task: Task | None) -> Node:
     )
 
 
+class Nodes(Protocol):
+    """uuid -> marshalled node: a dict, or the cache's block file and the nodes changed since
+    (`rank_cache.LazyNodes`), which reads a block only when a node in it is asked for."""
+
+    def get(self, uuid: str, /) -> bytes | None: ...
+    def pop(self, uuid: str, default: None, /) -> bytes | None: ...
+    def __setitem__(self, uuid: str, raw: bytes, /) -> None: ...
+    def __iter__(self) -> Iterator[str]: ...
+
+
 class Unusable(Exception):
     """The ranking cannot answer (two task files share a uuid, or it was found wrong): the caller ranks
     the tree whole with `query.ready_order`."""
@@ -89,10 +102,10 @@ class Ranking:
     key `_key` computes from the node: loading the cache at 50,000 tasks builds 100,000 small strings, not
     a million tuples, and a call decodes only the nodes it looks at."""
 
-    def __init__(self, tree: str, made: float, nodes: dict[str, bytes], rdeps: dict[str, set[str]]) -> None:
+    def __init__(self, tree: str, made: float, nodes: Nodes, rdeps: dict[str, set[str]]) -> None:
         self.tree, self.made, self.nodes, self.rdeps = tree, made, nodes, rdeps
         # domain -> (uuids whose score cannot move, the others), each most urgent first; then the events
-        self.lists: dict[str, tuple[list[str], list[str]]] = {}
+        self.lists: dict[str, tuple[Lane, Lane]] = {}
         self.events: list[tuple[float, str]] = []
         self._decoded: dict[str, Node] = {}
         self.behind = 0  # task files changed since the cache file's tree (SAVE_AFTER)
@@ -131,13 +144,16 @@ class Ranking:
 
     def _place(self, uuid: str) -> None:
         """Put one task where it belongs at `made` (a ranked list, the events, or nowhere)."""
-        ranked = self._where(uuid)
-        if ranked is not None:
-            insort(ranked, uuid, key=self._key)
+        where = self._where(uuid)
+        if where is not None:
+            pair = self.lists.get(where[0])
+            if pair is None:
+                pair = self.lists[where[0]] = (Lane(self._key), Lane(self._key))
+            pair[where[1]].place(uuid)
 
-    def _where(self, uuid: str) -> list[str] | None:
-        """The ranked list one task belongs in at `made`, None for none; a task that time will make
-        ready (or re-score) is put among the events here."""
+    def _where(self, uuid: str) -> tuple[str, int] | None:
+        """(domain, 1 if its score moves with time else 0): the ranked list one task belongs in at
+        `made`, None for none; a task that time will make ready (or re-score) is put among the events."""
         node = self.node(uuid)
         if node is None or not node[1] or not node[4] or not self._deps_done(node):
             return None
@@ -151,8 +167,7 @@ class Ranking:
         moving = due is not None or (
             entry is not None and (self.made - entry) / urgency.DAY < urgency.AGE_MAX_DAYS
         )
-        pair = self.lists.setdefault(domain_of(node[0]), ([], []))
-        return pair[1] if moving else pair[0]
+        return domain_of(node[0]), int(moving)
 
     def arrange(self, now: float) -> None:
         """Every list and event anew, at `now` (a stale ranking, or a clock that went back): each list
@@ -160,18 +175,20 @@ class Ranking:
         computed ~15 keys a task, 9 s at 50k). Keys are unique (they end with the uuid): the same order."""
         self.made, self.lists, self.events = now, {}, []
         self.behind = SAVE_AFTER
+        gathered: dict[str, tuple[list[str], list[str]]] = {}
         for uuid in self.nodes:
-            ranked = self._where(uuid)
-            if ranked is not None:
-                ranked.append(uuid)
-        for pair in self.lists.values():
+            where = self._where(uuid)
+            if where is not None:
+                gathered.setdefault(where[0], ([], []))[where[1]].append(uuid)
+        for domain, pair in gathered.items():
             for ranked in pair:
                 ranked.sort(key=self._key)
+            self.lists[domain] = (Lane(self._key, pair[0]), Lane(self._key, pair[1]))
 
     def forget(self, uuids: set[str]) -> None:
         for pair in self.lists.values():
-            for ranked in pair:
-                ranked[:] = [u for u in ranked if u not in uuids]
+            for lane in pair:
+                lane.drop(uuids)
         self.events = [e for e in self.events if e[1] not in uuids]
 
     # -- bringing a new tree in by its diff --
@@ -221,10 +238,15 @@ class Ranking:
             self.arrange(now)
         reach = SLOPE * (now - self.made) + ROUNDING
         best: Ranked | None = None
-        pairs = self.lists.values() if domain is None else [self.lists.get(domain, ([], []))]
+        pairs = (
+            self.lists.values()
+            if domain is None
+            else [self.lists.get(domain, (Lane(self._key), Lane(self._key)))]
+        )
         for fixed, moving in pairs:
-            if fixed:  # its score is the same at `now`
-                best = self._better(best, fixed[0], now)
+            first = fixed.first()
+            if first is not None:  # its score is the same at `now`
+                best = self._better(best, first, now)
             for uuid in moving:
                 if best is not None and -self._key(uuid)[0] + reach < -best[0]:
                     break  # neither this task nor any after it can catch up by `now`
@@ -251,23 +273,6 @@ class Ranking:
     def _better(self, best: Ranked | None, uuid: str, now: float) -> Ranked:
         mine = self._key(uuid, now)
         return mine if best is None or mine < best else best
-
-    # -- the cache file --
-    def dump(self) -> Any:
-        rdeps = {u: sorted(users) for u, users in self.rdeps.items()}
-        return (FORMAT, self.tree, self.made, self.nodes, rdeps, self.lists, self.events)
-
-    @classmethod
-    def undump(cls, data: Any) -> Ranking | None:
-        try:
-            fmt, tree, made, nodes, rdeps, lists, events = data
-            if fmt != FORMAT or not isinstance(tree, str) or not isinstance(nodes, dict):
-                return None
-            ranking = cls(tree, float(made), nodes, {u: set(users) for u, users in rdeps.items()})
-            ranking.lists, ranking.events = lists, events
-            return ranking
-        except (TypeError, ValueError, AttributeError):
-            return None
 
 
 def build(index: Index, now: float) -> Ranking:
