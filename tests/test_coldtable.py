@@ -64,6 +64,7 @@ def _same(tree: FakeTree, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     ids = index.load_checked(tmp_path / "two", index.IDS_NAME)
     assert ids == index.load_checked(tmp_path / "one", index.IDS_NAME)
     assert list(ids[1]) == list(one.ids)
+    assert index._has_map(tmp_path / "two") and index._has_map(tmp_path / "one")  # for `done N` next
 
 
 def test_a_cold_table_and_caches_from_two_processes_are_those_of_one(

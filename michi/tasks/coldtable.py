@@ -69,7 +69,7 @@ def built(tree: TaskTree, state_dir: Path) -> tuple[table_mod.Table, int, Callab
         def save() -> None:
             cache = index_mod.dump_parts(tree.tree_oid, len(paths), parts)
             index_mod.write_cache(state_dir, cache)
-            index_mod.save_checked(state_dir, index_mod.IDS_NAME, (tree.tree_oid, ids))
+            index_mod.save_ids(state_dir, tree.tree_oid, ids)
 
         return table, mine[3] + theirs[3], save
 

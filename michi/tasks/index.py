@@ -342,11 +342,15 @@ def _write(state_dir: Path, name: str, data: bytes) -> None:
 def save_cache(state_dir: Path, index: Index) -> None:
     entries = index.entries
     write_cache(state_dir, dump_parts(index.tree, len(entries), [marshal.dumps(entries)]))
-    save_checked(state_dir, IDS_NAME, (index.tree, index.ids))
-    if index.tree is not None and not _has_map(state_dir):
-        # A first read of every task also makes the summary and the id map, which the next `task add`
-        # or `done N` would otherwise make from every id (~0.3 s at 50,000 tasks).
-        _save_top(state_dir, index.tree, index.ids)
+    save_ids(state_dir, index.tree, index.ids)
+
+
+def save_ids(state_dir: Path, tree: str | None, ids: dict[str, int | None]) -> None:
+    """The ids cache of a read of every task; the first such read also makes the summary and the id
+    map, which the next `task add` or `done N` would otherwise make from every id (~0.3 s at 50,000)."""
+    save_checked(state_dir, IDS_NAME, (tree, ids))
+    if tree is not None and not _has_map(state_dir):
+        _save_top(state_dir, tree, ids)
 
 
 def _has_map(state_dir: Path) -> bool:
