@@ -247,3 +247,40 @@ def test_a_uuid_twice_in_the_import_file_is_refused_before_anything_lands(
     assert result.exit_code == 2 and result.json()["error"]["code"] == "usage", result.stdout
     assert str(first["uuid"]) in result.json()["error"]["message"]
     assert remote.head() == before
+
+
+def test_the_import_prints_each_task_as_its_view(cli, repo: Path, remote, monkeypatch) -> None:
+    monkeypatch.setenv("MICHI_IMPORT_CHUNK", "2")
+    assert cli(repo, "init").exit_code == 0
+    records = _records(4)
+    records[0].update(description="caf\u00e9 \u201cquoted\u201d \\ back", tags=["b", "a"], priority="H")
+    records[1].update(depends=[records[0]["uuid"]], project="p.q")
+    records[2].update(annotations=[{"entry": "20240102T000000Z", "description": "n\u00f6te\n2"}])
+    records[3].update(status="completed", end="20240103T000000Z")
+    source = repo.parent / "tw.json"
+    source.write_text(json.dumps(records))
+    result = cli(repo, "import", str(source), "--json")
+    assert result.exit_code == 0, result.stdout
+    body = json.loads(result.stdout)
+    # Written as `json.dumps` writes the result (compact, not ASCII-escaped), byte for byte.
+    assert result.stdout.strip() == json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+    assert list(body) == ["tasks", "added", "modified", "skipped", "problems", "conflicts", "transaction"]
+    shown = {t["id"]: t for t in cli(repo, "task", "list", "--state", "any", "--json").json()}
+    assert [t["id"] for t in body["tasks"]] == [1, 2, 3, 4]
+    assert body["tasks"] == [shown[t["id"]] for t in body["tasks"]]
+    assert body["tasks"][1]["depends"] == [1]
+
+
+def test_changed_prints_its_fragments_as_its_json() -> None:
+    from michi.commands.task_common import Changed
+
+    views = [{"id": 1, "description": "caf\u00e9"}, {"id": 2, "tags": ["a"]}]
+    fragments = [json.dumps(v, ensure_ascii=False, separators=(",", ":")) for v in views]
+    report = {"added": [1, 2], "problems": []}
+    for result in (
+        Changed(views, {"commit": "c"}, report),
+        Changed(None, {"commit": "c"}, report, fragments=fragments),
+    ):
+        assert result.tasks == views
+        assert result.json_text() == json.dumps(result.to_json(), ensure_ascii=False, separators=(",", ":"))
+    assert Changed(None, {}, {}, fragments=[]).json_text() == '{"tasks":[],"transaction":{}}'

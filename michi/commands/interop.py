@@ -22,7 +22,7 @@ from michi.errors import Conflict, UsageError
 from michi.git.repo import after_next_batch, cancel_after_batch
 from michi.results import Result
 from michi.session import Session
-from michi.tasks import domains, ready, taskwarrior, twstream
+from michi.tasks import domains, ready, taskwarrior, twstream, viewtext
 from michi.workflow import journal
 
 
@@ -97,8 +97,10 @@ def import_file(
             }
             txn["pushed"] = bool(info["pushed"] or txn.get("pushed"))
     snap = task_common.read(session)
-    tasks = task_common.views(results, snap.index)
-    result = task_common.Changed(tasks, txn, merged)
+    # Each task's --json text straight from its record (`viewtext`): no view dict, no encoder per task.
+    fragments = [viewtext.text(r["record"], r["path"], snap.index) for r in results]
+    del results
+    result = task_common.Changed(None, txn, merged, fragments=fragments)
     conflicts = result.report["conflicts"]
     if conflicts:
         report = result.to_json()
