@@ -284,3 +284,62 @@ def test_changed_prints_its_fragments_as_its_json() -> None:
         assert result.tasks == views
         assert result.json_text() == json.dumps(result.to_json(), ensure_ascii=False, separators=(",", ":"))
     assert Changed(None, {}, {}, fragments=[]).json_text() == '{"tasks":[],"transaction":{}}'
+
+
+def _general_tags(tags: object) -> object:
+    """`split_tags` as it was, with no shortcut for one plain tag."""
+    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+        return tags
+    return list(dict.fromkeys(part.strip() for t in tags for part in t.split(",") if part.strip()))
+
+
+def _general_whole(value: object) -> object:
+    """`_whole` as it was, with no shortcut for an int."""
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError, OverflowError):
+        return value
+    return int(number) if number.is_integer() else value
+
+
+def test_the_import_normalises_numbers_and_tags_as_the_general_way_does() -> None:
+    from michi.tasks import taskwarrior
+
+    tags: list[object] = [
+        [],
+        ["a"],
+        [" a"],
+        ["a "],
+        [""],
+        [","],
+        ["a,b"],
+        ["a", "a"],
+        ["a", "b,a"],
+        [1],
+        "a",
+        None,
+    ]
+    for value in tags:
+        got = taskwarrior.split_tags(value)
+        assert got == _general_tags(value) and type(got) is type(_general_tags(value)), value
+    edge = 2**53
+    numbers: list[object] = [
+        0,
+        1,
+        -1,
+        7,
+        edge - 1,
+        edge,
+        edge + 1,
+        -edge - 1,
+        10**400,
+        True,
+        2.0,
+        2.5,
+        "3",
+        "x",
+        None,
+    ]
+    for value in numbers:
+        got = taskwarrior._whole(value)
+        assert got == _general_whole(value) and type(got) is type(_general_whole(value)), value
