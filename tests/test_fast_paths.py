@@ -102,6 +102,31 @@ def test_many_blobs_go_into_one_pack_git_accepts(plain_repo: Repo) -> None:
     assert streamed == dict(zip(oids[:100], contents[:100], strict=True))
 
 
+def test_blobs_made_ahead_give_the_pack_and_oids_made_then(plain_repo: Repo, tmp_path: Path) -> None:
+    """`pack.ahead` hashes and compresses blobs early (an import's next chunk, ADR 0015): the pack and
+    the oids are byte for byte those made without it, and only a blob's own content finds its entry."""
+    from michi.git import pack
+    from michi.objectid import KNOWN_BLOBS, object_id
+
+    contents = [b'{\n  "uuid": "u%d",\n  "michi_id": %d\n}\n' % (i, i) for i in range(100)]
+    oids = write_pack(plain_repo, [(b"blob", c) for c in contents])
+    folder = Path(plain_repo.objects_dir) / "pack"
+    plain = {p.name: p.read_bytes() for p in folder.iterdir()}
+    for p in folder.iterdir():
+        p.unlink()
+    pack.ahead([*contents[:60], b"a guess never made"])
+    try:
+        assert len(KNOWN_BLOBS) == 61 and [object_id(b"blob", c) for c in contents] == oids
+        assert object_id(b"tree", contents[0]) != oids[0]  # a tree of the same bytes is another object
+        assert write_pack(plain_repo, [(b"blob", c) for c in contents]) == oids
+        assert {p.name: p.read_bytes() for p in folder.iterdir()} == plain
+        pack.ahead(contents[60:])  # the next chunk's: the last chunk's are forgotten
+        assert len(KNOWN_BLOBS) == 40
+    finally:
+        pack.forget_ahead()
+    assert not KNOWN_BLOBS and not pack._DEFLATED
+
+
 def test_a_pack_of_nothing_new_writes_no_file(plain_repo: Repo) -> None:
     assert write_pack(plain_repo, []) == []
     assert not list((Path(plain_repo.objects_dir) / "pack").glob("*.pack"))

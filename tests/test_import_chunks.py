@@ -343,3 +343,36 @@ def test_the_import_normalises_numbers_and_tags_as_the_general_way_does() -> Non
     for value in numbers:
         got = taskwarrior._whole(value)
         assert got == _general_whole(value) and type(got) is type(_general_whole(value)), value
+
+
+def test_the_next_chunks_files_are_compressed_ahead_when_their_ids_follow(
+    cli, repo: Path, remote, monkeypatch
+) -> None:
+    """The thread reading ahead hashes and compresses the next chunk's files with the ids that follow the
+    last chunk's (ADR 0015): under the lock only the first chunk's are compressed."""
+    import threading
+    import zlib
+
+    from michi.git import pack
+
+    monkeypatch.setenv("MICHI_IMPORT_CHUNK", "70")  # a pack from 64 objects on
+    assert cli(repo, "init").exit_code == 0
+    source = repo.parent / "tw.json"
+    source.write_text(json.dumps(_records(210)))
+    compressed: list[tuple[str, bytes]] = []
+    real = zlib.compress
+
+    def spy(data: bytes, *args: int) -> bytes:
+        compressed.append((threading.current_thread().name, bytes(data)))
+        return real(data, *args)
+
+    monkeypatch.setattr(pack.zlib, "compress", spy)
+    result = cli(repo, "import", str(source), "--json")
+    assert result.exit_code == 0, result.stdout
+    tasks = [(who, data) for who, data in compressed if data.startswith(b'{\n  "uuid"')]
+    here = [json.loads(data)["michi_id"] for who, data in tasks if who == threading.current_thread().name]
+    assert sorted(here) == list(range(1, 71))  # the first chunk's: no ids were known before it landed
+    ahead = sorted(json.loads(data)["michi_id"] for who, data in tasks if who == "michi-import-ahead")
+    assert ahead == list(range(71, 211))
+    assert sorted(t["id"] for t in cli(repo, "task", "list", "--json").json()) == list(range(1, 211))
+    assert "error" not in git(repo, "fsck", "--no-dangling").lower()
