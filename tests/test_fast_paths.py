@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import random
 import re
 import subprocess
@@ -303,6 +304,31 @@ def test_a_task_made_ready_outside_the_lock_is_what_the_apply_function_makes() -
             assert made.head + b"%d" % ident + made.tail == serialization.dumps_record(final)
             made_files += 1
     assert made_files > 1000  # most records make a file; the rest are refused alike
+
+
+def test_a_chunk_made_ready_on_two_cores_is_what_one_makes(monkeypatch) -> None:
+    """The first chunk is made ready half in a forked child (`twocore`, ADR 0015): each item's Ready is
+    what `make` gives it here, and the files guessed ahead are the same."""
+    from michi.tasks import ready, twocore
+
+    rng = random.Random(5)
+    records = [r for r in _file_records(rng) if isinstance(r, dict)][:400]
+    items = [{"record": r, "domain": "."} for r in records]
+    forks: list[int] = []
+    real_fork = os.fork
+    monkeypatch.setattr(twocore, "FROM", 2)
+    monkeypatch.setattr(twocore.os, "fork", lambda: forks.append(1) or real_fork())
+    try:
+        ready.expect(7)
+        files = ready.prepare(items)
+        assert forks, "no child was forked"
+        for item in items:
+            assert ready.take(item) == ready.make(item["record"])
+        monkeypatch.setattr(twocore, "FROM", 10**9)
+        ready.expect(7)
+        assert ready.prepare(items) == files and len(files) > 100
+    finally:
+        ready.forget()
 
 
 def test_a_ready_task_is_used_only_for_the_item_it_was_made_from() -> None:
