@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import random
 import re
 import subprocess
@@ -100,6 +101,31 @@ def test_many_blobs_go_into_one_pack_git_accepts(plain_repo: Repo) -> None:
         assert objects.read_blob(plain_repo, oid) == data
     streamed = dict(objects.iter_blobs(plain_repo, oids[:100]))
     assert streamed == dict(zip(oids[:100], contents[:100], strict=True))
+
+
+def test_blobs_made_ahead_give_the_pack_and_oids_made_then(plain_repo: Repo, tmp_path: Path) -> None:
+    """`pack.ahead` hashes and compresses blobs early (an import's next chunk, ADR 0015): the pack and
+    the oids are byte for byte those made without it, and only a blob's own content finds its entry."""
+    from michi.git import pack
+    from michi.objectid import KNOWN_BLOBS, object_id
+
+    contents = [b'{\n  "uuid": "u%d",\n  "michi_id": %d\n}\n' % (i, i) for i in range(100)]
+    oids = write_pack(plain_repo, [(b"blob", c) for c in contents])
+    folder = Path(plain_repo.objects_dir) / "pack"
+    plain = {p.name: p.read_bytes() for p in folder.iterdir()}
+    for p in folder.iterdir():
+        p.unlink()
+    pack.ahead([*contents[:60], b"a guess never made"])
+    try:
+        assert len(KNOWN_BLOBS) == 61 and [object_id(b"blob", c) for c in contents] == oids
+        assert object_id(b"tree", contents[0]) != oids[0]  # a tree of the same bytes is another object
+        assert write_pack(plain_repo, [(b"blob", c) for c in contents]) == oids
+        assert {p.name: p.read_bytes() for p in folder.iterdir()} == plain
+        pack.ahead(contents[60:])  # the next chunk's: the last chunk's are forgotten
+        assert len(KNOWN_BLOBS) == 40
+    finally:
+        pack.forget_ahead()
+    assert not KNOWN_BLOBS and not pack._DEFLATED
 
 
 def test_a_pack_of_nothing_new_writes_no_file(plain_repo: Repo) -> None:
@@ -278,6 +304,31 @@ def test_a_task_made_ready_outside_the_lock_is_what_the_apply_function_makes() -
             assert made.head + b"%d" % ident + made.tail == serialization.dumps_record(final)
             made_files += 1
     assert made_files > 1000  # most records make a file; the rest are refused alike
+
+
+def test_a_chunk_made_ready_on_two_cores_is_what_one_makes(monkeypatch) -> None:
+    """The first chunk is made ready half in a forked child (`twocore`, ADR 0015): each item's Ready is
+    what `make` gives it here, and the files guessed ahead are the same."""
+    from michi.tasks import ready, twocore
+
+    rng = random.Random(5)
+    records = [r for r in _file_records(rng) if isinstance(r, dict)][:400]
+    items = [{"record": r, "domain": "."} for r in records]
+    forks: list[int] = []
+    real_fork = os.fork
+    monkeypatch.setattr(twocore, "FROM", 2)
+    monkeypatch.setattr(twocore.os, "fork", lambda: forks.append(1) or real_fork())
+    try:
+        ready.expect(7)
+        files = ready.prepare(items)
+        assert forks, "no child was forked"
+        for item in items:
+            assert ready.take(item) == ready.make(item["record"])
+        monkeypatch.setattr(twocore, "FROM", 10**9)
+        ready.expect(7)
+        assert ready.prepare(items) == files and len(files) > 100
+    finally:
+        ready.forget()
 
 
 def test_a_ready_task_is_used_only_for_the_item_it_was_made_from() -> None:

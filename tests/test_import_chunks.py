@@ -247,3 +247,132 @@ def test_a_uuid_twice_in_the_import_file_is_refused_before_anything_lands(
     assert result.exit_code == 2 and result.json()["error"]["code"] == "usage", result.stdout
     assert str(first["uuid"]) in result.json()["error"]["message"]
     assert remote.head() == before
+
+
+def test_the_import_prints_each_task_as_its_view(cli, repo: Path, remote, monkeypatch) -> None:
+    monkeypatch.setenv("MICHI_IMPORT_CHUNK", "2")
+    assert cli(repo, "init").exit_code == 0
+    records = _records(4)
+    records[0].update(description="caf\u00e9 \u201cquoted\u201d \\ back", tags=["b", "a"], priority="H")
+    records[1].update(depends=[records[0]["uuid"]], project="p.q")
+    records[2].update(annotations=[{"entry": "20240102T000000Z", "description": "n\u00f6te\n2"}])
+    records[3].update(status="completed", end="20240103T000000Z")
+    source = repo.parent / "tw.json"
+    source.write_text(json.dumps(records))
+    result = cli(repo, "import", str(source), "--json")
+    assert result.exit_code == 0, result.stdout
+    body = json.loads(result.stdout)
+    # Written as `json.dumps` writes the result (compact, not ASCII-escaped), byte for byte.
+    assert result.stdout.strip() == json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+    assert list(body) == ["tasks", "added", "modified", "skipped", "problems", "conflicts", "transaction"]
+    shown = {t["id"]: t for t in cli(repo, "task", "list", "--state", "any", "--json").json()}
+    assert [t["id"] for t in body["tasks"]] == [1, 2, 3, 4]
+    assert body["tasks"] == [shown[t["id"]] for t in body["tasks"]]
+    assert body["tasks"][1]["depends"] == [1]
+
+
+def test_changed_prints_its_fragments_as_its_json() -> None:
+    from michi.commands.task_common import Changed
+
+    views = [{"id": 1, "description": "caf\u00e9"}, {"id": 2, "tags": ["a"]}]
+    fragments = [json.dumps(v, ensure_ascii=False, separators=(",", ":")) for v in views]
+    report = {"added": [1, 2], "problems": []}
+    for result in (
+        Changed(views, {"commit": "c"}, report),
+        Changed(None, {"commit": "c"}, report, fragments=fragments),
+    ):
+        assert result.tasks == views
+        assert result.json_text() == json.dumps(result.to_json(), ensure_ascii=False, separators=(",", ":"))
+    assert Changed(None, {}, {}, fragments=[]).json_text() == '{"tasks":[],"transaction":{}}'
+
+
+def _general_tags(tags: object) -> object:
+    """`split_tags` as it was, with no shortcut for one plain tag."""
+    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+        return tags
+    return list(dict.fromkeys(part.strip() for t in tags for part in t.split(",") if part.strip()))
+
+
+def _general_whole(value: object) -> object:
+    """`_whole` as it was, with no shortcut for an int."""
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError, OverflowError):
+        return value
+    return int(number) if number.is_integer() else value
+
+
+def test_the_import_normalises_numbers_and_tags_as_the_general_way_does() -> None:
+    from michi.tasks import taskwarrior
+
+    tags: list[object] = [
+        [],
+        ["a"],
+        [" a"],
+        ["a "],
+        [""],
+        [","],
+        ["a,b"],
+        ["a", "a"],
+        ["a", "b,a"],
+        [1],
+        "a",
+        None,
+    ]
+    for value in tags:
+        got = taskwarrior.split_tags(value)
+        assert got == _general_tags(value) and type(got) is type(_general_tags(value)), value
+    edge = 2**53
+    numbers: list[object] = [
+        0,
+        1,
+        -1,
+        7,
+        edge - 1,
+        edge,
+        edge + 1,
+        -edge - 1,
+        10**400,
+        True,
+        2.0,
+        2.5,
+        "3",
+        "x",
+        None,
+    ]
+    for value in numbers:
+        got = taskwarrior._whole(value)
+        assert got == _general_whole(value) and type(got) is type(_general_whole(value)), value
+
+
+def test_the_next_chunks_files_are_compressed_ahead_when_their_ids_follow(
+    cli, repo: Path, remote, monkeypatch
+) -> None:
+    """The thread reading ahead hashes and compresses the next chunk's files with the ids that follow the
+    last chunk's (ADR 0015): under the lock only the first chunk's are compressed."""
+    import threading
+    import zlib
+
+    from michi.git import pack
+
+    monkeypatch.setenv("MICHI_IMPORT_CHUNK", "70")  # a pack from 64 objects on
+    assert cli(repo, "init").exit_code == 0
+    source = repo.parent / "tw.json"
+    source.write_text(json.dumps(_records(210)))
+    compressed: list[tuple[str, bytes]] = []
+    real = zlib.compress
+
+    def spy(data: bytes, *args: int) -> bytes:
+        compressed.append((threading.current_thread().name, bytes(data)))
+        return real(data, *args)
+
+    monkeypatch.setattr(pack.zlib, "compress", spy)
+    result = cli(repo, "import", str(source), "--json")
+    assert result.exit_code == 0, result.stdout
+    tasks = [(who, data) for who, data in compressed if data.startswith(b'{\n  "uuid"')]
+    here = [json.loads(data)["michi_id"] for who, data in tasks if who == threading.current_thread().name]
+    assert sorted(here) == list(range(1, 71))  # the first chunk's: no ids were known before it landed
+    ahead = sorted(json.loads(data)["michi_id"] for who, data in tasks if who == "michi-import-ahead")
+    assert ahead == list(range(71, 211))
+    assert sorted(t["id"] for t in cli(repo, "task", "list", "--json").json()) == list(range(1, 211))
+    assert "error" not in git(repo, "fsck", "--no-dangling").lower()

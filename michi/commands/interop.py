@@ -22,7 +22,7 @@ from michi.errors import Conflict, UsageError
 from michi.git.repo import after_next_batch, cancel_after_batch
 from michi.results import Result
 from michi.session import Session
-from michi.tasks import domains, ready, taskwarrior, twstream
+from michi.tasks import domains, ready, taskwarrior, twstream, viewtext
 from michi.workflow import journal
 
 
@@ -97,8 +97,10 @@ def import_file(
             }
             txn["pushed"] = bool(info["pushed"] or txn.get("pushed"))
     snap = task_common.read(session)
-    tasks = task_common.views(results, snap.index)
-    result = task_common.Changed(tasks, txn, merged)
+    # Each task's --json text straight from its record (`viewtext`): no view dict, no encoder per task.
+    fragments = [viewtext.text(r["record"], r["path"], snap.index) for r in results]
+    del results
+    result = task_common.Changed(None, txn, merged, fragments=fragments)
     conflicts = result.report["conflicts"]
     if conflicts:
         report = result.to_json()
@@ -137,6 +139,8 @@ def _readied(chunks: Iterator[list[dict[str, Any]]]) -> Generator[list[dict[str,
     checkout of 10,000 files). The thread starts once this chunk's commit is built (its ready tasks
     taken, its pack written): Python threads take turns on one core, and it must not slow that work
     under the lock. Two chunks are in memory at a time, never more."""
+    from michi.git import pack  # hashlib: only when importing (ADR 0010)
+
     box: dict[str, Any] = {}
 
     def ahead(go: threading.Event | None = None) -> None:
@@ -145,8 +149,9 @@ def _readied(chunks: Iterator[list[dict[str, Any]]]) -> Generator[list[dict[str,
                 go.wait()
             found = next(chunks, None)
             if found is not None:
-                ready.prepare(found)
+                blobs = ready.prepare(found)
                 journal.known_json(found)  # its journal entry
+                pack.ahead(blobs)  # its files hashed and compressed, if the ids are as guessed
             box["chunk"] = found
         except BaseException as exc:  # raised again in the caller's thread
             box["error"] = exc
@@ -173,6 +178,7 @@ def _readied(chunks: Iterator[list[dict[str, Any]]]) -> Generator[list[dict[str,
             del chunk
     finally:
         ready.forget()
+        pack.forget_ahead()
         if box.get("chunk") is not None:  # read ahead, never handed over (the caller stopped)
             journal.forget_json(box["chunk"])
 

@@ -292,20 +292,36 @@ class TaskList(Result, Plain):
 
 
 class Changed(Result, Plain):
-    """A changing command over several tasks (reap, import): the tasks and the transaction."""
+    """A changing command over several tasks (reap, import): the tasks and the transaction. The tasks are
+    view dicts, or (`fragments`) each one's `--json` text, parsed only when asked for (an import prints
+    50,000 of them: `viewtext` writes each from its record, ADR 0015)."""
 
-    __slots__ = ("notes", "report", "tasks", "txn")
+    __slots__ = ("_tasks", "fragments", "notes", "report", "txn")
 
     def __init__(
         self,
-        tasks: list[dict[str, Any]],
+        tasks: list[dict[str, Any]] | None,
         txn: dict[str, Any],
         report: dict[str, Any] | None = None,
         notes: list[str] | None = None,
+        fragments: list[str] | None = None,
     ) -> None:
-        self.tasks, self.txn = tasks, txn
+        self._tasks, self.fragments, self.txn = tasks, fragments, txn
         self.report = {} if report is None else report
         self.notes = [] if notes is None else notes
 
+    @property
+    def tasks(self) -> list[dict[str, Any]]:
+        if self._tasks is None:
+            self._tasks = [json.loads(f) for f in self.fragments or ()]
+        return self._tasks
+
     def to_json(self) -> Any:
         return {"tasks": self.tasks, **self.report, "transaction": self.txn}
+
+    def json_text(self) -> str:
+        """What `--json` prints (`json.dumps(self.to_json())`), the tasks joined from their fragments."""
+        if self.fragments is None:
+            return json.dumps(self.to_json(), ensure_ascii=False, separators=(",", ":"))
+        rest = json.dumps({**self.report, "transaction": self.txn}, ensure_ascii=False, separators=(",", ":"))
+        return '{"tasks":[' + ",".join(self.fragments) + "]," + rest[1:]

@@ -14,6 +14,7 @@ import zlib
 from collections.abc import Iterable, Mapping
 
 from michi.git.repo import Repo
+from michi.objectid import KNOWN_BLOBS
 
 _TYPES = {b"commit": 1, b"tree": 2, b"blob": 3}
 _SMALL_OFFSET = 0x80000000
@@ -28,6 +29,25 @@ def _entry_header(kind: int, size: int) -> bytes:
         byte, size = size & 0x7F, size >> 7
     out.append(byte)
     return bytes(out)
+
+
+_DEFLATED: dict[bytes, bytes] = {}  # content -> its pack entry's zlib stream, of blobs made `ahead`
+
+
+def ahead(blobs: Iterable[bytes]) -> None:
+    """Hash and compress `blobs` now, by whoever has the time: an import's thread does the next chunk's
+    while git lands this one (ADR 0015), and its commit's pack then takes them as they are. Keyed by
+    content, so a blob that is not made after all (a guessed id was wrong) only costs the guess; the
+    ones made earlier are forgotten (one chunk's are kept)."""
+    forget_ahead()
+    for data in blobs:
+        KNOWN_BLOBS[data] = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+        _DEFLATED[data] = zlib.compress(data, 1)
+
+
+def forget_ahead() -> None:
+    KNOWN_BLOBS.clear()
+    _DEFLATED.clear()
 
 
 def write_pack(repo: Repo, objects: Iterable[tuple[bytes, bytes]]) -> list[str]:
@@ -53,7 +73,7 @@ def write_known(repo: Repo, objects: Mapping[bytes, tuple[bytes, bytes]]) -> Non
     tmp = folder / f"tmp_pack_michi_{os.getpid()}"
     digest = hashlib.sha1()
     headers: dict[tuple[int, int], bytes] = {}
-    crc32, compress = zlib.crc32, zlib.compress
+    crc32, compress, deflated = zlib.crc32, zlib.compress, _DEFLATED.get
     with open(tmp, "wb") as out:
         head = b"PACK\0\0\0\2" + len(objects).to_bytes(4, "big")
         parts, offset = [head], len(head)
@@ -62,7 +82,8 @@ def write_known(repo: Repo, objects: Mapping[bytes, tuple[bytes, bytes]]) -> Non
             header = headers.get(key)
             if header is None:
                 header = headers[key] = _entry_header(*key)
-            entry = header + compress(data, 1)
+            body = deflated(data) if kind == b"blob" else None
+            entry = header + (compress(data, 1) if body is None else body)
             index[raw_id] = (crc32(entry), offset)
             parts.append(entry)
             offset += len(entry)

@@ -183,6 +183,7 @@ def import_tasks(tree: TaskTree, params: Mapping[str, Any], ctx: ApplyContext) -
         else:
             files.append((path, final, data))
             report["modified"].append(known)
+    ready.expect(allocator.last + 1)  # the next chunk's blobs are made ahead with the ids that follow
     if not files:
         return Change("import (nothing changed)", result={"report": report, "tasks": []})
     change = written_files(f"import {len(files)} tasks", files, allocator.write())

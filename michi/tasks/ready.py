@@ -8,11 +8,12 @@ and the answer is the same either way (tested)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
-from michi.tasks import serialization
+from michi.tasks import serialization, twocore
 from michi.tasks.errors import CorruptTask
+from michi.tasks.model import MAX_ID, MAX_TASK_BYTES
 
 STAND_IN = 1  # the id a ready record holds until the apply function gives it its own
 _STAND_IN = b"%d" % STAND_IN
@@ -53,12 +54,40 @@ def make(record: dict[str, Any]) -> Ready | None:
     return Ready(final, data[:at], data[at + len(_STAND_IN) :], None)
 
 
-def prepare(items: list[dict[str, Any]]) -> None:
-    """Ready the tasks of an import chunk (its items, `{"record", "domain"}`) for `take`."""
-    for item in items:
-        found = make(item["record"])
-        if found is not None:
-            _READY[id(item)] = (item, found)
+_NEXT: list[int] = []  # the id the last chunk's apply function would have given next (`expect`)
+
+
+def prepare(items: list[dict[str, Any]]) -> list[bytes]:
+    """Ready the tasks of an import chunk (its items, `{"record", "domain"}`) for `take`. Returns the
+    files they would be if every one were new and the ids ran on from the last chunk's (`expect`), as
+    they do when nothing else lands between two chunks: their blobs can be made ahead (none if no
+    chunk landed yet). A wrong guess costs nothing but the guess: the apply function decides the ids."""
+    files: list[bytes] = []
+    ident = _NEXT[-1] if _NEXT else None
+    # Half of them in a forked child when no other thread runs (the first chunk, made ready before
+    # anything else can run beside it): the second core, not the read-ahead thread's turns (ADR 0015).
+    made = twocore.halves([item["record"] for item in items], _made)
+    for item, plain in zip(items, made, strict=True):
+        if plain is None:
+            continue
+        found = Ready(*plain)
+        _READY[id(item)] = (item, found)
+        if ident is not None and found.problem is None and ident <= MAX_ID:
+            data = found.head + b"%d" % ident + found.tail
+            if len(data) <= MAX_TASK_BYTES:  # else the apply function refuses it, and takes no id
+                files.append(data)
+                ident += 1
+    return files
+
+
+def _made(records: Sequence[dict[str, Any]]) -> list[tuple[Any, ...] | None]:
+    """`make` of each record, as plain tuples (what a child process sends back marshalled)."""
+    return [None if (found := make(record)) is None else tuple(found) for record in records]
+
+
+def expect(ident: int) -> None:
+    """The id the next new task of an import would get (the apply function says, at the end of a chunk)."""
+    _NEXT[:] = [ident]
 
 
 def take(item: dict[str, Any]) -> Ready | None:
@@ -80,3 +109,4 @@ def notify(hook: Callable[[], None]) -> None:
 def forget() -> None:
     _READY.clear()
     _DRAINED.clear()
+    _NEXT.clear()

@@ -32,7 +32,12 @@ def export_record(task: Task, domain: str) -> dict[str, Any]:
     return {**serialization.to_record(task), DOMAIN_KEY: domain}
 
 
+_EXACT = 2**53  # every int up to this is its own float: `int(float(value))` gives it back
+
+
 def _whole(value: Any) -> Any:
+    if type(value) is int and -_EXACT <= value <= _EXACT:  # the usual case, answered as below
+        return value
     try:
         number = float(value)
     except (TypeError, ValueError, OverflowError):
@@ -44,6 +49,8 @@ def split_tags(tags: Any) -> Any:
     """Tags as Taskwarrior means them: "x,y" is the two tags x and y (its export also lists "x,y")."""
     if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
         return tags  # from_record names the problem
+    if len(tags) == 1 and type(tags[0]) is str and "," not in tags[0] and tags[0].strip() == tags[0] != "":
+        return [tags[0]]  # one plain tag (most tasks): what the general way below gives
     return list(dict.fromkeys(part.strip() for t in tags for part in t.split(",") if part.strip()))
 
 
@@ -62,8 +69,6 @@ def _pending_state(record: dict[str, Any]) -> None:
 def normalize(item: Any) -> tuple[dict[str, Any], Any]:
     """One `task export` object as a michi file record, and the `michi_domain` it names (None if none).
     Raises UsageError (or BadAgent) for input no task may hold, naming the task."""
-    from michi.agent import check_agent
-
     if not isinstance(item, dict) or not isinstance(item.get("uuid"), str):
         raise UsageError(
             "every task to import must be a JSON object with a uuid", hint="pass 'task export' output"
@@ -86,6 +91,8 @@ def normalize(item: Any) -> tuple[dict[str, Any], Any]:
     if status == "pending":
         _pending_state(record)
     if isinstance(record.get("michi_assignee"), str):
+        from michi.agent import check_agent
+
         check_agent(record["michi_assignee"], where)
     record["uuid"] = record["uuid"].lower()
     if not UUID_RE.fullmatch(record["uuid"]):  # it names the task's file: `../x` or `a/b` must not
