@@ -221,7 +221,10 @@ class Index:
             out.append(uuid if michi_id is None else michi_id)
         return out
 
-    def _with_id(self, wanted: int) -> list[str]:
+    def paths_with_id(self, wanted: int) -> list[str]:
+        """One pass over the ids, no `by_id`: changing commands name one task (ADR 0015)."""
+        if "by_id" in self.__dict__:
+            return self.by_id.get(wanted, [])
         return [path for path, michi_id in self.ids.items() if michi_id == wanted]
 
     def find(self, ref: str) -> str:
@@ -234,8 +237,7 @@ class Index:
         ref = ref.strip().lower()
         paths: list[str] = []
         if ref.isascii() and ref.isdigit():  # not `²`, which isdigit() takes and int() refuses
-            wanted = int(ref)  # one pass, no by_id: changing commands name one task (ADR 0015)
-            paths = self.by_id.get(wanted, []) if "by_id" in self.__dict__ else self._with_id(wanted)
+            paths = self.paths_with_id(int(ref))
         if not paths and UUID_RE.match(ref):
             paths = [self.by_uuid[ref]] if ref in self.by_uuid else []
             if paths and self.uuid_twice:
