@@ -96,13 +96,21 @@ def normalize(item: Any) -> tuple[dict[str, Any], Any]:
 
 
 def _check_links_and_notes(record: dict[str, Any], where: str) -> None:
-    """What `task modify` and `annotate` could never make: a task waiting for itself (it could never
-    start), a note whose time is no date (Taskwarrior keys notes by it; `log` and sorting read it)."""
+    """What `task add`, `modify` and `annotate` could never make: a task waiting for itself (it could never
+    start), a project or tag of more than one printable line, a note whose time is no date (Taskwarrior
+    keys notes by it; `log` and sorting read it)."""
     depends = record.get("depends")
     if isinstance(depends, list) and any(isinstance(d, str) and d.lower() == record["uuid"] for d in depends):
         raise DependencyCycle(
             f"{where} depends on itself: it could never start", hint="remove its own uuid from its depends"
         )
+    names = [record.get("project"), *(record.get("tags") if isinstance(record.get("tags"), list) else ())]
+    for name in names:
+        if isinstance(name, str) and not name.isprintable():  # as `task add` refuses them
+            raise UsageError(
+                f"{where}: project or tag {name[:40]!r} contains control or invisible characters",
+                hint="a project or tag is one line of printable text: fix the import file",
+            )
     notes = record.get("annotations")
     for note in notes if isinstance(notes, list) else ():
         entry = note.get("entry") if isinstance(note, dict) else None
