@@ -45,7 +45,8 @@ def for_tree(tree: TaskTree, state_dir: Path, now: float, save: bool = True) -> 
                 ranking = None
         if ranking is None:
             ranking = build(index_for_tree(tree, state_dir), now)
-    except Unusable:
+    except Unusable:  # two files share a uuid: a cache file kept would be loaded and re-applied each call
+        forget(state_dir)
         return None
     if now < ranking.made or now - ranking.made > STALE:
         ranking.arrange(now)
