@@ -17,6 +17,7 @@ from michi.results import Result
 from michi.session import Session
 from michi.tasks.index import (
     CACHE_NAME,
+    PARSED,
     Index,
     built,
     for_tree,
@@ -31,9 +32,24 @@ from michi.tasks.table import COLUMNS, Table, table_of
 if TYPE_CHECKING:
     from michi.workflow import Mutation, TxnOutcome
 
+
+
+def _made_by() -> str:
+    """The code a table row depends on: what parses a file into a record (`PARSED`) and the modules that
+    make a record a row (all imported already on this path), stamped (`michi.codestamp`)."""
+    import sys
+
+    from michi.codestamp import stamp
+
+    names = ("table", "viewtext", "query", "urgency", "links", "domains", "twocore")
+    return PARSED + "/" + stamp(*(sys.modules[f"michi.tasks.{name}"] for name in names))
+
+
 # The list cache (ADR 0008): its rows are only good for the code (and the parsing rules) that made them.
 LIST_CACHE = "task-list.v1"
-LIST_FORMAT = f"michi {__version__} list/1 {CACHE_NAME} {','.join(COLUMNS)} {','.join(VIEW_KEYS)}"
+LIST_FORMAT = (
+    f"michi {__version__} list/1 {CACHE_NAME} {','.join(COLUMNS)} {','.join(VIEW_KEYS)} {_made_by()}"
+)
 
 
 class Snap(Plain):

@@ -13,6 +13,7 @@ kept in memory, so an apply function inside the lock only applies the fresh comm
 from __future__ import annotations
 
 import marshal
+import sys
 import zlib
 from collections.abc import Callable, Sequence
 from functools import cached_property
@@ -20,7 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from michi.atomic import write_atomic
-from michi.tasks import normal, serialization, twocore
+from michi.codestamp import stamp
+from michi.tasks import model, normal, serialization, twocore
 from michi.tasks.bulk import no_gc
 from michi.tasks.errors import AmbiguousId, CorruptTask, TaskNotFound
 from michi.tasks.model import Task
@@ -35,6 +37,8 @@ IDS_NAME = "task-ids.v1"  # (tree, path -> michi_id or None for a file that does
 TOP_NAME = "task-ids-top.v1"
 # path -> (blob oid, the file's record when it parsed, the problem when it did not)
 Entry = tuple[str, dict[str, Any] | None, str | None]
+# The code that turns a file into its record: the index cache holds records only it would make (ADR 0008).
+PARSED = stamp(normal, serialization, model, sys.modules[__name__])
 
 
 def _parse(path: str, data: bytes) -> tuple[dict[str, Any] | None, str | None]:
@@ -265,8 +269,10 @@ class Index:
 def load_cache(state_dir: Path) -> Index | None:
     try:
         data = marshal.loads((state_dir / CACHE_NAME).read_bytes())
-        tree, entries = data
-        return Index(tree, entries) if isinstance(tree, str) and isinstance(entries, dict) else None
+        made_by, tree, entries = data
+        if made_by != PARSED or not isinstance(tree, str) or not isinstance(entries, dict):
+            return None  # another code's records (a development change, another install): parse anew
+        return Index(tree, entries)
     except (OSError, ValueError, EOFError, TypeError):
         return None
 
@@ -281,7 +287,7 @@ def _write(state_dir: Path, name: str, data: bytes) -> None:
 
 
 def save_cache(state_dir: Path, index: Index) -> None:
-    _write(state_dir, CACHE_NAME, marshal.dumps((index.tree, index.entries)))
+    _write(state_dir, CACHE_NAME, marshal.dumps((PARSED, index.tree, index.entries)))
     save_checked(state_dir, IDS_NAME, (index.tree, index.ids))
 
 

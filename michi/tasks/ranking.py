@@ -17,18 +17,21 @@ ranking older than `STALE` seconds, or from a later clock, is re-scored whole.
 from __future__ import annotations
 
 import marshal
+import sys
 from bisect import insort
 from typing import TYPE_CHECKING, Any
 
+from michi.codestamp import stamp
 from michi.tasks import serialization, urgency
 from michi.tasks.domains import domain_of
-from michi.tasks.index import Index, parsed
+from michi.tasks.index import PARSED, Index, parsed
 from michi.tasks.model import Task, is_tw_date, parse_tw_date
 
 if TYPE_CHECKING:
     from michi.workflow.mutation import TaskTree
 
-FORMAT = "rank/1"
+# A ranking holds urgency terms and readiness as this code computes them: another code's is rebuilt.
+FORMAT = "rank/1 " + PARSED + "/" + stamp(urgency, sys.modules[__name__])
 STALE = 3600.0
 # The file is rewritten once the tree moved this many task files past it (or after a re-scoring, which
 # sets `behind` to it): a call then re-applies at most that diff instead of rewriting 9 MB each time.
