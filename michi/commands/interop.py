@@ -144,7 +144,9 @@ class Links:
         graph: dict[str, list[str]] = {}
         for entry in task_common.read(session).index.entries.values():
             record = entry[1]
-            if record is not None and record["uuid"] not in self.uuids and record.get("status") in OPEN_STATUSES:
+            if record is None or record["uuid"] in self.uuids:
+                continue  # unreadable, or replaced by the import's record
+            if record.get("status") in OPEN_STATUSES:
                 graph[record["uuid"]] = list(record.get("depends") or ())
         graph.update(self.depends)
         for group in cycles(graph):

@@ -33,7 +33,6 @@ if TYPE_CHECKING:
     from michi.workflow import Mutation, TxnOutcome
 
 
-
 def _made_by() -> str:
     """The code a table row depends on: what parses a file into a record (`PARSED`) and the modules that
     make a record a row (all imported already on this path), stamped (`michi.codestamp`)."""

@@ -104,7 +104,8 @@ def _check_links_and_notes(record: dict[str, Any], where: str) -> None:
         raise DependencyCycle(
             f"{where} depends on itself: it could never start", hint="remove its own uuid from its depends"
         )
-    names = [record.get("project"), *(record.get("tags") if isinstance(record.get("tags"), list) else ())]
+    tags = record.get("tags")
+    names = [record.get("project"), *(tags if isinstance(tags, list) else ())]
     for name in names:
         if isinstance(name, str) and not name.isprintable():  # as `task add` refuses them
             raise UsageError(
