@@ -20,7 +20,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from michi.atomic import write_atomic
+from michi.atomic import read_regular, write_atomic
 from michi.codestamp import stamp
 from michi.tasks import model, normal, serialization, twocore
 from michi.tasks.bulk import no_gc
@@ -268,7 +268,7 @@ class Index:
 
 def load_cache(state_dir: Path) -> Index | None:
     try:
-        data = marshal.loads((state_dir / CACHE_NAME).read_bytes())
+        data = marshal.loads(read_regular(state_dir / CACHE_NAME))
         made_by, tree, entries = data
         if made_by != PARSED or not isinstance(tree, str) or not isinstance(entries, dict):
             return None  # another code's records (a development change, another install): parse anew
@@ -302,7 +302,7 @@ def load_checked(state_dir: Path, name: str) -> Any:
     """What `save_checked` wrote, or None when the file is missing, truncated, damaged or unreadable: the
     checksum catches damage that would still unmarshal, so a corrupt cache is rebuilt, never believed."""
     try:
-        raw = (state_dir / name).read_bytes()
+        raw = read_regular(state_dir / name)
         if len(raw) < 4 or zlib.crc32(raw[4:]) != int.from_bytes(raw[:4], "big"):
             return None
         return marshal.loads(raw[4:])
