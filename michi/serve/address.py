@@ -3,6 +3,8 @@
 Imported by every `michi` process before anything else: the standard library's cheapest modules only.
 """
 
+from __future__ import annotations
+
 import os
 import sys
 

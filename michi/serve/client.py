@@ -15,7 +15,8 @@ The standard library's cheapest modules only: `_socket` and `_signal`, not `sock
 whose enums alone cost more than the rest of this module.
 """
 
-# No `from __future__ import annotations`: that statement imports the __future__ module too.
+from __future__ import annotations
+
 import _socket  # the socket module's C half: `socket` builds enums on import
 import os
 import sys
