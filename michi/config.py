@@ -71,6 +71,15 @@ def _ttl(value: Any) -> float:
     return number
 
 
+def _lease(value: Any) -> float:
+    """A lock lease must end: with none, a holder that hangs (alive, stopped, or on a PID reused after a
+    reboot it cannot tell) holds the clone's lock for ever, and nothing but `--force` frees it."""
+    number = _ttl(value)
+    if number <= 0:
+        raise ValueError
+    return number
+
+
 def _count(value: Any) -> int:
     if isinstance(value, bool):
         raise ValueError
@@ -130,7 +139,9 @@ class Key(Plain):
 
 
 KEYS: dict[str, Key] = {
-    "lock_ttl": Key(_ttl, "MICHI_LOCK_TTL", f"a number of seconds from 0 to {MAX_TTL} (ten years)"),
+    "lock_ttl": Key(
+        _lease, "MICHI_LOCK_TTL", f"a number of seconds above 0, at most {MAX_TTL} (ten years): a lease ends"
+    ),
     "lock_wait": Key(_seconds, "MICHI_LOCK_WAIT", "a number of seconds >= 0"),
     "remote": Key(_name, "MICHI_REMOTE", "a remote name without spaces"),
     "branch": Key(_branch, "MICHI_BRANCH", "a branch name git accepts (empty = remote default)"),
@@ -203,4 +214,7 @@ def load(config_file: Path | None, environ: Mapping[str, str] | None = None, **f
     from_env = {name: env[key.env] for name, key in KEYS.items() if env.get(key.env, "") != ""}
     config = _apply(config, from_env, lambda n: f"environment {KEYS[n].env}")
     given = {name: value for name, value in flags.items() if value is not None}
-    return _apply(config, given, lambda n: f"option --{n.replace('_', '-')}")
+    return _apply(config, given, lambda n: f"option --{FLAGS.get(n, n.replace('_', '-'))}")
+
+
+FLAGS = {"lock_ttl": "ttl", "lock_wait": "wait"}  # the command-line spelling of the keys flags override

@@ -230,3 +230,21 @@ def test_a_first_full_read_makes_the_map_for_the_next_lookup(cli, ready: Path, r
     answers = _map_answers(other)
     assert answers == {r: _answer(_full(other), r) for r in _refs(other)}
     assert answers["3"] == _file_of(other, 3).relative_to(other).as_posix()
+
+
+def test_the_paths_with_an_id_come_from_the_map(ready: Path) -> None:
+    """`next --claim` asks, inside the lock, whether another file has the claimed id (ADR 0007): a block of
+    the map answers, as the full ids do, also for an id two files share."""
+    one = _file_of(ready, 1)
+    _push_file(
+        ready,
+        ".tasks/00/00000000-0000-4000-8000-000000000042.json",
+        one.read_text().replace(one.stem, "00000000-0000-4000-8000-000000000042"),
+        "a copy",
+    )
+    full = _full(ready)
+    assert len(full.paths_with_id(1)) == 2
+    index = _light(ready)
+    assert index._idmap is not None
+    assert {n: index.paths_with_id(n) for n in range(5)} == {n: full.paths_with_id(n) for n in range(5)}
+    assert "ids" not in index.__dict__ and index._ids is None

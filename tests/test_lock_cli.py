@@ -126,3 +126,28 @@ def test_spinner_only_for_a_person_at_a_terminal(monkeypatch, tmp_path: Path) ->
         assert on_wait is not None
         on_wait(None, 1.0)
     assert "waiting for the repo lock (1s)" in progress.describe_wait(None, 1.0)
+
+
+def test_a_lease_that_never_ends_is_refused(cli, local_repo: Path, monkeypatch) -> None:
+    """`--ttl 0` once gave a lock without expiry: a holder that hangs held the clone's lock for ever.
+    Every way to ask for one (acquire, run, renew, the environment, the config file) is a usage error
+    naming where it came from, and no lock is taken."""
+    for args in (
+        ("lock", "acquire", "--ttl", "0"),
+        ("lock", "acquire", "--ttl", "-5"),
+        ("lock", "run", "--ttl", "0", "--", "true"),
+        ("lock", "renew", "--token", "x", "--ttl", "0"),
+    ):
+        result = cli(local_repo, "--json", *args)
+        assert result.exit_code == 2, (args, result.stdout)
+        error = result.json()["error"]
+        assert error["code"] == "bad_config" and "--ttl" in error["message"] and "above 0" in error["hint"]
+        assert read_owner(local_repo / ".michi.lock") is None
+    monkeypatch.setenv("MICHI_LOCK_TTL", "0")
+    result = cli(local_repo, "--json", "lock", "acquire")
+    assert result.exit_code == 2 and "MICHI_LOCK_TTL" in result.json()["error"]["message"]
+    monkeypatch.delenv("MICHI_LOCK_TTL")
+    (local_repo / ".michi.toml").write_text("[michi]\nlock_ttl = 0\n")
+    result = cli(local_repo, "--json", "lock", "acquire")
+    assert result.exit_code == 2 and ".michi.toml" in result.json()["error"]["message"]
+    assert read_owner(local_repo / ".michi.lock") is None

@@ -56,11 +56,15 @@ def test_a_sigkilled_holders_grandchild_is_ended_before_anyone_else_runs(local_r
     assert lines[-1] == "B"  # nothing of the first command wrote after the second started
 
 
-def test_sigterm_stops_the_whole_group_before_the_lock_is_released(local_repo: Path) -> None:
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["TERM", "HUP"])
+def test_sigterm_stops_the_whole_group_before_the_lock_is_released(local_repo: Path, sig: int) -> None:
+    """A hang-up (a terminal or ssh session closing) once killed michi outright: the lock stayed with a
+    dead holder. It ends the run as SIGTERM does."""
     holder = start_run(local_repo, TICKER)
     grandchild = ticker(local_repo)
-    holder.send_signal(signal.SIGTERM)
+    holder.send_signal(sig)
     assert holder.wait(60) == 130
+    assert signal.Signals(sig).name in (holder.stderr.read() if holder.stderr else "")
     assert start_ticks(grandchild) is None
     assert not (local_repo / ".michi.lock").exists()
     assert "after" not in (local_repo / "log").read_text()  # the shell was stopped too, not only its child

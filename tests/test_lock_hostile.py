@@ -126,3 +126,27 @@ def test_the_owner_record_is_private(local_repo: Path) -> None:
     assert (local_repo / "mode").read_text().strip() == "600"
     run_michi(local_repo, "lock", "acquire", "--pid", str(os.getpid()))
     assert stat.S_IMODE(os.stat(local_repo / ".michi.lock" / OWNER_FILE).st_mode) == 0o600
+
+
+@pytest.mark.parametrize("ticks", ["none", "another_group"])
+def test_a_record_naming_an_unrelated_process_group_never_has_it_killed(local_repo: Path, ticks: str) -> None:
+    """A dead holder's record names a process group that is not (or no longer) its command's: without
+    the leader's start ticks, or with a live leader that started at another time (the number leads a
+    later group). The next `lock run` takes the lock over; it once SIGKILLed that group first."""
+    from lockkit import dead_pid, write_record
+
+    from michi.lock.procs import start_ticks
+
+    victim = subprocess.Popen(["sleep", "300"], start_new_session=True)  # an unrelated group's leader
+    try:
+        leader_ticks = start_ticks(victim.pid)
+        assert leader_ticks is not None
+        recorded = None if ticks == "none" else leader_ticks - 1
+        write_record(local_repo, pid=dead_pid(), pgid=victim.pid, pgid_ticks=recorded)
+        result = run_michi(local_repo, "--json", "lock", "run", "--wait", "5", "--", "true")
+        assert result.exit_code == 0, result.stdout + result.stderr
+        assert victim.poll() is None, "an unrelated process group was killed"
+        assert "ended what its command left running" not in result.stderr
+    finally:
+        victim.kill()
+        victim.wait()

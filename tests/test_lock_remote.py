@@ -225,7 +225,8 @@ def _mktree(repo: Path, blob: str) -> str:
 @pytest.mark.parametrize(
     ("args", "code", "exit_code"),
     [
-        (["lock", "run", "--remote", "--ttl", "0", "--", "true"], "usage", 2),
+        # a lease that never ends is refused for every lock, as the option's value (ADR 0003)
+        (["lock", "run", "--remote", "--ttl", "0", "--", "true"], "bad_config", 2),
         (["lock", "status", "--remote"], "usage", 2),  # no remote named origin
     ],
 )

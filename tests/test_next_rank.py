@@ -230,6 +230,25 @@ def test_two_files_with_one_uuid_are_ranked_whole(tmp_path: Path) -> None:
     assert best[0] == _path(1, "api")  # the H one: the tree ranked whole answers
 
 
+def test_a_cache_that_cannot_rank_the_tree_is_removed_not_reloaded_each_call(tmp_path: Path) -> None:
+    """A second file with a uuid already ranked (a copied folder) makes the cache unusable for that tree:
+    it was left on disk, and every call loaded it, re-applied the diff and gave up again."""
+    tree = FakeTree()
+    _write(tree, 1, priority="L")
+    _write(tree, 2, priority="H")
+    assert _picked(tree, tmp_path, None, T0) == (_path(2), 6.0)
+    assert (tmp_path / rank_cache.RANK_NAME).exists()
+    rank_cache._last.clear()
+    _write(tree, 1, "api", priority="H")
+    assert rank_cache.for_tree(tree, tmp_path, T0) is None
+    assert not (tmp_path / rank_cache.RANK_NAME).exists()
+    assert rank_cache.for_tree(tree, tmp_path, T0) is None  # built anew, found unusable, nothing kept
+    assert not (tmp_path / rank_cache.RANK_NAME).exists()
+    del tree.files[_path(1, "api")]  # fixed: ranked and kept again
+    assert _picked(tree, tmp_path, None, T0) == (_path(2), 6.0)
+    assert load_checked(tmp_path, rank_cache.RANK_NAME) is not None
+
+
 def test_a_task_whose_due_date_nears_overtakes_one_that_does_not_move(tmp_path: Path) -> None:
     tree = FakeTree()
     old = tw_date(T0 - 2 * YEAR)

@@ -198,3 +198,51 @@ def test_config_fingerprint_gives_up_on_includes(ready: Path) -> None:
     assert mgit.config_fingerprint(dot_git, dot_git) is not None
     git(ready, "config", "include.path", "extra.cfg")
     assert mgit.config_fingerprint(dot_git, dot_git) is None
+
+
+ROW_TEXT = ('"description":{s(rec["description"])}', '"description":{s(rec["description"]).upper()}')
+PARSING = (
+    "return normal.loads_record(data, path), None",
+    "return {**normal.loads_record(data, path), 'description': 'PARSED ANEW'}, None",
+)
+
+
+@pytest.mark.parametrize(
+    ("module", "change"),
+    [("tasks/viewtext.py", ROW_TEXT), ("tasks/index.py", PARSING)],
+    ids=["row_text", "parsing"],
+)
+def test_a_change_of_the_code_that_makes_rows_is_seen_with_the_same_version(
+    cli, ready: Path, tmp_path: Path, module: str, change: tuple[str, str]
+) -> None:
+    """The caches were keyed on michi's version alone: a development change of a row's text, or of how a
+    file becomes a record (the index cache's records), with the version unchanged kept serving what the
+    old code made."""
+    import os
+    import shutil
+
+    code = tmp_path / "code"
+    shutil.copytree(Path(__file__).resolve().parent.parent / "michi", code / "michi")
+    cli(ready, "task", "add", "a task", "-t", "x")
+    env = {**os.environ, "PYTHONPATH": str(code), "PYTHONDONTWRITEBYTECODE": "1"}
+
+    def described() -> str:
+        proc = subprocess.run(
+            [sys.executable, "-m", "michi", "task", "list", "--json"],
+            cwd=ready,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert proc.returncode == 0, proc.stderr
+        return str(json.loads(proc.stdout)[0]["description"])
+
+    assert described() == "a task"  # the caches are written by this code
+    source = code / "michi" / module
+    text = source.read_text()
+    assert change[0] in text
+    source.write_text(text.replace(*change))  # the version stays as it is
+    if module.endswith("index.py"):  # the index cache alone: the list cache is gone
+        (ready / ".git" / "michi" / LIST_CACHE).unlink()
+    assert described() == ("A TASK" if module.endswith("viewtext.py") else "PARSED ANEW")

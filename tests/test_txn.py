@@ -264,6 +264,33 @@ def test_sigkill_at_each_phase_is_recovered_exactly_once(remote: Remote, repo: P
     assert git(repo, "status", "--porcelain") == ""
 
 
+@pytest.mark.parametrize("phase", ["committed", "pushed", "local"])
+def test_sigkill_with_the_users_unpushed_commit_and_staged_work_keeps_them(
+    remote: Remote, repo: Path, phase: str
+) -> None:
+    """With the user's own commit on the branch, michi's move lays it over the new tip (a replayed commit)
+    and moves the index there. Killed before the branch followed ("local"), the next run found the index
+    at no commit it knew: it left michi's change staged in the user's index, for good."""
+    (repo / "mine.txt").write_text("my commit\n")
+    git(repo, "add", "mine.txt")
+    git(repo, "commit", "-qm", "the user's unpushed commit")
+    (repo / "README.md").write_text("staged\n")
+    git(repo, "add", "README.md")
+    (repo / "mine.txt").write_text("unstaged\n")
+    status, staged = git(repo, "status", "--porcelain"), git(repo, "diff", "--cached")
+    killed = drive(repo, "a", env={"MICHI_FAULT": phase})
+    assert killed.returncode == -signal.SIGKILL, killed.stdout + killed.stderr
+    proc = drive(repo, "b")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert names_on(remote.bare) == ["a", "b"]
+    assert sum(s.startswith("michi: append a") for s in subjects(remote.bare)) == 1
+    assert git(repo, "status", "--porcelain") == status
+    assert git(repo, "diff", "--cached") == staged
+    assert (repo / "mine.txt").read_text() == "unstaged\n"
+    assert git(repo, "log", "-1", "--format=%s") == "the user's unpushed commit"
+    assert git(repo, "rev-parse", "HEAD~1") == remote.head()  # laid over what michi pushed
+
+
 def test_a_landed_commit_the_work_tree_never_reached_is_not_taken_as_where_the_index_is(
     remote: Remote, repo: Path
 ) -> None:

@@ -172,6 +172,10 @@ def _set(key: str, value: Any) -> Callable[[dict[str, Any]], None]:
         _set("state", "weird"),
         _set("ids", {"x": "1"}),
         _set("agent", {"name": "x"}),
+        # a file under .git names what the engine imports and calls: only michi's own apply functions
+        _set("mutation", {"apply": "os:system", "params": {}}),
+        _set("mutation", {"apply": "michi.tasks.create:nope", "params": {}}),
+        _set("mutation", {"apply": ["michi.tasks.create:add"], "params": {}}),
     ],
     ids=[
         "entry_twice",
@@ -182,6 +186,9 @@ def _set(key: str, value: Any) -> Callable[[dict[str, Any]], None]:
         "unknown_state",
         "id_not_a_number",
         "agent_not_text",
+        "apply_os_system",
+        "apply_unknown",
+        "apply_not_text",
     ],
 )
 def test_a_journal_that_parses_but_is_damaged_lands_the_work_once(

@@ -14,6 +14,10 @@ from michi.config import load
 from michi.errors import MichiError
 from michi.repo import find_repo
 from michi.workflow import Mutation, TxnRequest, run_transaction, sync
+from michi.workflow.mutation import allow
+
+for name in ("txnkit:append", "txnkit:stray"):  # its journal entries name them
+    allow(name)
 
 
 def main(argv: list[str]) -> int:

@@ -14,9 +14,7 @@ from michi.results import Result
 
 Ttl = Annotated[
     float | None,
-    typer.Option(
-        "--ttl", min=0, metavar="SECONDS", help="Lease length (default 300, env MICHI_LOCK_TTL; 0 = none)."
-    ),
+    typer.Option("--ttl", metavar="SECONDS", help="Lease length, above 0 (default 300, env MICHI_LOCK_TTL)."),
 ]
 Token = Annotated[
     str | None,

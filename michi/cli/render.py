@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import os
 import re
 import sys
 from collections.abc import Callable
@@ -62,7 +65,7 @@ def emit(result: Result, json_mode: bool) -> int:
             body = str(serialised())
         else:
             body = json.dumps(result.to_json(), ensure_ascii=False, separators=(",", ":"))
-        sys.stdout.write(body + "\n")
+        _to_stdout(lambda: sys.stdout.write(body + "\n"))
     else:
         from michi.cli.views import look
 
@@ -72,11 +75,28 @@ def emit(result: Result, json_mode: bool) -> int:
         shown = look.take()
         if view is not None and view != "":
             if isinstance(view, str):
-                sys.stdout.write(for_terminal(view) + "\n")
+                _to_stdout(lambda: sys.stdout.write(for_terminal(view) + "\n"))
             else:
-                look.console(shown).print(view)
-    sys.stdout.flush()
+                _to_stdout(lambda: look.console(shown).print(view))
+    _to_stdout(lambda: None)
     return int(result.exit_code)
+
+
+def _to_stdout(write: Callable[[], object]) -> None:
+    """`write` to stdout, flushed. A reader that went away (EPIPE: `| head`) or a full disk once made a
+    change that had landed end in a traceback and exit 1, and an agent repeated it: the output is dropped
+    with a note on stderr, and the exit code stays the command's."""
+    try:
+        write()
+        sys.stdout.flush()
+    except OSError as exc:
+        # Later writes and the interpreter's last flush then go nowhere instead of failing again.
+        with contextlib.suppress(OSError, ValueError, io.UnsupportedOperation):
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, sys.stdout.fileno())
+            os.close(null)
+        with contextlib.suppress(OSError):
+            note(f"the output could not be written ({exc.strerror or exc}); the exit code is the command's")
 
 
 def fail(exc: MichiError, json_mode: bool) -> int:
@@ -84,8 +104,7 @@ def fail(exc: MichiError, json_mode: bool) -> int:
     for line in exc.notes:  # as with results: notes on stderr, so stdout stays one JSON document
         note(line)
     if json_mode:
-        sys.stdout.write(json.dumps(exc.to_json(), ensure_ascii=False) + "\n")
-        sys.stdout.flush()
+        _to_stdout(lambda: sys.stdout.write(json.dumps(exc.to_json(), ensure_ascii=False) + "\n"))
     else:
         line = f"michi: {exc.message}"
         if exc.hint:

@@ -67,7 +67,11 @@ def register() -> None:
         head = "\n".join(lines) or f"{len(result.tasks)} task(s) changed"
         from michi.cli.views.task_table import TaskTable
 
-        return head if not result.tasks else _group(head, TaskTable(result.tasks, time.time()))
+        if not result.tasks:
+            return head
+        from rich.text import Text  # not markup: problems name paths and uuids from the files
+
+        return _group(Text(render.for_terminal(head)), TaskTable(result.tasks, time.time()))
 
     @render.human.register(Export)
     def _export(result: Export) -> Any:

@@ -16,7 +16,8 @@ from michi.results import Result
 from michi.tasks.query import VIEW_KEYS
 
 TASK_FIELDS = {
-    "id": "number, unique across clones, never reused",
+    "id": "number, unique across clones, never reused; next --claim gives the uuid instead when another "
+    "file has the same number (michi doctor names them): pass it as given",
     "uuid": "the task's uuid (works wherever an id does, as does a unique prefix)",
     "description": "what needs doing",
     "status": "Taskwarrior's: pending, completed, deleted, waiting",
@@ -47,6 +48,7 @@ NO_READY_COUNTS = {
     "mine": "in progress under your own claim: finish those",
     "review": "waiting for review",
     "waiting": "Taskwarrior's waiting status",
+    "unnamed": "another file has both its id and uuid (michi doctor): never handed out, a person must fix it",
 }
 
 MANUAL = """\
@@ -58,10 +60,12 @@ and notes (how fresh the answer is) go to stderr. Name yourself: MICHI_AGENT=NAM
 
 THE WORK LOOP
   michi --json task next --claim      claim the most urgent ready task (fetches first)
-    exit 0  the task object: it is now in_progress and assigned to you (no 'start' needed)
+    exit 0  the task object: it is now in_progress and assigned to you (no 'start' needed);
+            use its "id" as given (the uuid when another file has the same number)
     exit 3  no_ready_task: read error.open
               open == 0  all work is finished: stop
               open  > 0  others hold or block the rest: wait a minute, ask again
+              open == unnamed  only files sharing id and uuid are left: stop, tell a person
   do the work, then one of:
   michi --json task done ID           finished (or: task review ID, to hand it over)
   michi --json task release ID        give it back unfinished

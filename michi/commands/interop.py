@@ -70,9 +70,12 @@ def import_file(
         # normalised, is kept on disk (marshal, length first), so the second pass reads it back instead
         # of parsing and normalising the export again; both passes hold one block and one chunk of
         # tasks, never the file (ADR 0015).
+        links = Links()
         for item in _records(stream, session.repo.worktree, where):
+            links.add(item["record"])
             data = marshal.dumps(item)
             checked.write(len(data).to_bytes(4, "big") + data)
+        links.refuse_cycles(session)
         checked.seek(0)
         # A handful of commits, one transaction each (ADR 0015): each journal entry and commit stays
         # bounded, and a repeated import after a failure skips what already landed (matched by uuid).
@@ -113,6 +116,49 @@ def import_file(
             **{k: v for k, v in report.items() if k != "tasks"},
         )
     return result
+
+
+class Links:
+    """The dependencies an import brings, checked as a whole before anything lands: open tasks waiting
+    for each other (through the import's records or the tasks already there) could never start, and
+    `task modify --depends` refuses the same (`dependency_cycle`, ADR 0007). Only an import with some
+    dependency reads the existing tasks."""
+
+    def __init__(self) -> None:
+        self.uuids: set[str] = set()
+        self.depends: dict[str, list[str]] = {}  # open imported tasks with dependencies
+
+    def add(self, record: dict[str, Any]) -> None:
+        from michi.tasks.links import OPEN_STATUSES
+
+        self.uuids.add(record["uuid"])
+        depends = record.get("depends")
+        if record.get("status", "pending") in OPEN_STATUSES and isinstance(depends, list) and depends:
+            self.depends[record["uuid"]] = [d.lower() for d in depends if isinstance(d, str)]
+
+    def refuse_cycles(self, session: Session) -> None:
+        from michi.tasks.cycles import cycles
+        from michi.tasks.errors import DependencyCycle
+        from michi.tasks.links import OPEN_STATUSES
+
+        if not self.depends:
+            return
+        graph: dict[str, list[str]] = {}
+        for entry in task_common.read(session).index.entries.values():
+            record = entry[1]
+            if record is None or record["uuid"] in self.uuids:
+                continue  # unreadable, or replaced by the import's record
+            if record.get("status") in OPEN_STATUSES:
+                graph[record["uuid"]] = list(record.get("depends") or ())
+        graph.update(self.depends)
+        for group in cycles(graph):
+            if any(u in self.depends for u in group):
+                named = ", ".join(group[:4]) + (f" and {len(group) - 4} more" if len(group) > 4 else "")
+                raise DependencyCycle(
+                    f"the import file makes tasks {named} depend on each other: none could ever start",
+                    hint="remove one of those dependencies from the import file",
+                    uuids=group[:20],
+                )
 
 
 def chunk_size() -> int:

@@ -50,6 +50,7 @@ def run(
 
     if not description.strip():
         raise UsageError("the description is empty", hint="michi task add 'what needs doing'")
+    tags = task_common.split_tags(tags)  # `-t 'a, b'`: the blanks around a tag are no part of it
     task_common.check_text({"description": description, "project": project, "tag": tags})
     where = domains.resolve(session.repo.worktree, session.cwd, domain)
     snap = task_common.read(session)
@@ -60,7 +61,7 @@ def run(
         "domain": where,
         "priority": priority(prio) or None,
         "project": project or None,
-        "tags": task_common.split_tags(tags),
+        "tags": tags,
         "depends": known,
         "depends_refs": later,
         "floor": snap.index.max_id,

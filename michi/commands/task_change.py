@@ -75,7 +75,12 @@ def next_claim(
     # Only dependencies need other tasks' ids: without any, the index is not read (ADR 0015).
     index = task_common.read(session).index if outcome.result[0]["record"].get("depends") else Index(None, {})
     task = {**task_common.views(outcome.result, index)[0], "urgency": outcome.result[0]["urgency"]}
-    return task_common.TaskResult(task, task_common.txn_info(outcome), outcome.notes)
+    notes = outcome.notes
+    name = outcome.result[0].get("name")
+    if name is not None and name != str(task["id"]):  # another file has its number (ADR 0007)
+        notes = [*notes, f"another task file has id {task['id']} too ('michi doctor'): name this one {name}"]
+        task["id"] = name
+    return task_common.TaskResult(task, task_common.txn_info(outcome), notes)
 
 
 def reap(session: Session, *, domain: str | None, wait: float | None, offline: bool) -> task_common.Changed:

@@ -18,6 +18,7 @@ from michi.session import Session
 from michi.tasks import coldtable, twocore
 from michi.tasks.index import (
     CACHE_NAME,
+    PARSED,
     Index,
     built,
     for_tree,
@@ -32,9 +33,23 @@ from michi.tasks.table import COLUMNS, Table, table_of
 if TYPE_CHECKING:
     from michi.workflow import Mutation, TxnOutcome
 
+
+def _made_by() -> str:
+    """The code a table row depends on: what parses a file into a record (`PARSED`) and the modules that
+    make a record a row (all imported already on this path), stamped (`michi.codestamp`)."""
+    import sys
+
+    from michi.codestamp import stamp
+
+    names = ("table", "viewtext", "query", "urgency", "links", "domains", "twocore")
+    return PARSED + "/" + stamp(*(sys.modules[f"michi.tasks.{name}"] for name in names))
+
+
 # The list cache (ADR 0008): its rows are only good for the code (and the parsing rules) that made them.
 LIST_CACHE = "task-list.v1"
-LIST_FORMAT = f"michi {__version__} list/1 {CACHE_NAME} {','.join(COLUMNS)} {','.join(VIEW_KEYS)}"
+LIST_FORMAT = (
+    f"michi {__version__} list/1 {CACHE_NAME} {','.join(COLUMNS)} {','.join(VIEW_KEYS)} {_made_by()}"
+)
 
 
 class Snap(Plain):
@@ -156,10 +171,15 @@ def split_tags(values: list[str]) -> list[str]:
     return list(dict.fromkeys(t.strip() for v in values for t in v.split(",") if t.strip()))
 
 
+# Fields that are one printable line (a name, not prose): a newline or escape in a project or tag breaks
+# every table, Taskwarrior's filters and the terminal of whoever lists it.
+ONE_LINE = ("project", "tag", "tags_add")  # removing a bad tag a hand edit made stays possible
+
+
 def check_text(values: Mapping[str, Any]) -> None:
     """Text a task will hold (description, project, tags, a note) must be characters. Bytes that are not
     UTF-8 on a command line reach Python as lone surrogates (surrogateescape), which no task file can hold:
-    refused here, before the lock, naming the value (exit 2)."""
+    refused here, before the lock, naming the value (exit 2). Projects and tags are one printable line."""
     for name, value in values.items():
         for text in value if isinstance(value, list | tuple) else (value,):
             if isinstance(text, str) and not text.isascii():
@@ -170,6 +190,11 @@ def check_text(values: Mapping[str, Any]) -> None:
                         f"{name.replace('_', ' ')} {text!r} is not UTF-8 text",
                         hint="pass the text in UTF-8 (check the terminal's or the script's encoding)",
                     ) from None
+            if name in ONE_LINE and isinstance(text, str) and not text.isprintable():
+                raise UsageError(
+                    f"{name.replace('_', ' ')} {text[:80]!r} contains control or invisible characters",
+                    hint="a project or tag is one line of printable text (no newline, tab or escape)",
+                )
 
 
 def transact(

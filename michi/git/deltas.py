@@ -15,7 +15,7 @@ import contextlib
 import json
 from typing import TYPE_CHECKING, Any
 
-from michi.atomic import write_atomic
+from michi.atomic import read_regular, write_atomic
 
 if TYPE_CHECKING:
     from michi.git.repo import Repo
@@ -72,7 +72,7 @@ def _in(entry: Any) -> Entry:
 
 def _load(repo: Repo) -> list[tuple[object, object, dict[str, Any]]]:
     try:
-        kept = json.loads((repo.paths.state_dir / NAME).read_bytes())
+        kept = json.loads(read_regular(repo.paths.state_dir / NAME))
     except (OSError, ValueError):
         return []
     if not isinstance(kept, list):

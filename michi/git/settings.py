@@ -15,7 +15,7 @@ import json
 import os
 from collections.abc import Callable
 
-from michi.atomic import write_atomic
+from michi.atomic import read_regular, write_atomic
 from michi.git.files import config_fingerprint
 from michi.objectid import object_id
 from michi.repo import RepoPaths
@@ -45,7 +45,7 @@ def settings(paths: RepoPaths, ask_git: Callable[[], dict[str, str]]) -> dict[st
         return ask_git()
     path = paths.state_dir / CACHE_NAME
     try:
-        kept = json.loads(path.read_bytes())
+        kept = json.loads(read_regular(path))
         if kept["digest"] == digest and isinstance(kept["values"], dict):
             return {str(k): str(v) for k, v in kept["values"].items()}
     except (OSError, ValueError, TypeError, KeyError):

@@ -10,9 +10,12 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import stat
 import time
 from pathlib import Path
 from typing import Any
+
+from michi.atomic import read_regular
 
 LOG_NAME = "lock-events.jsonl"
 MAX_BYTES = 2_000_000
@@ -27,8 +30,12 @@ def append(state_dir: Path, kind: str, **fields: Any) -> None:
     path = log_path(state_dir)
     line = json.dumps({"t": round(time.time(), 6), "kind": kind, **fields}, separators=(",", ":")) + "\n"
     with contextlib.suppress(OSError):
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        # Never blocking nor following a link: a FIFO put there once hung every locking command.
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOFOLLOW
+        fd = os.open(path, flags, 0o644)
         try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return
             os.write(fd, line.encode())
             if os.fstat(fd).st_size > MAX_BYTES:
                 os.replace(path, path.with_name(LOG_NAME + ".1"))
@@ -40,7 +47,7 @@ def read(state_dir: Path) -> list[dict[str, Any]]:
     events: list[dict[str, Any]] = []
     for path in (log_path(state_dir).with_name(LOG_NAME + ".1"), log_path(state_dir)):
         try:
-            lines = path.read_text(encoding="utf-8").splitlines()
+            lines = read_regular(path).decode("utf-8").splitlines()
         except (OSError, UnicodeDecodeError):
             continue
         for line in lines:

@@ -15,6 +15,7 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
+from michi.atomic import read_regular
 from michi.lock.errors import LockPathInvalid
 from michi.lock.record import OWNER_FILE
 
@@ -39,13 +40,30 @@ def ensure_dir(path: Path) -> None:
 
 
 def open_flock_file(path: Path) -> int:
-    """An fd for flock: never inherited by children, so a child cannot keep our flocks alive."""
+    """An fd for flock: never inherited by children, so a child cannot keep our flocks alive. Something
+    else in its place (a folder, a FIFO, a device) is `lock_path_invalid` naming it: a folder there once
+    made every locking command exit 1 with "unexpected error"."""
+    flags = os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOFOLLOW
     try:
-        return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | flags, 0o644)
+        except OSError as exc:
+            if exc.errno not in (errno.EACCES, errno.EROFS, errno.EPERM):
+                raise
+            fd = os.open(path, os.O_RDONLY | flags)  # flock works on read-only fds too
     except OSError as exc:
-        if exc.errno in (errno.EACCES, errno.EROFS, errno.EPERM):
-            return os.open(path, os.O_RDONLY | os.O_CLOEXEC)  # flock works on read-only fds too
-        raise
+        raise _not_a_lock_file(path, exc.strerror or str(exc)) from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise _not_a_lock_file(path, "not a regular file")
+    return fd
+
+
+def _not_a_lock_file(path: Path, why: str) -> LockPathInvalid:
+    return LockPathInvalid(
+        f"{path} cannot be michi's lock file: {why}",
+        hint=f"remove it (`rm -r '{path}'`); michi makes it again",
+    )
 
 
 @contextlib.contextmanager
@@ -152,7 +170,7 @@ def exclude_lock(common_dir: Path) -> None:
     if exclude in _excluded:
         return
     try:
-        text = exclude.read_text(encoding="utf-8")
+        text = read_regular(exclude).decode("utf-8")
     except FileNotFoundError:
         text = ""
     except (OSError, UnicodeDecodeError):

@@ -59,22 +59,29 @@ class Keeper(threading.Thread):
             self.join()
 
 
+# A hang-up (the terminal or ssh session closing, `kill -HUP`) ends michi as SIGTERM does: by default it
+# killed the process outright, leaving a dead holder's lock and, for `lock run`, nobody to stop the command.
+ENDING = (signal.SIGTERM, signal.SIGHUP)
+
+
 def _raise_terminated(signum: int, frame: FrameType | None) -> None:
-    raise Terminated("terminated by SIGTERM; the repo lock was released", hint="run the command again")
+    name = signal.Signals(signum).name
+    raise Terminated(f"terminated by {name}; the repo lock was released", hint="run the command again")
 
 
 @contextlib.contextmanager
 def sigterm_raises() -> Iterator[None]:
-    """Only from the main thread, and only where nobody else chose how SIGTERM is handled."""
+    """SIGTERM and SIGHUP raise `Terminated`, so finally-blocks stop what runs and release the lock. Only
+    from the main thread, and only for a signal whose handling nobody else chose."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.getsignal(signal.SIGTERM)
-    if previous is not signal.SIG_DFL:
-        yield
-        return
-    signal.signal(signal.SIGTERM, _raise_terminated)
+    previous = {sig: signal.getsignal(sig) for sig in ENDING}
+    ours = [sig for sig, handler in previous.items() if handler is signal.SIG_DFL]
+    for sig in ours:
+        signal.signal(sig, _raise_terminated)
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig in ours:
+            signal.signal(sig, previous[sig])

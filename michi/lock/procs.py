@@ -75,7 +75,12 @@ def alive(pid: int, ticks: int | None) -> bool:
 
 def group_members(pgid: int, since: int | None) -> list[int]:
     """Running processes of process group `pgid` that started at or after `since` (the group leader's
-    start ticks: a genuine member is forked after its leader, so older ones belong to another group)."""
+    start ticks: a genuine member is forked after its leader, so older ones belong to another group).
+
+    The members of a *later* group that took the same number also started after `since`: a live leader
+    whose start is not `since` means the number leads another group now, and a record without `since`
+    cannot tell its group from any other. Both have no members here: a stale or hand-made lock record
+    once had the next `lock run` SIGKILL an unrelated process group it named."""
     if pgid <= 1:
         return []
     try:
@@ -86,6 +91,9 @@ def group_members(pgid: int, since: int | None) -> list[int]:
         pass
     if not HAS_PROC:
         return [pgid]
+    leader = stat(pgid)
+    if since is None or (leader is not None and leader.ticks != since):
+        return []
     members = []
     for name in os.listdir(PROC):
         if name.isdigit():

@@ -142,7 +142,7 @@ class Owner(Stamped):
     boot_id: str
     pid_ticks: int | None  # the holder's start, clock ticks after boot (procs.py); None where unknown
     created: str  # ISO 8601 UTC
-    expires: str | None  # ISO 8601 UTC; None = no lease expiry (only when asked: `lock acquire --ttl 0`)
+    expires: str | None  # ISO 8601 UTC; None = no lease expiry (a record from before leases had to end)
     token: str
     command: str
     agent: str | None

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from michi.atomic import write_atomic
+from michi.atomic import read_regular, write_atomic
 from michi.lock.record import boot_id
 
 SEEN_FILE = "remote-lock-seen.json"
@@ -43,7 +43,7 @@ class Sightings:
 
     def _read(self) -> dict[str, Any]:
         try:
-            data = json.loads(self.path.read_bytes())
+            data = json.loads(read_regular(self.path))
         except (OSError, ValueError):
             return {}
         return data if isinstance(data, dict) else {}

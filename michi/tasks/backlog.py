@@ -14,14 +14,16 @@ from michi.tasks.errors import NoReadyTask
 from michi.tasks.index import Index
 from michi.tasks.model import OPEN_STATES
 
-COUNTS = ("open", "blocked", "claimed", "mine", "review", "waiting")
+COUNTS = ("open", "blocked", "claimed", "mine", "review", "waiting", "unnamed")
 
 
 def counts(index: Index, domain: str | None, agent: str | None, now: float) -> dict[str, int]:
     """Open tasks (neither done nor deleted) of `domain` (None: every domain), and among them: blocked by
     an open dependency, in progress for another agent (`claimed`) or for `agent` (`mine`), in review,
-    waiting (Taskwarrior's status). A task can count in more than one of these."""
+    waiting (Taskwarrior's status), or `unnamed`: another file has both its id and its uuid, so no command
+    can name it and `next --claim` never hands it out. A task can count in more than one of these."""
     out = dict.fromkeys(COUNTS, 0)
+    twice = index.uuid_twice
     for path, task in index.tasks.items():
         if task.state not in OPEN_STATES or (domain is not None and domain_of(path) != domain):
             continue
@@ -38,6 +40,8 @@ def counts(index: Index, domain: str | None, agent: str | None, now: float) -> d
             out["waiting"] += 1
         if any(_open(index, dep) for dep in task.depends):
             out["blocked"] += 1
+        if twice and len(index.uuid_paths.get(task.uuid, ())) > 1 and len(index.paths_with_id(task.id)) > 1:
+            out["unnamed"] += 1
     return out
 
 
@@ -68,6 +72,7 @@ _LABELS = (
     ("blocked", "blocked by open dependencies"),
     ("review", "in review"),
     ("waiting", "waiting"),
+    ("unnamed", "sharing id and uuid with another file"),
 )
 
 
@@ -79,6 +84,8 @@ def _hint(n: dict[str, int]) -> str:
             "work remains but others hold it: ask again in a minute ('michi task next --claim'); "
             "stop only when open is 0"
         )
+    if n["unnamed"] and n["unnamed"] == n["open"]:
+        return "what is left shares its id and uuid with other files: a person must fix them ('michi doctor')"
     if n["review"]:
         return "the rest waits for review: 'michi task done ID' or 'michi task start ID' moves it on"
     return "the rest is waiting or not claimable: see 'michi task list'; stop only when open is 0"

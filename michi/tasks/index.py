@@ -14,14 +14,16 @@ from __future__ import annotations
 
 import contextlib
 import marshal
+import sys
 import zlib
 from collections.abc import Callable, Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from michi.atomic import write_atomic
-from michi.tasks import blocks, idmap, normal, serialization, twocore
+from michi.atomic import read_regular, write_atomic
+from michi.codestamp import stamp
+from michi.tasks import blocks, idmap, model, normal, serialization, twocore
 from michi.tasks.bulk import no_gc
 from michi.tasks.errors import AmbiguousId, CorruptTask, TaskNotFound
 from michi.tasks.idmap import IdMap
@@ -40,6 +42,8 @@ IDS_NAME = "task-ids.v1"  # (tree, path -> michi_id or None for a file that does
 TOP_NAME = "task-ids-top.v2"  # v2: and the id map's tree and overlay (`idmap`)
 # path -> (blob oid, the file's record when it parsed, the problem when it did not)
 Entry = tuple[str, dict[str, Any] | None, str | None]
+# The code that turns a file into its record: the index cache holds records only it would make (ADR 0008).
+PARSED = stamp(normal, serialization, model, sys.modules[__name__])
 
 
 def _parse(path: str, data: bytes) -> tuple[dict[str, Any] | None, str | None]:
@@ -235,8 +239,28 @@ class Index:
             out.append(uuid if michi_id is None else michi_id)
         return out
 
-    def _with_id(self, wanted: int) -> list[str]:
+    def paths_with_id(self, wanted: int) -> list[str]:
+        """A block of the id map, or one pass over the ids, no `by_id`: changing commands name one task
+        (ADR 0015)."""
+        if "by_id" in self.__dict__:
+            return self.by_id.get(wanted, [])
+        found = self._mapped(lambda found: found.with_id(wanted))
+        if found is not None:
+            return found
         return [path for path, michi_id in self.ids.items() if michi_id == wanted]
+
+    def _mapped(self, ask: Callable[[IdMap], list[str]]) -> list[str] | None:
+        """`ask` of the id map while the ids are not loaded; None without one, or when it is damaged:
+        never believed then, the ids answer and the map is made again."""
+        if self._idmap is None or "ids" in self.__dict__:
+            return None
+        try:
+            return ask(self._idmap)
+        except blocks.Damaged:
+            self._idmap = None
+            if self._on_damage is not None:
+                self._on_damage()
+            return None
 
     def find(self, ref: str) -> str:
         """The path of the task named by an id, a uuid or a unique uuid prefix.
@@ -247,16 +271,11 @@ class Index:
 
         ref = ref.strip().lower()
         paths: list[str] = []
-        if self._idmap is not None and "ids" not in self.__dict__:
-            try:
-                return self._one(ref, self._lookup(ref, self._idmap))
-            except blocks.Damaged:  # never believed: the ids answer, and the map is made again
-                self._idmap = None
-                if self._on_damage is not None:
-                    self._on_damage()
+        mapped = self._mapped(lambda found: self._lookup(ref, found))
+        if mapped is not None:
+            return self._one(ref, mapped)
         if ref.isascii() and ref.isdigit():  # not `²`, which isdigit() takes and int() refuses
-            wanted = int(ref)  # one pass, no by_id: changing commands name one task (ADR 0015)
-            paths = self.by_id.get(wanted, []) if "by_id" in self.__dict__ else self._with_id(wanted)
+            paths = self.paths_with_id(int(ref))
         if not paths and UUID_RE.match(ref):
             paths = [self.by_uuid[ref]] if ref in self.by_uuid else []
             if paths and self.uuid_twice:
@@ -300,9 +319,11 @@ class Index:
 
 def load_cache(state_dir: Path) -> Index | None:
     try:
-        data = memoryview((state_dir / CACHE_NAME).read_bytes())
+        data = memoryview(read_regular(state_dir / CACHE_NAME))
         size = int.from_bytes(data[:4], "big")
-        tree, count, lengths = marshal.loads(data[4 : 4 + size])
+        made_by, tree, count, lengths = marshal.loads(data[4 : 4 + size])
+        if made_by != PARSED:
+            return None  # another code's records (a development change, another install): parse anew
         if not (isinstance(tree, str) and isinstance(count, int) and isinstance(lengths, list)):
             return None
         entries: dict[str, Entry] = {}
@@ -323,10 +344,10 @@ def load_cache(state_dir: Path) -> Index | None:
 
 
 def dump_parts(tree: str | None, count: int, parts: Sequence[bytes]) -> bytes:
-    """The index cache's bytes: (tree, number of files, each part's length) and the parts, each a
-    marshalled dict path -> entry, in the tree's order. Parts let a cold read's child marshal its half
-    of the records, which this process then writes without loading them (ADR 0015)."""
-    head = marshal.dumps((tree, count, [len(part) for part in parts]))
+    """The index cache's bytes: (the code's stamp, tree, number of files, each part's length) and the
+    parts, each a marshalled dict path -> entry, in the tree's order. Parts let a cold read's child
+    marshal its half of the records, which this process then writes without loading them (ADR 0015)."""
+    head = marshal.dumps((PARSED, tree, count, [len(part) for part in parts]))
     return b"".join([len(head).to_bytes(4, "big"), head, *parts])
 
 
@@ -379,7 +400,7 @@ def load_checked(state_dir: Path, name: str) -> Any:
     """What `save_checked` wrote, or None when the file is missing, truncated, damaged or unreadable: the
     checksum catches damage that would still unmarshal, so a corrupt cache is rebuilt, never believed."""
     try:
-        raw = (state_dir / name).read_bytes()
+        raw = read_regular(state_dir / name)
         if len(raw) < 4 or zlib.crc32(raw[4:]) != int.from_bytes(raw[:4], "big"):
             return None
         return marshal.loads(raw[4:])

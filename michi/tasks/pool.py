@@ -9,7 +9,10 @@ from typing import Any
 
 from michi.tasks import backlog, claims, rank_cache
 from michi.tasks.domains import domain_of
+from michi.tasks.index import Index, light
+from michi.tasks.model import Task
 from michi.tasks.mutations import fresh_index, written
+from michi.tasks.query import ready_order
 from michi.workflow.mutation import ApplyContext, Change, TaskTree
 
 
@@ -24,12 +27,29 @@ def next_claim(tree: TaskTree, params: Mapping[str, Any], ctx: ApplyContext) -> 
     domain = params.get("domain")
     state_dir = Path(ctx.state_dir)
     picked = rank_cache.best(tree, state_dir, domain, ctx.now, False, lambda: fresh_index(tree, ctx))
-    if picked is None:
+    name = None if picked is None else name_of(light(tree, state_dir), picked[0], picked[1])
+    if picked is not None and name is None:  # neither its id nor its uuid names it alone: skip it
+        index = fresh_index(tree, ctx)
+        ready = ((p, t, s) for p, t, s in ready_order(index, domain, ctx.now) if name_of(index, p, t))
+        picked = next(ready, None)
+        name = None if picked is None else name_of(index, picked[0], picked[1])
+    if picked is None or name is None:
         raise backlog.no_ready(fresh_index(tree, ctx), domain, agent, ctx.now)
     path, task, score = picked
     claimed = claims.claim(task, agent, float(params["ttl"]), ctx.now)
     change = written(f"task claim {task.id}", [(path, claimed)])
-    return replace(change, result=[{**r, "urgency": score} for r in change.result])
+    return replace(change, result=[{**r, "urgency": score, "name": name} for r in change.result])
+
+
+def name_of(index: Index, path: str, task: Task) -> str | None:
+    """What names the claimed task alone in later commands (ADR 0007): its id, or its uuid when another
+    file has the same id (a copied folder, a hand-made file); None when neither does (`doctor` names the
+    files): such a task is not handed out, since the agent could never finish it."""
+    if len(index.paths_with_id(task.id)) == 1:
+        return str(task.id)
+    if index.uuid_twice and len(index.uuid_paths.get(task.uuid, [])) > 1:
+        return None
+    return task.uuid
 
 
 def reap(tree: TaskTree, params: Mapping[str, Any], ctx: ApplyContext) -> Change:

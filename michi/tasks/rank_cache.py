@@ -161,7 +161,8 @@ def for_tree(tree: TaskTree, state_dir: Path, now: float, save: bool = True) -> 
                 ranking = None
         if ranking is None:
             ranking = build(index_for_tree(tree, state_dir), now)
-    except Unusable:
+    except Unusable:  # two files share a uuid: a cache file kept would be loaded and re-applied each call
+        forget(state_dir)
         return None
     if save and ranking.behind >= SAVE_AFTER:
         _save(state_dir, ranking)

@@ -17,20 +17,24 @@ ranking older than `STALE` seconds, or from a later clock, is re-scored whole.
 from __future__ import annotations
 
 import marshal
+import sys
 from bisect import insort
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Protocol
 
+from michi.codestamp import stamp
 from michi.tasks import serialization, urgency
 from michi.tasks.domains import domain_of
-from michi.tasks.index import Index, parsed
+from michi.tasks.index import PARSED, Index, parsed
 from michi.tasks.lanes import Lane
 from michi.tasks.model import Task, is_tw_date, parse_tw_date
 
 if TYPE_CHECKING:
     from michi.workflow.mutation import TaskTree
 
-FORMAT = "rank/2"  # rank/2: the nodes in their own block file (`rank_cache`)
+# rank/2: the nodes in their own block file (`rank_cache`). A ranking holds urgency terms and readiness
+# as this code computes them: another code's is rebuilt.
+FORMAT = "rank/2 " + PARSED + "/" + stamp(urgency, sys.modules[__name__])
 STALE = 3600.0
 # The ranking file is rewritten once the tree moved this many task files past it (or after a re-scoring,
 # which sets `behind` to it). It holds only the changes since the block file (`rank_cache`), so writing

@@ -13,8 +13,9 @@ from typing import Any
 
 from michi.errors import UsageError
 from michi.tasks import serialization
+from michi.tasks.errors import DependencyCycle
 from michi.tasks.ids import UUID_RE
-from michi.tasks.model import MAX_DEPTH, Task, parse_tw_date, state_for
+from michi.tasks.model import MAX_DEPTH, Task, is_tw_date, parse_tw_date, state_for
 
 DOMAIN_KEY = "michi_domain"  # only in exports: where the task lives, so a round trip keeps it there
 DROPPED = ("id", "urgency")
@@ -97,7 +98,35 @@ def normalize(item: Any) -> tuple[dict[str, Any], Any]:
     record["uuid"] = record["uuid"].lower()
     if not UUID_RE.fullmatch(record["uuid"]):  # it names the task's file: `../x` or `a/b` must not
         raise UsageError(f"{where}: uuid {item['uuid'][:80]!r} is not a UUID", hint="fix the import file")
+    _check_links_and_notes(record, where)
     return record, domain
+
+
+def _check_links_and_notes(record: dict[str, Any], where: str) -> None:
+    """What `task add`, `modify` and `annotate` could never make: a task waiting for itself (it could never
+    start), a project or tag of more than one printable line, a note whose time is no date (Taskwarrior
+    keys notes by it; `log` and sorting read it)."""
+    depends = record.get("depends")
+    if isinstance(depends, list) and any(isinstance(d, str) and d.lower() == record["uuid"] for d in depends):
+        raise DependencyCycle(
+            f"{where} depends on itself: it could never start", hint="remove its own uuid from its depends"
+        )
+    tags = record.get("tags")
+    names = [record.get("project"), *(tags if isinstance(tags, list) else ())]
+    for name in names:
+        if isinstance(name, str) and not name.isprintable():  # as `task add` refuses them
+            raise UsageError(
+                f"{where}: project or tag {name[:40]!r} contains control or invisible characters",
+                hint="a project or tag is one line of printable text: fix the import file",
+            )
+    notes = record.get("annotations")
+    for note in notes if isinstance(notes, list) else ():
+        entry = note.get("entry") if isinstance(note, dict) else None
+        if not is_tw_date(entry):
+            raise UsageError(
+                f"{where}: annotation entry {str(entry)[:40]!r} is not a date",
+                hint="write note times as Taskwarrior does: YYYYMMDDTHHMMSSZ (UTC)",
+            )
 
 
 def _bumped(new: Any, old: Task) -> bool:

@@ -11,7 +11,7 @@ is lost, the branch is just behind, as after a `git fetch`.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from michi import git
@@ -60,11 +60,29 @@ def _replay(repo: Repo, base: str, new_tip: str, commits: list[str], drop: Colle
     return parent
 
 
+def interrupted_goals(
+    repo: Repo, local: str | None, interrupted: Collection[str], drop: Collection[str]
+) -> Iterator[str]:
+    """Where a michi killed between moving the index and moving the branch left the index: at one of its
+    commits, or, when the branch held the user's own commits, at those commits replayed onto one of them.
+    A replay writes the same trees with the same headers and messages, so it is the same commit again;
+    made only when asked (a recovery whose plain move was refused)."""
+    yield from interrupted
+    for commit in interrupted if local is not None else ():
+        assert local is not None
+        base = git.merge_base(repo, local, commit)
+        if base is None or base == local:
+            continue  # the branch was behind: the move went to `commit` itself
+        replayed = _replay(repo, base, commit, git.rev_list(repo, commit, local), drop)
+        if replayed is not None:
+            yield replayed
+
+
 def move_checkout(
     repo: Repo,
     local: str | None,
     goal: str,
-    interrupted: Collection[str],
+    interrupted: Iterable[str],
     known: git.Moves | None = None,
 ) -> str | None:
     """Move index and work tree from `local` to `goal`; None on success, else git's refusal.
@@ -135,7 +153,8 @@ def update_local(
             ]
         goal = replayed
     if here:
-        refused = move_checkout(repo, local, goal, interrupted, known if local is not None else None)
+        candidates = interrupted_goals(repo, local, interrupted, drop)
+        refused = move_checkout(repo, local, goal, candidates, known if local is not None else None)
         if refused is not None:
             return [
                 f"local branch {target.branch} was not updated because your work tree has changes "

@@ -77,6 +77,24 @@ class Change:
 ApplyFn = Callable[[TaskTree, Mapping[str, Any], ApplyContext], Change]
 
 
+# The apply functions a journal entry or a group-commit offer may name (ADR 0004). Both are files under
+# `.git/` that a hand edit or another tool can write: an entry naming `os:system` was imported and called.
+APPLY = {
+    "michi.tasks.create:add",
+    "michi.tasks.create:import_tasks",
+    "michi.tasks.create:init",
+    "michi.tasks.migrate:to_fanout",
+    "michi.tasks.mutations:update",
+    "michi.tasks.pool:next_claim",
+    "michi.tasks.pool:reap",
+}
+
+
+def allow(apply: str) -> None:
+    """Let a program built on the engine (the tests' driver) journal its own apply functions."""
+    APPLY.add(apply)
+
+
 class Mutation(Plain):
     __slots__ = ("apply", "params")
 
@@ -94,4 +112,8 @@ class Mutation(Plain):
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Mutation:
-        return cls(apply=str(data["apply"]), params=dict(data.get("params") or {}))
+        """A mutation read back from a file; ValueError for one naming no apply function of `APPLY`."""
+        apply = data["apply"]
+        if apply not in APPLY:
+            raise ValueError(f"{str(apply)[:80]!r} is not one of michi's apply functions")
+        return cls(apply=apply, params=dict(data.get("params") or {}))

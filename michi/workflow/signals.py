@@ -7,7 +7,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-DEFERRED = (signal.SIGINT, signal.SIGTERM)
+DEFERRED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)  # a closing terminal must not cut a push either
 
 
 @contextmanager

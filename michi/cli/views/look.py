@@ -61,8 +61,15 @@ def width() -> int:
 def console(look: Look) -> Any:
     from rich.console import Console
 
+    class Quiet(Console):
+        def on_broken_pipe(self) -> None:
+            """rich exits 1 when the reader went away; michi's renderer says so and keeps the command's
+            exit code (a change that landed is not a failure)."""
+            self.quiet = True
+            raise BrokenPipeError(32, "Broken pipe")
+
     colour = colour_wanted(look)
-    return Console(
+    return Quiet(
         highlight=False,
         width=width(),
         color_system="auto" if colour else None,

@@ -121,8 +121,8 @@ def _group(heading: str | None, rows: list[tuple[Any, Any]], key_width: int = KE
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="dim" if key_width else "", no_wrap=True, min_width=key_width)
     grid.add_column()
-    for key, value in shown:
-        grid.add_row(key, value)
+    for key, value in shown:  # a plain string would be read as rich markup: `[/]` in a tag crashed the view
+        grid.add_row(*(v if isinstance(v, Text) else Text(str(v)) for v in (key, value)))
     if heading is None:
         return [_indent(grid)]
     return [Text(""), Text(heading, style="bold underline"), _indent(grid)]

@@ -1,0 +1,87 @@
+"""`task import` refuses what `task modify` and `annotate` could never make, before anything lands:
+tasks waiting for each other or for themselves (`dependency_cycle`, as `modify --depends` refuses) and
+notes whose time is no date. One line names the record and the fix; exit 2; the remote is unchanged."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import Remote, git
+
+A = "00000000-0000-4000-8000-00000000000a"
+B = "00000000-0000-4000-8000-00000000000b"
+C = "00000000-0000-4000-8000-00000000000c"
+
+
+def _task(uuid: str, *depends: str, **more: object) -> dict[str, object]:
+    record: dict[str, object] = {
+        "uuid": uuid,
+        "description": f"task {uuid[-1]}",
+        "status": "pending",
+        "entry": "20240101T000000Z",
+    }
+    if depends:
+        record["depends"] = list(depends)
+    return {**record, **more}
+
+
+@pytest.fixture
+def ready(cli, repo: Path) -> Path:
+    assert cli(repo, "init").exit_code == 0
+    return repo
+
+
+def _refused(cli, repo: Path, remote: Remote, records: list[dict[str, object]], code: str) -> dict:
+    source = repo.parent / "tw.json"
+    source.write_text(json.dumps(records))
+    before = remote.head()
+    result = cli(repo, "import", str(source), "--json")
+    assert result.exit_code == 2, result.stdout
+    error = result.json()["error"]
+    assert error["code"] == code, error
+    assert "\n" not in error["message"] and error["hint"]
+    assert remote.head() == before
+    assert git(repo, "status", "--porcelain") == ""
+    return error
+
+
+@pytest.mark.parametrize(
+    "records",
+    [
+        [_task(A, A)],
+        [_task(A, B), _task(B, A)],
+        [_task(A, B), _task(B, C), _task(C, A)],
+        [_task(A, B.upper()), _task(B, A)],
+    ],
+    ids=["self", "two", "three", "upper_case"],
+)
+def test_an_import_closing_a_cycle_is_refused(cli, ready: Path, remote: Remote, records) -> None:
+    error = _refused(cli, ready, remote, records, "dependency_cycle")
+    assert A in error["message"]
+
+
+def test_a_cycle_through_a_task_already_there_is_refused(cli, ready: Path, remote: Remote) -> None:
+    """The existing task 1 waits for A; the import makes A wait for task 1."""
+    source = ready.parent / "first.json"
+    source.write_text(json.dumps([_task(A)]))
+    assert cli(ready, "import", str(source)).exit_code == 0
+    assert cli(ready, "task", "add", "there", "--depends", A).exit_code == 0
+    there = cli(ready, "task", "show", "2", "--json").json()["uuid"]
+    _refused(cli, ready, remote, [_task(A, there)], "dependency_cycle")
+
+
+def test_a_cycle_among_closed_tasks_blocks_nothing_and_lands(cli, ready: Path) -> None:
+    source = ready.parent / "tw.json"
+    done = {"status": "completed", "end": "20240102T000000Z"}
+    source.write_text(json.dumps([_task(A, B, **done), _task(B, A, **done)]))
+    result = cli(ready, "import", str(source), "--json")
+    assert result.exit_code == 0, result.stdout
+
+
+@pytest.mark.parametrize("entry", ["yesterday", "", 5, None, "2024-01-01T00:00:00Z"])
+def test_a_note_whose_time_is_no_date_is_refused(cli, ready: Path, remote: Remote, entry) -> None:
+    note = {"entry": entry, "description": "a note"}
+    error = _refused(cli, ready, remote, [_task(A), _task(B, annotations=[note])], "usage")
+    assert B in error["message"] and "annotation" in error["message"]

@@ -1,0 +1,66 @@
+"""Something other than a regular file where michi keeps a cache or a log under `.git/michi/` (a FIFO, a
+folder): a FIFO once hung every command (a plain open() waits for a writer, and SIGTERM could not end
+it), a folder made every locking command exit 1 "unexpected error". Caches and logs are best effort: the
+command goes on without them; the lock's own files are `lock_path_invalid` naming the file and the fix."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from conftest import run_michi
+
+CACHES = [
+    "tree-deltas.json",
+    "git-settings.json",
+    "remote-lock-seen.json",
+    "lock-events.jsonl",
+    "task-index.v2",
+    "task-ids.v1",
+    "task-ids-top.v1",
+    "task-list.v1",
+    "task-rank.v1",
+]
+
+
+@pytest.fixture
+def ready(cli, repo: Path) -> Path:
+    assert cli(repo, "init").exit_code == 0
+    assert cli(repo, "task", "add", "first").exit_code == 0
+    assert cli(repo, "task", "list").exit_code == 0
+    return repo
+
+
+def _put(path: Path, kind: str) -> None:
+    if path.is_dir():
+        path.rmdir()
+    else:
+        path.unlink(missing_ok=True)
+    if kind == "fifo":
+        os.mkfifo(path)
+    else:
+        path.mkdir()
+
+
+@pytest.mark.parametrize("kind", ["fifo", "folder"])
+@pytest.mark.parametrize("name", CACHES)
+def test_a_cache_or_log_that_is_no_file_is_done_without(ready: Path, name: str, kind: str) -> None:
+    _put(ready / ".git" / "michi" / name, kind)
+    for args in (("task", "add", "second"), ("task", "next"), ("task", "list")):
+        result = run_michi(ready, "--json", *args, timeout=60)  # a hang fails here, not for ever
+        assert result.exit_code == 0, (args, result.stdout + result.stderr)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "folder"])
+@pytest.mark.parametrize("name", ["lock.guard", "lock.baton"])
+def test_a_lock_file_that_is_no_file_is_named_with_the_fix(ready: Path, name: str, kind: str) -> None:
+    path = ready / ".git" / "michi" / name
+    _put(path, kind)
+    result = run_michi(ready, "--json", "task", "add", "second", timeout=60)
+    assert result.exit_code == 2, result.stdout + result.stderr
+    error = result.json()["error"]
+    assert error["code"] == "lock_path_invalid" and name in error["message"] and "rm -r" in error["hint"]
+    _put(path, "fifo")
+    path.unlink()  # as the hint says: michi makes it again
+    assert run_michi(ready, "--json", "task", "add", "second", timeout=60).exit_code == 0
