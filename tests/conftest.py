@@ -157,3 +157,13 @@ def spawn_michi(cwd: Path, *args: str, env: dict[str, str] | None = None) -> sub
 @pytest.fixture
 def michi_proc() -> Iterator[Callable[..., CliResult]]:
     yield run_michi
+
+
+@pytest.fixture
+def split(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two cores and the split from one item on: a few tasks take 50,000's path (`michi.tasks.twocore`)."""
+    from michi.tasks import twocore
+
+    monkeypatch.setattr(twocore, "FROM", 1)
+    monkeypatch.setattr(twocore, "_cores", lambda: 2)
+    monkeypatch.delenv("MICHI_ONE_CORE", raising=False)

@@ -17,13 +17,6 @@ from michi.commands.task_common import LIST_CACHE
 from michi.tasks import coldtable, index, table, twocore
 
 
-@pytest.fixture
-def split(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(twocore, "FROM", 1)
-    monkeypatch.setattr(twocore, "_cores", lambda: 2)
-    monkeypatch.delenv("MICHI_ONE_CORE", raising=False)
-
-
 def _tree(tmp_path: Path) -> FakeTree:
     tree = FakeTree()
     for n in range(1, 15):

@@ -13,13 +13,6 @@ from test_task_units import FakeTree, act, add
 from michi.tasks import index, table, twocore
 
 
-@pytest.fixture
-def split(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(twocore, "FROM", 1)
-    monkeypatch.setattr(twocore, "_cores", lambda: 2)
-    monkeypatch.delenv("MICHI_ONE_CORE", raising=False)
-
-
 def test_the_second_half_is_made_in_a_child(split: None) -> None:
     here = os.getpid()
     got = twocore.halves(list(range(10)), lambda xs: [(x * x, os.getpid()) for x in xs])
