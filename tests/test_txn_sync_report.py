@@ -407,3 +407,19 @@ def test_a_journal_that_is_no_regular_file_is_kept_aside_without_hanging(
     assert "OFFLINE WORK" in git(remote.bare, "log", "-p", "main")
     assert run_michi(ready, "task", "add", "later", timeout=30).exit_code == 0
     assert git(ready, "rev-parse", "HEAD") == remote.head()
+
+
+def test_every_apply_function_michi_journals_may_be_read_back() -> None:
+    """The journal names only `APPLY`'s functions (ADR 0004): each one michi's commands transact with is
+    among them (one left out would leave its journaled work unrecoverable), and each is importable."""
+    import importlib
+    import re
+
+    from michi.workflow.mutation import APPLY
+
+    source = Path(__file__).resolve().parent.parent / "michi"
+    named = {m for f in source.rglob("*.py") for m in re.findall(r'Mutation\("([\w.]+:\w+)"', f.read_text())}
+    assert named and named <= APPLY
+    for apply in (a for a in APPLY if a.startswith("michi.")):  # the tests' driver allows its own
+        module, name = apply.split(":")
+        assert callable(getattr(importlib.import_module(module), name))
