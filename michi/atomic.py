@@ -60,20 +60,28 @@ class NotARegularFile(OSError):
     """Something other than a regular file sits where michi keeps one of its files."""
 
 
-def read_regular(path: Path) -> bytes:
-    """The bytes of the regular file at `path` (FileNotFoundError when there is none). It is opened
-    without following a symlink and without blocking, and read only to the size it had when opened: a
-    FIFO, a device such as /dev/zero or a folder placed there raises OSError, never hangs or fills memory."""
+def open_regular(path: Path) -> tuple[int, os.stat_result]:
+    """A descriptor of the regular file at `path` and its stat, opened as `read_regular` says; the
+    caller closes it."""
     try:
         fd = os.open(path, _READ_FLAGS)
     except FileNotFoundError:
         raise
     except OSError as exc:
         raise NotARegularFile(f"{path} cannot be opened as a file ({exc.strerror or exc})") from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise NotARegularFile(f"{path} is not a regular file")
+    return fd, st
+
+
+def read_regular(path: Path) -> bytes:
+    """The bytes of the regular file at `path` (FileNotFoundError when there is none). It is opened
+    without following a symlink and without blocking, and read only to the size it had when opened: a
+    FIFO, a device such as /dev/zero or a folder placed there raises OSError, never hangs or fills memory."""
+    fd, st = open_regular(path)
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise NotARegularFile(f"{path} is not a regular file")
         chunks, left = [], st.st_size
         while left > 0:
             chunk = os.read(fd, left)

@@ -11,16 +11,24 @@ from pathlib import Path
 import pytest
 from conftest import run_michi
 
+from michi.commands.task_common import LIST_CACHE
+from michi.git import deltas, settings
+from michi.lock import events, remote_seen
+from michi.tasks import idmap, index, rank_cache
+
+# Every cache and log michi keeps there, by the names its modules give them (a renamed cache stays tested).
 CACHES = [
-    "tree-deltas.json",
-    "git-settings.json",
-    "remote-lock-seen.json",
-    "lock-events.jsonl",
-    "task-index.v2",
-    "task-ids.v1",
-    "task-ids-top.v1",
-    "task-list.v1",
-    "task-rank.v1",
+    deltas.NAME,
+    settings.CACHE_NAME,
+    remote_seen.SEEN_FILE,
+    events.LOG_NAME,
+    index.CACHE_NAME,
+    index.IDS_NAME,
+    index.TOP_NAME,
+    idmap.NAME,
+    LIST_CACHE,
+    rank_cache.RANK_NAME,
+    rank_cache.NODES_NAME,
 ]
 
 
@@ -47,7 +55,7 @@ def _put(path: Path, kind: str) -> None:
 @pytest.mark.parametrize("name", CACHES)
 def test_a_cache_or_log_that_is_no_file_is_done_without(ready: Path, name: str, kind: str) -> None:
     _put(ready / ".git" / "michi" / name, kind)
-    for args in (("task", "add", "second"), ("task", "next"), ("task", "list")):
+    for args in (("task", "add", "second"), ("task", "next"), ("task", "list"), ("task", "start", "1")):
         result = run_michi(ready, "--json", *args, timeout=60)  # a hang fails here, not for ever
         assert result.exit_code == 0, (args, result.stdout + result.stderr)
 

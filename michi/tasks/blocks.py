@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from michi.atomic import write_atomic
+from michi.atomic import open_regular, write_atomic
 
 MAGIC = b"MBLK"
 ROWS = 256  # rows per block: a lookup decodes about this many tuples
@@ -87,14 +87,17 @@ class Table:
     def open(cls, path: Path) -> Table | None:
         """The table in `path`; None when it is missing, empty or its head is damaged."""
         try:
-            with open(path, "rb") as fh:
-                size = os.fstat(fh.fileno()).st_size
-                if size < 12:
-                    return None
-                data = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-            return cls(data)
+            fd, st = open_regular(path)  # not a FIFO or a device put there: it would hang or never end
+        except OSError:
+            return None
+        try:
+            if st.st_size < 12:
+                return None
+            return cls(mmap.mmap(fd, 0, access=mmap.ACCESS_READ))
         except (OSError, ValueError, Damaged):
             return None
+        finally:
+            os.close(fd)
 
     def _block(self, name: str, i: int) -> list[tuple[Any, ...]]:
         """Block `i` of table `name`, checked; each is decoded once per process (a list's whole
