@@ -30,8 +30,6 @@ from _startup import MICHI, interpreter_note, prepared_env
 from _util import isolated_git_env, p95, sh, tempdir, threads_elapsed
 from bench_scale import DRIVER, build
 
-CACHES = ("task-ids.v1", "task-index.v3", "task-list.v1")
-
 
 def _clones(cached: Path, root: Path, agents: int, env: dict[str, str]) -> list[Path]:
     """A copy of the cached remote and `agents` clones of it, their caches warm (built once, copied)."""
@@ -43,9 +41,8 @@ def _clones(cached: Path, root: Path, agents: int, env: dict[str, str]) -> list[
     sh([*MICHI, "--json", "task", "list"], works[0], env)
     for work in works[1:]:
         (work / ".git" / "michi").mkdir(exist_ok=True)
-        for name in CACHES:
-            if (works[0] / ".git" / "michi" / name).exists():
-                shutil.copy2(works[0] / ".git" / "michi" / name, work / ".git" / "michi" / name)
+        for cache in (works[0] / ".git" / "michi").glob("task-*"):  # every task cache, by whatever name
+            shutil.copy2(cache, work / ".git" / "michi" / cache.name)
     return works
 
 
