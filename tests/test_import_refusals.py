@@ -85,3 +85,27 @@ def test_a_note_whose_time_is_no_date_is_refused(cli, ready: Path, remote: Remot
     note = {"entry": entry, "description": "a note"}
     error = _refused(cli, ready, remote, [_task(A), _task(B, annotations=[note])], "usage")
     assert B in error["message"] and "annotation" in error["message"]
+
+
+def test_an_import_that_could_not_take_a_record_says_so_in_its_exit_code(
+    cli, ready: Path, remote: Remote
+) -> None:
+    """A record the import reports as a problem (here: its task's file in the repository is corrupt, so
+    michi will not overwrite it) is not imported: an agent reading only the exit code must not take the
+    import for complete. What could be imported lands; the exit is 4 with the whole report."""
+    source = ready.parent / "tw.json"
+    source.write_text(json.dumps([_task(A)]))
+    assert cli(ready, "import", str(source), "--json").exit_code == 0
+    (path,) = [p for p in (ready / ".tasks").rglob("*.json") if A in p.name]
+    path.write_text("{ not json")
+    git(ready, "commit", "-qam", "a hand edit gone wrong")
+    git(ready, "push", "-q")
+    source.write_text(json.dumps([_task(A, description="changed"), _task(B)]))
+    result = cli(ready, "import", str(source), "--json")
+    assert result.exit_code == 4, result.stdout
+    error = result.json()["error"]
+    assert error["code"] == "import_problems", error
+    assert "\n" not in error["message"] and error["hint"]
+    assert [p["path"] for p in error["problems"]] == [path.relative_to(ready).as_posix()]
+    assert len(error["added"]) == 1  # B landed
+    assert path.read_text() == "{ not json"

@@ -55,7 +55,8 @@ def import_(
     """Import Taskwarrior tasks, matched by uuid: add new, modify changed, skip the same.
 
     A task changed in michi after the data was exported (its michi_version is older) is a conflict: it is
-    left alone and listed, and the command exits 4 (`import_conflict`) once the rest is imported."""
+    left alone and listed, and the command exits 4 (`import_conflict`) once the rest is imported; a record
+    that cannot be imported at all (a corrupt task file in the way) exits 4 too (`import_problems`)."""
     from michi.commands import interop
 
     return _done(

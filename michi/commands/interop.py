@@ -51,6 +51,10 @@ class ImportConflict(Conflict):
     code = "import_conflict"
 
 
+class ImportProblems(Conflict):
+    code = "import_problems"
+
+
 def import_file(
     session: Session,
     source: str,
@@ -104,7 +108,17 @@ def import_file(
     fragments = [viewtext.text(r["record"], r["path"], snap.index) for r in results]
     del results
     result = task_common.Changed(None, txn, merged, fragments=fragments)
-    conflicts = result.report["conflicts"]
+    conflicts, problems = result.report["conflicts"], result.report["problems"]
+    if problems:  # records left out: the exit code must not say the import is complete
+        report = result.to_json()
+        raise ImportProblems(
+            f"{len(problems)} record(s) could not be imported ({_first(problems)}); "
+            f"added {len(report['added'])}, modified {len(report['modified'])}"
+            + (f", {len(conflicts)} conflict(s) left as they are" if conflicts else ""),
+            hint="see `problems` (`michi doctor` names a corrupt task file): mend the file or the record, "
+            "then run the same import again; what landed is skipped",
+            **{k: v for k, v in report.items() if k != "tasks"},
+        )
     if conflicts:
         report = result.to_json()
         raise ImportConflict(
@@ -116,6 +130,15 @@ def import_file(
             **{k: v for k, v in report.items() if k != "tasks"},
         )
     return result
+
+
+def _first(problems: list[dict[str, Any]]) -> str:
+    """The first problem, in one line: where, then what."""
+    first = problems[0]
+    where = str(first.get("path") or first.get("uuid") or "?")
+    what = str(first.get("problem", "")).removeprefix(f"{where}: ")
+    more = f", and {len(problems) - 1} more" if len(problems) > 1 else ""
+    return " ".join(f"{where}: {what}{more}".split())  # one line, whatever the file held
 
 
 class Links:
