@@ -151,3 +151,23 @@ def test_a_lease_that_never_ends_is_refused(cli, local_repo: Path, monkeypatch) 
     result = cli(local_repo, "--json", "lock", "acquire")
     assert result.exit_code == 2 and ".michi.toml" in result.json()["error"]["message"]
     assert read_owner(local_repo / ".michi.lock") is None
+
+
+def test_a_busy_lock_can_exit_with_a_code_the_command_never_uses(cli, local_repo: Path) -> None:
+    """`lock run` passes its command's exit status through, so a command's own 75 looks like "busy,
+    never ran", and a script that retries on 75 would run it twice. `--conflict-exit-code N` (flock's
+    -E) gives the busy lock a code of the caller's choosing; the command's 75 stays its own."""
+    ran = run_michi(local_repo, "lock", "run", "-E", "99", "--", "sh", "-c", "exit 75")
+    assert ran.exit_code == 75  # the command's own
+    holder = new_lock(local_repo, command="task done 42")
+    holder.acquire(0)
+    busy = cli(local_repo, "--json", "lock", "run", "--conflict-exit-code", "99", "--wait", "0", "--", "touch", "x")
+    assert busy.exit_code == 99, busy.stdout
+    assert busy.json()["error"]["code"] == "lock_busy"
+    assert not (local_repo / "x").exists()
+    human = cli(local_repo, "lock", "run", "-E", "99", "--wait", "0", "--", "touch", "x")
+    assert human.exit_code == 99 and "task done 42" in human.stderr and not (local_repo / "x").exists()
+    assert cli(local_repo, "lock", "run", "--wait", "0", "--", "true").exit_code == 75  # the default
+    holder.release()
+    refused = cli(local_repo, "--json", "lock", "run", "-E", "300", "--", "true")
+    assert refused.exit_code == 2 and refused.json()["error"]["code"] == "usage"

@@ -47,6 +47,18 @@ def run(
     wait: Wait = None,
     remote: Remote = False,
     ttl: Ttl = None,
+    conflict_exit_code: Annotated[
+        int | None,
+        typer.Option(
+            "--conflict-exit-code",
+            "-E",
+            min=0,
+            max=255,
+            metavar="N",
+            help="Exit N instead of 75 when the lock could not be had, so a COMMAND's own exit 75 is not "
+            "taken for 'busy, never ran' (as flock -E).",
+        ),
+    ] = None,
 ) -> int:
     """Run COMMAND holding the repo lock (like flock(1)); exit with its status.
 
@@ -65,10 +77,22 @@ def run(
     the remote lock's fencing token in MICHI_LOCK_FENCE and is stopped (exit 75, lock_lost) if the lease
     cannot be renewed.
     """
+    from michi.lock.errors import LockTimeout
+
+    s = session(ctx)
+    try:
+        return _run(s, command, wait=wait, remote=remote, ttl=ttl)
+    except LockTimeout as exc:  # raised only before COMMAND starts: it never ran
+        if conflict_exit_code is None:
+            raise
+        render.fail(exc, s.json)  # the error as always, under the exit code the caller chose
+        return conflict_exit_code
+
+
+def _run(s: Any, command: list[str], *, wait: float | None, remote: bool, ttl: float | None) -> int:
     from michi.cli.progress import lock_waiter
     from michi.commands.lock_run import run as run_command
 
-    s = session(ctx)
     if remote:
         from michi.cli import lock_remote_cli
 
