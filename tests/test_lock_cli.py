@@ -161,7 +161,8 @@ def test_a_busy_lock_can_exit_with_a_code_the_command_never_uses(cli, local_repo
     assert ran.exit_code == 75  # the command's own
     holder = new_lock(local_repo, command="task done 42")
     holder.acquire(0)
-    busy = cli(local_repo, "--json", "lock", "run", "--conflict-exit-code", "99", "--wait", "0", "--", "touch", "x")
+    busy = cli(local_repo, "--json", "lock", "run", "--conflict-exit-code", "99", "--wait", "0",
+               "--", "touch", "x")  # fmt: skip
     assert busy.exit_code == 99, busy.stdout
     assert busy.json()["error"]["code"] == "lock_busy"
     assert not (local_repo / "x").exists()
