@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -246,3 +247,26 @@ def test_a_change_of_the_code_that_makes_rows_is_seen_with_the_same_version(
     if module.endswith("index.py"):  # the index cache alone: the list cache is gone
         (ready / ".git" / "michi" / LIST_CACHE).unlink()
     assert described() == ("A TASK" if module.endswith("viewtext.py") else "PARSED ANEW")
+
+
+def test_config_fingerprint_sees_the_system_config_of_a_git_installed_under_a_prefix(
+    ready: Path, tmp_path: Path, monkeypatch
+) -> None:
+    """A git built with a prefix other than /usr (Homebrew, /usr/local, /opt) reads its system config
+    from `PREFIX/etc/gitconfig`, not /etc/gitconfig: an edit there must change the fingerprint, or the
+    kept identity and remote URLs would outlive it."""
+    import shutil
+
+    prefix = tmp_path / "opt" / "git"
+    (prefix / "bin").mkdir(parents=True)
+    (prefix / "etc").mkdir()
+    real = shutil.which("git")
+    assert real is not None
+    (prefix / "bin" / "git").symlink_to(real)
+    monkeypatch.delenv("GIT_CONFIG_NOSYSTEM", raising=False)
+    monkeypatch.delenv("GIT_CONFIG_SYSTEM", raising=False)
+    monkeypatch.setenv("PATH", f"{prefix / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    dot_git = ready / ".git"
+    before = mgit.config_fingerprint(dot_git, dot_git)
+    (prefix / "etc" / "gitconfig").write_text("[user]\n\tname = From The System\n")
+    assert mgit.config_fingerprint(dot_git, dot_git) != before

@@ -60,12 +60,28 @@ def read_ref_file(folder: Path, refname: str) -> str | None:
         return None
 
 
+def _system_files() -> list[Path]:
+    """Where the `git` on PATH may keep its system config: git builds it in as `$(prefix)/etc/gitconfig`,
+    `/etc/gitconfig` for a prefix of `/usr` (distributions). Both the prefix of the PATH entry and that
+    of the resolved binary count (Homebrew links `/opt/homebrew/bin/git` into its Cellar): a file that is
+    not there only costs a failed read, a file left out would make a kept answer outlive its change."""
+    found = [Path("/etc/gitconfig")]
+    for folder in os.environ.get("PATH", "").split(os.pathsep):
+        binary = os.path.join(folder or ".", "git")
+        if os.access(binary, os.X_OK) and not os.path.isdir(binary):
+            for prefix in (Path(folder).parent, Path(os.path.realpath(binary)).parent.parent):
+                if prefix != Path("/usr") and prefix / "etc" / "gitconfig" not in found:
+                    found.append(prefix / "etc" / "gitconfig")
+            break
+    return found
+
+
 def _config_files(git_dir: Path, common_dir: Path) -> list[Path]:
     """The files `git config --get` reads here (system, global, repository, work tree), in that order."""
     env = os.environ
     files: list[Path] = []
     if env.get("GIT_CONFIG_NOSYSTEM", "").lower() not in ("1", "true", "yes", "on"):
-        files.append(Path(env.get("GIT_CONFIG_SYSTEM") or "/etc/gitconfig"))
+        files += [Path(env["GIT_CONFIG_SYSTEM"])] if env.get("GIT_CONFIG_SYSTEM") else _system_files()
     if "GIT_CONFIG_GLOBAL" in env:
         if env["GIT_CONFIG_GLOBAL"]:  # set and empty: no file at all for git (not the current folder)
             files.append(Path(env["GIT_CONFIG_GLOBAL"]))
