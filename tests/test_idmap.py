@@ -248,3 +248,34 @@ def test_the_paths_with_an_id_come_from_the_map(ready: Path) -> None:
     assert index._idmap is not None
     assert {n: index.paths_with_id(n) for n in range(5)} == {n: full.paths_with_id(n) for n in range(5)}
     assert "ids" not in index.__dict__ and index._ids is None
+
+
+def test_dependencies_are_named_from_the_map(ready: Path) -> None:
+    """`task add --depends N` takes N's uuid, and every changing command shows dependencies as ids: a
+    block of the map answers both, as the full index does, with no record and no path list read (at
+    50,000 tasks that read made `add --depends` cost four plain adds). A file that does not parse is
+    still `corrupt_task`, and a uuid two files share is left to the full ids."""
+    from michi.tasks.errors import CorruptTask
+
+    full = _full(ready)
+    stems = sorted(p.stem for p in ready.glob(".tasks/*/*.json"))
+    unknown = "00000000-0000-4000-8000-0000000000ff"
+    index = _light(ready)
+    wanted = [_file_of(ready, 1).stem, _file_of(ready, 2).stem, stems[0]]
+    assert [index.uuid_of(r) for r in ("1", "2", stems[0][:8])] == wanted
+    assert (
+        index.ids_of((*stems, unknown))
+        == full.ids_of((*stems, unknown))
+        == [*index.ids_of(tuple(stems)), unknown]
+    )
+    assert sorted(index.ids_of(tuple(stems))) == [1, 2, 3]
+    assert "ids" not in index.__dict__ and "entries" not in index.__dict__  # the map answered
+    _file_of(ready, 2).write_text("{ not json")
+    git(ready, "commit", "-qam", "broken")
+    git(ready, "push", "-q", "origin", "HEAD:main")
+    index = _light(ready)
+    broken = next(s for s in stems if s not in {index.uuid_of("1"), index.uuid_of("3")})
+    with pytest.raises(CorruptTask):
+        index.uuid_of(broken)
+    assert broken in index.ids_of((broken,))  # no id to show: the uuid stays
+    assert "entries" not in index.__dict__

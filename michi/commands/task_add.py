@@ -28,7 +28,7 @@ def split_refs(snap: task_common.Snap, refs: list[str]) -> tuple[list[str], list
     known, later = [], []
     for ref in refs:
         try:
-            known.append(snap.index.get(ref)[1].uuid)
+            known.append(snap.index.uuid_of(ref))  # one block of the id map, no record (ADR 0015)
         except TaskNotFound:
             later.append(ref)
     return known, later

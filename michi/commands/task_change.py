@@ -123,6 +123,6 @@ def modify(
         "tags_remove": task_common.split_tags(tags_remove),
         "depends_add": known,
         "depends_refs": later,
-        "depends_remove": [snap.index.get(r)[1].uuid for r in depends_remove],
+        "depends_remove": [snap.index.uuid_of(r) for r in depends_remove],
     }
     return change(session, "modify", ref, **fields, **kw)

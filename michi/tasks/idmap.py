@@ -59,6 +59,13 @@ class IdMap:
         found = [row[1] for row in self.table.prefixed("name", prefix) if self._kept(row[1])]
         return found + [p for p in self.over if stem(p).startswith(prefix)]
 
+    def named(self, name: str) -> list[tuple[str, int | None]]:
+        """(path, id or None) of every file named exactly `name` (None: the file does not parse)."""
+        found = [(row[1], row[2]) for row in self.table.prefixed("name", name) if row[0] == name]
+        return [(p, i) for p, i in found if self._kept(p)] + [
+            (p, i) for p, i in self.over.items() if stem(p) == name
+        ]
+
     def ids(self) -> dict[str, int | None]:
         """path -> id of every file (reads every block): for rewriting the base."""
         out = {row[1]: row[2] for row in self.table.rows("name") if self._kept(row[1])}

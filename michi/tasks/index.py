@@ -19,7 +19,7 @@ import zlib
 from collections.abc import Callable, Sequence
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from michi.atomic import read_regular, write_atomic
 from michi.codestamp import stamp
@@ -28,6 +28,8 @@ from michi.tasks.bulk import no_gc
 from michi.tasks.errors import AmbiguousId, CorruptTask, TaskNotFound
 from michi.tasks.idmap import IdMap
 from michi.tasks.model import Task
+
+_T = TypeVar("_T")
 
 if TYPE_CHECKING:  # not at run time: `list` answers from its cache without loading the workflow package
     from michi.workflow.mutation import TaskTree
@@ -232,7 +234,12 @@ class Index:
         return max((i for i in self.ids.values() if i is not None), default=0)
 
     def ids_of(self, uuids: tuple[str, ...]) -> list[int | str]:
-        """Dependencies as ids for people and agents; a uuid no task file has stays a uuid."""
+        """Dependencies as ids for people and agents; a uuid no task file has stays a uuid. From the id
+        map while it answers (a block per uuid; a name two files share is left to the ids)."""
+        mapped = self._mapped(lambda found: [found.named(u) for u in uuids]) if uuids else None
+        if mapped is not None and all(len(rows) <= 1 for rows in mapped):
+            pairs = zip(uuids, mapped, strict=True)
+            return [rows[0][1] if rows and rows[0][1] is not None else u for u, rows in pairs]
         out: list[int | str] = []
         for uuid in uuids:
             michi_id = self.ids.get(self.by_uuid.get(uuid, ""))
@@ -249,7 +256,7 @@ class Index:
             return found
         return [path for path, michi_id in self.ids.items() if michi_id == wanted]
 
-    def _mapped(self, ask: Callable[[IdMap], list[str]]) -> list[str] | None:
+    def _mapped(self, ask: Callable[[IdMap], _T]) -> _T | None:
         """`ask` of the id map while the ids are not loaded; None without one, or when it is damaged:
         never believed then, the ids answer and the map is made again."""
         if self._idmap is None or "ids" in self.__dict__:
@@ -308,6 +315,21 @@ class Index:
                 hint += f"; {self.problem_count} task file(s) could not be read, see 'michi doctor'"
             raise TaskNotFound(f"no task {ref!r}", hint=hint, ref=ref)
         return paths[0]
+
+    def uuid_of(self, ref: str) -> str:
+        """`get(ref)[1].uuid` (`task add --depends`): from the id map while it answers, no record read.
+        A file that parses is named by its uuid (serialization refuses one that is not), and the map
+        keeps no id for one that does not parse: that one is `corrupt_task`, as `get` says."""
+        path = self.find(ref)
+        rows = self._mapped(lambda found: found.named(idmap.stem(path)))
+        if rows is None or [p for p, _i in rows] != [path]:
+            return self.get(ref)[1].uuid
+        if rows[0][1] is None:
+            raise CorruptTask(
+                f"{path}: the task file could not be read",
+                hint="fix the file by hand; 'michi doctor' lists every problem",
+            )
+        return idmap.stem(path)
 
     def get(self, ref: str) -> tuple[str, Task]:
         path = self.find(ref)
