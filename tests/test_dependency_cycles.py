@@ -117,3 +117,35 @@ def test_doctor_names_the_task_file_that_used_up_the_ids(cli, remote: Remote) ->
     report = cli(work, "--json", "doctor").json()
     assert report["ok"] is False, report
     assert any(f".tasks/{uuid}.json" in str(p) and "no task ids" in p["problem"] for p in report["problems"])
+
+
+def test_the_cycle_check_reads_only_the_tasks_it_reaches_on_the_fresh_tree(
+    cli, remote: Remote, monkeypatch
+) -> None:
+    """Inside the lock, `modify --depends` walks from the new dependency through the fresh tree, each
+    task found by a block of the id map: reading every task there (seconds at 50,000) held the lock for
+    all of it. Fresh still means fresh: the other half of the cycle, pushed by another clone after this
+    one's last sync, is seen and the modify refused."""
+    from michi.tasks import mutations
+
+    work, other = remote.clone("work"), remote.clone("other")
+    assert cli(work, "init").exit_code == 0
+    for name in ("a", "b", "c", "d"):
+        assert cli(work, "task", "add", name).exit_code == 0
+    assert cli(work, "task", "modify", "3", "--depends", "4").exit_code == 0
+    git(other, "pull", "-q")
+    assert cli(other, "task", "modify", "2", "--depends", "1").exit_code == 0  # work has not seen it
+
+    def every_task(*_args: object, **_kw: object) -> None:
+        raise AssertionError("the cycle check read every task")
+
+    monkeypatch.setattr(mutations, "for_tree", every_task)
+    refused = cli(work, "task", "modify", "1", "--depends", "3", "--depends", "2", "--json")
+    assert refused.exit_code == 2, refused.stdout
+    assert refused.json()["error"]["code"] == "dependency_cycle"
+    assert "task 2" in refused.json()["error"]["message"]
+    assert cli(work, "task", "modify", "1", "--depends", "3", "--json").exit_code == 0
+    assert (
+        cli(work, "task", "modify", "4", "--depends", "1", "--json").json()["error"]["code"]
+        == "dependency_cycle"
+    )

@@ -89,11 +89,10 @@ _READS_ALL = {"michi.tasks.pool:reap", "michi.tasks.create:import_tasks"}
 
 
 def _adds_depends(mutation: Mutation) -> bool:
-    """A change that adds dependencies checks them for a cycle over every task, inside the lock
-    (`mutations._refuse_cycle`, on the fresh tree): it reads every task too."""
-    params = mutation.params
-    return mutation.apply == "michi.tasks.mutations:update" and bool(
-        params.get("depends_add") or params.get("depends_refs")
+    """A change naming a dependency the snapshot did not know resolves it on the fresh tree, inside the
+    lock, from every task (`mutations.resolve_refs`). (A cycle check reads only the tasks it reaches.)"""
+    return mutation.apply in ("michi.tasks.mutations:update", "michi.tasks.create:add") and bool(
+        mutation.params.get("depends_refs")
     )
 
 

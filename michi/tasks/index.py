@@ -316,12 +316,16 @@ class Index:
             raise TaskNotFound(f"no task {ref!r}", hint=hint, ref=ref)
         return paths[0]
 
+    def mapped_named(self, name: str) -> list[tuple[str, int | None]] | None:
+        """(path, id or None) of the files named `name`, from the id map; None when it cannot answer."""
+        return self._mapped(lambda found: found.named(name))
+
     def uuid_of(self, ref: str) -> str:
         """`get(ref)[1].uuid` (`task add --depends`): from the id map while it answers, no record read.
         A file that parses is named by its uuid (serialization refuses one that is not), and the map
         keeps no id for one that does not parse: that one is `corrupt_task`, as `get` says."""
         path = self.find(ref)
-        rows = self._mapped(lambda found: found.named(idmap.stem(path)))
+        rows = self.mapped_named(idmap.stem(path))
         if rows is None or [p for p, _i in rows] != [path]:
             return self.get(ref)[1].uuid
         if rows[0][1] is None:

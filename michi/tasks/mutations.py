@@ -7,14 +7,14 @@ what must be fresh (the task's state, claims, versions, the id counter) is read 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from michi.objectid import object_id
 from michi.tasks import claims, serialization, transitions
-from michi.tasks.errors import DependencyCycle, TaskTooLarge, VersionMismatch
-from michi.tasks.index import Index, for_tree, remember
+from michi.tasks.errors import CorruptTask, DependencyCycle, TaskTooLarge, VersionMismatch
+from michi.tasks.index import Index, for_tree, light, remember
 from michi.tasks.model import MAX_TASK_BYTES, Annotation, Task, tw_date
 from michi.workflow.mutation import ApplyContext, Change, TaskTree
 
@@ -108,7 +108,7 @@ def _modified(task: Task, params: Mapping[str, Any], tree: TaskTree, ctx: ApplyC
     depends = tuple(dict.fromkeys([d for d in task.depends if d not in unlinked] + added))
     new = [d for d in added if d not in task.depends]
     if new:
-        _refuse_cycle(task, new, fresh_index(tree, ctx))
+        _refuse_cycle(task, new, tree, ctx)
     if (
         tuple(tags) == task.tags
         and depends == task.depends
@@ -119,16 +119,47 @@ def _modified(task: Task, params: Mapping[str, Any], tree: TaskTree, ctx: ApplyC
     return moved.replace(tags=tuple(tags), depends=depends, **changes)
 
 
-def _refuse_cycle(task: Task, added: list[str], index: Index) -> None:
+class _AskAll(Exception):
+    """The id map cannot name a task exactly (no map, a damaged one, a uuid two files share)."""
+
+
+def _refuse_cycle(task: Task, added: list[str], tree: TaskTree, ctx: ApplyContext) -> None:
     """Refuse a dependency through which `task` would come to depend on itself: both would be blocked for
     ever, and `next` tells agents to wait for blocked work. Read on the fresh tree, so two clones each
-    adding one half of a cycle cannot both land it."""
+    adding one half of a cycle cannot both land it. Only the tasks reachable from `added` are read, each
+    found by a block of the fresh tree's id map (ADR 0015); when the map cannot name one, every task is."""
+    index = light(tree, Path(ctx.state_dir))
+
+    def depends_of(uuid: str) -> Any:
+        rows = index.mapped_named(uuid)
+        if rows is None or len(rows) > 1:
+            raise _AskAll
+        if not rows or rows[0][1] is None:
+            return ()  # no such task, or a file that does not parse: no edges
+        data = tree.read(rows[0][0])
+        try:
+            return serialization.loads_record(data, rows[0][0]).get("depends") if data is not None else ()
+        except CorruptTask:
+            return ()
+
+    try:
+        _walk(task, added, depends_of, index)
+    except _AskAll:
+        full = fresh_index(tree, ctx)
+
+        def recorded(uuid: str) -> Any:
+            path = full.by_uuid.get(uuid)
+            record = full.entries[path][1] if path is not None else None
+            return (record or {}).get("depends")
+
+        _walk(task, added, recorded, full)
+
+
+def _walk(task: Task, added: list[str], depends_of: Callable[[str], Any], index: Index) -> None:
     for dep in added:
         seen, todo = {dep}, [dep]
         while todo:
-            path = index.by_uuid.get(todo.pop())
-            record = index.entries[path][1] if path is not None else None
-            for nxt in (record or {}).get("depends") or ():
+            for nxt in depends_of(todo.pop()) or ():
                 if nxt == task.uuid:
                     ids = index.ids_of((dep,))
                     raise DependencyCycle(
