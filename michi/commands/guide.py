@@ -99,6 +99,8 @@ EXIT CODES AND ERROR CODES (error.code)
 
 SCRIPTS AND THE LOCK
   michi lock run -- CMD     run CMD under the repo lock (its commits pass michi's hook).
+                            It exits with CMD's status; 75 = busy, CMD never ran (a CMD that may
+                            exit 75 itself: 'lock run -E N' makes busy exit N instead).
   The lock serializes one clone only. To push your own commits safely across clones, retry:
     until git pull --rebase && git push; do sleep 1; done
 """
