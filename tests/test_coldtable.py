@@ -134,10 +134,12 @@ def test_an_index_cache_cut_at_a_part_s_end_is_not_believed(tmp_path: Path) -> N
 def test_later_work_is_done_by_a_child_and_waited_for(split: None, tmp_path: Path) -> None:
     done = tmp_path / "done"
     twocore.later(lambda: done.write_text(str(os.getpid())))
+    child = twocore._writers[-1]
     twocore.wait()
-    assert done.read_text() != str(os.getpid())
+    assert done.read_text() == str(child) != str(os.getpid())
+    assert child not in twocore._writers
     with pytest.raises(ChildProcessError):
-        os.waitpid(-1, os.WNOHANG)  # reaped
+        os.waitpid(child, os.WNOHANG)  # reaped (this child: other tests' children are not its business)
     twocore.later(lambda: 1 / 0)  # a failure is silent, as the cache writes it is for
     twocore.wait()
 
