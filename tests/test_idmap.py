@@ -279,3 +279,23 @@ def test_dependencies_are_named_from_the_map(ready: Path) -> None:
         index.uuid_of(broken)
     assert broken in index.ids_of((broken,))  # no id to show: the uuid stays
     assert "entries" not in index.__dict__
+
+
+def test_ids_another_codes_parser_gave_are_not_believed(ready: Path) -> None:
+    """The ids cache, the summary and the map say which files parse, as the code that wrote them parsed:
+    after an upgrade that parses differently (a file once refused is a task now, or the reverse), what
+    they say is not used; the files are read again."""
+    from michi.tasks.index import IDS_NAME, save_checked
+
+    one, two = (_file_of(ready, n).relative_to(ready).as_posix() for n in (1, 2))
+    state = _state(ready)
+    _light(ready).ids  # noqa: B018  # the ids cache written, by this code
+    tree, ids, _made_by = load_checked(state, IDS_NAME)
+    summary = load_checked(state, TOP_NAME)
+    lie = {**ids, one: 2, two: 1}
+    save_checked(state, IDS_NAME, (tree, lie, "another code"))
+    save_checked(state, TOP_NAME, (*summary[:-1], "another code"))
+    idmap.write(state, summary[4], lie)
+    index = _light(ready)
+    assert index.find("2") == two and index.find("1") == one
+    assert load_checked(state, TOP_NAME)[-1] == summary[-1]  # made again, by this code

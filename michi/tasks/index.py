@@ -36,11 +36,13 @@ if TYPE_CHECKING:  # not at run time: `list` answers from its cache without load
 
 # v2: the caps and checks of ADR 0006 (records v1 believed may be corrupt); v3: in parts (`dump_parts`)
 CACHE_NAME = "task-index.v3"
-IDS_NAME = "task-ids.v1"  # (tree, path -> michi_id or None for a file that does not parse), checksummed
+# (tree, path -> michi_id or None for a file that does not parse, the parsing code's stamp), checksummed
+IDS_NAME = "task-ids.v1"
 # (tree, the highest id, the paths holding it, the paths with no id, the id map's tree, the overlay: path
 # -> id of the files changed since it, the paths removed since it): what `task add` asks before the lock,
 # and what `done N` needs besides one block of the id map, without loading 50,000 paths (ADR 0015).
-# Checksummed like the others.
+# Checksummed like the others, and (last) the parsing code's stamp: ids another code's parser gave (a file
+# it took as corrupt may be a task now, and the reverse) are never believed.
 TOP_NAME = "task-ids-top.v2"  # v2: and the id map's tree and overlay (`idmap`)
 # path -> (blob oid, the file's record when it parsed, the problem when it did not)
 Entry = tuple[str, dict[str, Any] | None, str | None]
@@ -395,7 +397,7 @@ def save_cache(state_dir: Path, index: Index) -> None:
 def save_ids(state_dir: Path, tree: str | None, ids: dict[str, int | None]) -> None:
     """The ids cache of a read of every task; the first such read also makes the summary and the id
     map, which the next `task add` or `done N` would otherwise make from every id (~0.3 s at 50,000)."""
-    save_checked(state_dir, IDS_NAME, (tree, ids))
+    save_checked(state_dir, IDS_NAME, (tree, ids, PARSED))
     if tree is not None and not _has_map(state_dir):
         _save_top(state_dir, tree, ids)
 
@@ -501,7 +503,7 @@ def _save_top(state_dir: Path, tree: str | None, ids: dict[str, int | None]) -> 
         idmap.write(state_dir, tree, ids)
     with contextlib.suppress(OSError):
         (state_dir / "task-ids-top.v1").unlink(missing_ok=True)  # the summary before the id map
-    save_checked(state_dir, TOP_NAME, (tree, high, holders, none, tree, {}, []))
+    save_checked(state_dir, TOP_NAME, (tree, high, holders, none, tree, {}, [], PARSED))
 
 
 def _top(tree: TaskTree, state_dir: Path) -> tuple[int, int, idmap.IdMap | None] | None:
@@ -509,8 +511,8 @@ def _top(tree: TaskTree, state_dir: Path) -> tuple[int, int, idmap.IdMap | None]
     diff; None when it cannot say: no cache, a damaged one, or a change to a file that held the highest
     id. The id map is None when its file is missing, damaged or of another tree."""
     try:
-        old_tree, high, holders, none, base, over, gone_list = load_checked(state_dir, TOP_NAME)
-        if not (isinstance(old_tree, str) and isinstance(high, int)):
+        old_tree, high, holders, none, base, over, gone_list, made_by = load_checked(state_dir, TOP_NAME)
+        if made_by != PARSED or not (isinstance(old_tree, str) and isinstance(high, int)):
             return None
         if not (isinstance(holders, list) and isinstance(none, list)):
             return None
@@ -544,7 +546,9 @@ def _top(tree: TaskTree, state_dir: Path) -> tuple[int, int, idmap.IdMap | None]
                 over, gone = {}, set()
             if base is None:
                 over, gone = {}, set()
-            save_checked(state_dir, TOP_NAME, (tree.tree_oid, high, holders, none, base, over, sorted(gone)))
+            save_checked(
+                state_dir, TOP_NAME, (tree.tree_oid, high, holders, none, base, over, sorted(gone), PARSED)
+            )
     except Exception:  # no cache, a damaged one, or a tree gone from the repository: the ids' way
         return None
     found_map = idmap.IdMap.open(state_dir, base, over, gone) if base is not None else None
@@ -567,8 +571,8 @@ def _rebase(state_dir: Path, tree: str, base: str, over: dict[str, int | None], 
 def _light(tree: TaskTree, state_dir: Path) -> Index:
     cached = load_checked(state_dir, IDS_NAME)
     try:
-        old_tree, ids = cached
-        if not (isinstance(old_tree, str) and isinstance(ids, dict)):
+        old_tree, ids, made_by = cached
+        if made_by != PARSED or not (isinstance(old_tree, str) and isinstance(ids, dict)):
             raise TypeError
         if old_tree != tree.tree_oid:
             delta = tree.changed_task_files(old_tree)
@@ -578,7 +582,7 @@ def _light(tree: TaskTree, state_dir: Path) -> Index:
                 ids.pop(path, None)
             for path, (record, _problem) in parsed(tree, wanted).items():
                 ids[path] = None if record is None else record["michi_id"]
-            save_checked(state_dir, IDS_NAME, (tree.tree_oid, ids))
+            save_checked(state_dir, IDS_NAME, (tree.tree_oid, ids, PARSED))
     except Exception:  # no cache, a damaged one, or a tree gone from the repository: the full way
         return for_tree(tree, state_dir)
     return Index(tree.tree_oid, ids=ids, loader=lambda: for_tree(tree, state_dir).entries)
