@@ -362,3 +362,26 @@ def test_a_worker_that_cannot_become_the_caller_runs_nothing(server: dict, track
     )
     assert proc.returncode == 7, proc.stderr  # not served: the caller runs it
     assert _status()["served"] == 1
+
+
+def test_the_servers_warm_up_parse_runs_nothing_and_prints_nothing(tracker: Path) -> None:
+    """The server parses the served changes' command lines once before forking (`warm_parse`): with
+    `--help`, so no command runs, nothing is read or written in the folder it starts in."""
+    state = tracker / ".git" / "michi"
+    before = sorted(p.name for p in state.iterdir()) if state.exists() else []
+    head = git(tracker, "rev-parse", "HEAD")
+    probe = (
+        "import sys\n"
+        "from michi.serve.server import preload, WARM_PARSES\n"
+        "out, err = sys.stdout, sys.stderr\n"
+        "preload()\n"
+        "assert sys.stdout is out and sys.stderr is err\n"
+        "print(len(WARM_PARSES))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], cwd=tracker, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "5\n" and proc.stderr == ""
+    assert (sorted(p.name for p in state.iterdir()) if state.exists() else []) == before
+    assert git(tracker, "rev-parse", "HEAD") == head
