@@ -23,6 +23,6 @@ def current() -> Mapping[str, str]:
     if not isinstance(data, dict):  # not CPython's `os._Environ`: decode every time
         return dict(os.environ)
     if data != _raw:
-        _text = dict(os.environ)
-        _raw = dict(data)
+        raw = dict(data)  # copied before decoding: a change in between is seen as one next time
+        _text, _raw = dict(os.environ), raw
     return _text
