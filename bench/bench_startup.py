@@ -5,8 +5,8 @@ commands that do no git work, and the raw git sequence (`mkdir; pull --rebase; w
 rmdir` on its own local bare remote) for the changing ones. Goals (ADR 0010): `--version` within 2x of
 `python -c pass`, `--help` within 4x, `task list --json` at 100 tasks within 2.5x; `task add`, `start`,
 `done`, `claim` and `next --claim` within 1.5x of the raw sequence; the rows marked "(served)" run them with
-`michi server` running (ADR 0016). Every row runs `python -m michi`, but one runs the console script pip
-writes (it imports `re` first). Then the import-time breakdown by
+`michi server` running (ADR 0016). Every row runs `python -m michi`, but one runs the script pip installs
+(`scripts/michi`). Then the import-time breakdown by
 top-level package, so a regression shows its cause. `MICHI_BENCH_N` sets the rounds (default 15).
 
 The interpreter is a bare venv without this machine's site-packages `.pth` hooks, as a user's install

@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 from conftest import CliResult, git
 
+from michi.git.files import config_fingerprint
+from michi.git.plain import child_env
 from michi.git.settings import CACHE_NAME, settings
 from michi.repo import find_repo
 
@@ -115,3 +117,33 @@ def test_an_empty_global_config_setting_is_no_crash(
     assert cli(repo, "init").exit_code == 0
     assert cli(repo, "--json", "task", "add", "one").exit_code == 0
     assert cli(repo, "--json", "task", "list").exit_code == 0
+
+
+def test_an_environment_change_between_calls_changes_the_fingerprint(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The environment is decoded once while unchanged (`michi.git.environ`): a change through os.environ
+    # (as the served worker takes its client's) must be seen by the very next call.
+    paths = find_repo(repo)
+    first = config_fingerprint(paths.git_dir, paths.common_dir)
+    monkeypatch.setenv("GIT_CONFIG_SYSTEM", str(repo / "nowhere"))
+    second = config_fingerprint(paths.git_dir, paths.common_dir)
+    assert first is not None and second is not None and first != second
+    monkeypatch.setenv("GIT_CONFIG", str(repo / "nowhere"))
+    assert config_fingerprint(paths.git_dir, paths.common_dir) is None
+
+
+def test_a_git_process_gets_the_environment_as_it_is_now_without_the_lock_token(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("MICHI_TEST_VAR", "one")
+    env = child_env()
+    assert env["MICHI_TEST_VAR"] == "one"
+    env["MICHI_TEST_VAR"] = "changed by a caller"  # each caller gets its own copy
+    assert child_env()["MICHI_TEST_VAR"] == "one"
+    monkeypatch.setenv("MICHI_TEST_VAR", "two")
+    monkeypatch.setenv("MICHI_LOCK_TOKEN", "secret")
+    env = child_env({"EXTRA": "x"})
+    assert env["MICHI_TEST_VAR"] == "two" and env["EXTRA"] == "x" and "MICHI_LOCK_TOKEN" not in env
+    monkeypatch.delenv("MICHI_TEST_VAR")
+    assert "MICHI_TEST_VAR" not in child_env()

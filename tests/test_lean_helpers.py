@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from michi import config, unique
-from michi.atomic import write_atomic
+from michi.atomic import write_atomic, write_cache
 from michi.host import hostname
 from michi.tasks.model import DATE_FORMAT, parse_tw_date
 
@@ -76,6 +76,25 @@ def test_atomic_write_leaves_one_private_temporary_name_behind_nothing(tmp_path:
     write_atomic(target, b"two", mode=0o640)
     assert target.read_bytes() == b"two" and (os.stat(target).st_mode & 0o777) == 0o640
     assert os.listdir(tmp_path) == ["file.json"]
+
+
+def test_a_cache_is_written_whole_into_a_free_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Not renamed over the old file (ext4 would start writing the new one out at once, ADR 0016): the old
+    # one is gone when the new one is renamed into place; the result is as `write_atomic`'s.
+    target = tmp_path / "cache.bin"
+    seen: list[bool] = []
+    rename = os.replace
+
+    def spy(src: str, dst: Path) -> None:
+        seen.append(os.path.lexists(dst))
+        rename(src, dst)
+
+    monkeypatch.setattr(os, "replace", spy)
+    write_cache(target, b"one", mode=0o640)
+    write_cache(target, b"two", mode=0o640)
+    assert seen == [False, False]
+    assert target.read_bytes() == b"two" and (os.stat(target).st_mode & 0o777) == 0o640
+    assert os.listdir(tmp_path) == ["cache.bin"]
 
 
 @pytest.mark.parametrize(

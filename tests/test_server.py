@@ -282,6 +282,34 @@ def test_the_client_stays_lean(server: dict, tracker: Path) -> None:
     assert "code=0 heavy=[]" in proc.stderr, proc.stderr
 
 
+def test_the_installed_script_imports_no_more_than_the_client() -> None:
+    """pip, pipx and uv install `scripts/michi` (pyproject's `script-files`, its `#!python` rewritten),
+    not a script generated from an entry point, which imports `re` first (ADR 0016)."""
+    import tomllib
+
+    root = Path(__file__).resolve().parent.parent
+    project = tomllib.loads((root / "pyproject.toml").read_text())
+    assert project["tool"]["setuptools"]["script-files"] == ["scripts/michi"]
+    assert "michi" not in project["project"].get("scripts", {})  # two `michi`s: which one pip keeps is luck
+    script = root / "scripts" / "michi"
+    assert script.read_text().startswith("#!python\n") and os.access(script, os.X_OK)
+
+    def imported(code: str) -> set[str]:
+        probe = f"import sys\nsys.argv = ['michi', '--version']\ntry:\n{code}\nexcept SystemExit:\n    pass\n"
+        probe += "sys.stderr.write(repr(sorted(sys.modules)))\n"
+        proc = subprocess.run(
+            [sys.executable, "-S", "-c", probe], capture_output=True, text=True, timeout=60,
+            env={**os.environ, "PYTHONPATH": str(root), "MICHI_SERVER": "off"},
+        )  # fmt: skip
+        assert proc.stdout.startswith("michi "), proc.stderr
+        return set(eval(proc.stderr))
+
+    source = f"open({str(script)!r}).read()"
+    ran = imported(f"    exec(compile({source}, 'michi', 'exec'), {{'__name__': '__main__'}})")
+    client = imported("    from michi.serve.client import main\n    raise SystemExit(main())")
+    assert ran - client == set()
+
+
 def test_the_client_imports_not_even_future() -> None:
     """`from __future__ import annotations` imports the `__future__` module: the modules every `michi`
     process imports before it knows whether a server takes the call go without it (`-S`: no site hook
@@ -362,3 +390,26 @@ def test_a_worker_that_cannot_become_the_caller_runs_nothing(server: dict, track
     )
     assert proc.returncode == 7, proc.stderr  # not served: the caller runs it
     assert _status()["served"] == 1
+
+
+def test_the_servers_warm_up_parse_runs_nothing_and_prints_nothing(tracker: Path) -> None:
+    """The server parses the served changes' command lines once before forking (`warm_parse`): with
+    `--help`, so no command runs, nothing is read or written in the folder it starts in."""
+    state = tracker / ".git" / "michi"
+    before = sorted(p.name for p in state.iterdir()) if state.exists() else []
+    head = git(tracker, "rev-parse", "HEAD")
+    probe = (
+        "import sys\n"
+        "from michi.serve.server import preload, WARM_PARSES\n"
+        "out, err = sys.stdout, sys.stderr\n"
+        "preload()\n"
+        "assert sys.stdout is out and sys.stderr is err\n"
+        "print(len(WARM_PARSES))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], cwd=tracker, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "5\n" and proc.stderr == ""
+    assert (sorted(p.name for p in state.iterdir()) if state.exists() else []) == before
+    assert git(tracker, "rev-parse", "HEAD") == head

@@ -15,7 +15,7 @@ import contextlib
 import json
 from typing import TYPE_CHECKING, Any
 
-from michi.atomic import read_regular, write_atomic
+from michi.atomic import read_regular, write_cache
 
 if TYPE_CHECKING:
     from michi.git.repo import Repo
@@ -39,7 +39,7 @@ def remember_delta(repo: Repo, old_tree: str, new_tree: str, changes: Changes) -
     path = repo.paths.state_dir / NAME
     with contextlib.suppress(OSError):
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, json.dumps([list(k) for k in kept]).encode())
+        write_cache(path, json.dumps([list(k) for k in kept]).encode())
 
 
 def recall_delta(repo: Repo, old_tree: str, new_tree: str) -> Delta | None:

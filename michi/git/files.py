@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from michi.git import environ
+
 
 def refs_are_files(common_dir: Path) -> bool:
     """False for the reftable backend (git 2.45+), whose refs `read_ref` cannot read."""
@@ -60,36 +62,48 @@ def read_ref_file(folder: Path, refname: str) -> str | None:
         return None
 
 
-def _system_files() -> list[Path]:
-    """Where the `git` on PATH may keep its system config: git builds it in as `$(prefix)/etc/gitconfig`,
-    `/etc/gitconfig` for a prefix of `/usr` (distributions). Both the prefix of the PATH entry and that
-    of the resolved binary count (Homebrew links `/opt/homebrew/bin/git` into its Cellar): a file that is
-    not there only costs a failed read, a file left out would make a kept answer outlive its change."""
-    found = [Path("/etc/gitconfig")]
-    for folder in os.environ.get("PATH", "").split(os.pathsep):
+_systems: dict[str, list[str]] = {}  # PATH -> `_system_files` (a served worker has its caller's PATH)
+
+
+def _system_files(path: str) -> list[str]:
+    """Where the `git` on `path` (PATH) may keep its system config: git builds it in as
+    `$(prefix)/etc/gitconfig`, `/etc/gitconfig` for a prefix of `/usr` (distributions). Both the prefix of
+    the PATH entry and that of the resolved binary count (Homebrew links `/opt/homebrew/bin/git` into its
+    Cellar): a file that is not there only costs a failed read, a file left out would make a kept answer
+    outlive its change."""
+    found = _systems.get(path)
+    if found is not None:
+        return found
+    found = ["/etc/gitconfig"]
+    for folder in path.split(os.pathsep):
         binary = os.path.join(folder or ".", "git")
         if os.access(binary, os.X_OK) and not os.path.isdir(binary):
-            for prefix in (Path(folder).parent, Path(os.path.realpath(binary)).parent.parent):
-                if prefix != Path("/usr") and prefix / "etc" / "gitconfig" not in found:
-                    found.append(prefix / "etc" / "gitconfig")
+            resolved = os.path.dirname(os.path.dirname(os.path.realpath(binary)))
+            for prefix in (os.path.dirname(os.path.abspath(folder or ".")), resolved):
+                candidate = os.path.join(prefix, "etc", "gitconfig")
+                if prefix != "/usr" and candidate not in found:
+                    found.append(candidate)
             break
+    _systems[path] = found
     return found
 
 
-def _config_files(git_dir: Path, common_dir: Path) -> list[Path]:
-    """The files `git config --get` reads here (system, global, repository, work tree), in that order."""
-    env = os.environ
-    files: list[Path] = []
+def _config_files(git_dir: Path, common_dir: Path) -> list[str]:
+    """The files `git config --get` reads here (system, global, repository, work tree), in that order.
+    Strings, not Paths: this runs on every command's path (ADR 0016)."""
+    env = environ.current()
+    files: list[str] = []
     if env.get("GIT_CONFIG_NOSYSTEM", "").lower() not in ("1", "true", "yes", "on"):
-        files += [Path(env["GIT_CONFIG_SYSTEM"])] if env.get("GIT_CONFIG_SYSTEM") else _system_files()
+        system = env.get("GIT_CONFIG_SYSTEM")
+        files += [system] if system else _system_files(env.get("PATH", ""))
     if "GIT_CONFIG_GLOBAL" in env:
         if env["GIT_CONFIG_GLOBAL"]:  # set and empty: no file at all for git (not the current folder)
-            files.append(Path(env["GIT_CONFIG_GLOBAL"]))
+            files.append(os.fspath(Path(env["GIT_CONFIG_GLOBAL"])))
     else:
-        home = Path(env.get("HOME") or "~").expanduser()
-        xdg = Path(env["XDG_CONFIG_HOME"]) if env.get("XDG_CONFIG_HOME") else home / ".config"
-        files += [xdg / "git" / "config", home / ".gitconfig"]
-    return [*files, common_dir / "config", git_dir / "config.worktree"]
+        home = os.path.expanduser(env.get("HOME") or "~")
+        xdg = env.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
+        files += [os.path.join(xdg, "git", "config"), os.path.join(home, ".gitconfig")]
+    return [*files, os.path.join(common_dir, "config"), os.path.join(git_dir, "config.worktree")]
 
 
 def config_fingerprint(git_dir: Path, common_dir: Path) -> tuple[str, ...] | None:
@@ -97,24 +111,24 @@ def config_fingerprint(git_dir: Path, common_dir: Path) -> tuple[str, ...] | Non
     and the GIT_CONFIG* environment. None when an `[include]` or `[includeIf]` pulls in files this cannot
     see (in a config file or the environment), or GIT_CONFIG names the file: then only git itself can say
     what the configuration is."""
-    parts = [f"{k}={v}" for k, v in sorted(os.environ.items()) if k.startswith("GIT_CONFIG")]
+    env = environ.current()
+    parts = [f"{k}={v}" for k, v in sorted(env.items()) if k.startswith("GIT_CONFIG")]
     # `git -c include.path=F` and GIT_CONFIG_KEY_n=include.path name a file from the environment, and
     # GIT_CONFIG=F is the one file `git config` reads: their text is not here, so git must say.
-    settings = [
-        v for k, v in os.environ.items() if k == "GIT_CONFIG_PARAMETERS" or k.startswith("GIT_CONFIG_KEY_")
-    ]
-    if "GIT_CONFIG" in os.environ or any("include" in value.lower() for value in settings):
+    settings = [v for k, v in env.items() if k == "GIT_CONFIG_PARAMETERS" or k.startswith("GIT_CONFIG_KEY_")]
+    if "GIT_CONFIG" in env or any("include" in value.lower() for value in settings):
         return None
     for path in _config_files(git_dir, common_dir):
         try:
-            text = path.read_text(encoding="utf-8", errors="surrogateescape")
+            with open(path, "rb") as file:  # bytes as they are (no newline translation): git's view
+                text = file.read().decode("utf-8", "surrogateescape")
         except (FileNotFoundError, NotADirectoryError, PermissionError):
             text = "\0missing"
         except OSError:  # a folder, a read error: what git makes of it, git says
             return None
         if "include" in text.lower():
             return None
-        parts += [str(path), text]
+        parts += [path, text]
     return tuple(parts)
 
 

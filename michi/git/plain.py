@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from michi.errors import GitFailed
+from michi.git import environ
 
 # Never handed to a git process michi starts: the lock's token lets commits past michi's pre-commit
 # hook and releases the lock, and git passes its environment on to hooks, including a local remote's
@@ -19,9 +19,21 @@ def child_env(
     extra: Mapping[str, str] | None = None, base: Mapping[str, str] | None = None
 ) -> dict[str, str]:
     """The environment for a git process: `base` (os.environ) plus `extra`, without SCRUBBED names."""
-    env = {k: v for k, v in (os.environ if base is None else base).items() if k not in SCRUBBED}
+    env = _scrubbed() if base is None else {k: v for k, v in base.items() if k not in SCRUBBED}
     env.update({k: v for k, v in (extra or {}).items() if k not in SCRUBBED})
     return env
+
+
+_kept: tuple[Mapping[str, str], dict[str, str]] | None = None  # os.environ as decoded, and scrubbed
+
+
+def _scrubbed() -> dict[str, str]:
+    """A fresh copy of os.environ without SCRUBBED names, scrubbed again only when it changed."""
+    global _kept
+    now = environ.current()
+    if _kept is None or _kept[0] is not now:
+        _kept = (now, {k: v for k, v in now.items() if k not in SCRUBBED})
+    return dict(_kept[1])
 
 
 def quick(cwd: Path, *args: str, env: Mapping[str, str] | None = None) -> str:

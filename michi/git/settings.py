@@ -15,7 +15,7 @@ import json
 import os
 from collections.abc import Callable
 
-from michi.atomic import read_regular, write_atomic
+from michi.atomic import read_regular, write_cache
 from michi.git.files import config_fingerprint
 from michi.objectid import object_id
 from michi.repo import RepoPaths
@@ -53,5 +53,5 @@ def settings(paths: RepoPaths, ask_git: Callable[[], dict[str, str]]) -> dict[st
     values = ask_git()
     with contextlib.suppress(OSError):  # best effort: without it, git is asked again next time
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, json.dumps({"digest": digest, "values": values}).encode(), mode=0o600)
+        write_cache(path, json.dumps({"digest": digest, "values": values}).encode(), mode=0o600)
     return values

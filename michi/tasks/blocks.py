@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from michi.atomic import open_regular, write_atomic
+from michi.atomic import open_regular, write_cache
 
 MAGIC = b"MBLK"
 ROWS = 256  # rows per block: a lookup decodes about this many tuples
@@ -58,7 +58,7 @@ def write(path: Path, head: Any, tables: Mapping[str, Sequence[tuple[Any, ...]]]
     """Best effort and atomic, as the other caches: a file that cannot be written is rebuilt later."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, dumps(head, tables))
+        write_cache(path, dumps(head, tables))
     except OSError:
         pass
 

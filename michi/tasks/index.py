@@ -21,7 +21,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from michi.atomic import read_regular, write_atomic
+from michi import atomic
+from michi.atomic import read_regular
 from michi.codestamp import stamp
 from michi.tasks import blocks, idmap, model, normal, serialization, twocore
 from michi.tasks.bulk import no_gc
@@ -383,7 +384,7 @@ def _write(state_dir: Path, name: str, data: bytes) -> None:
     """Best effort and atomic (temp file, then rename): a cache that cannot be written is rebuilt later."""
     try:
         state_dir.mkdir(parents=True, exist_ok=True)
-        write_atomic(state_dir / name, data)
+        atomic.write_cache(state_dir / name, data)
     except OSError:
         pass
 
