@@ -1,0 +1,65 @@
+"""Several clones pushing to one remote at once: every operation lands, however often it loses the race
+(ADR 0004: after `push_retries` refused pushes a clone takes its turn on the remote, and the others wait
+for it instead of racing it).
+
+Real clones, real michi processes, a remote whose pre-receive hook holds each push a little while, so that
+pushes built on one tip overlap and all but one are refused. Bounded: CLONES x ADDS operations, each
+process under a timeout.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+from conftest import Remote, git, run_michi
+
+CLONES = 4
+ADDS = 3
+
+
+def _slow_remote(bare: Path) -> None:
+    """Each push waits 0.3 s in the remote's hook before its ref update: the clones' pushes overlap."""
+    hook = bare / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\nsleep 0.3\n")
+    hook.chmod(0o755)
+
+
+def _remote_tasks(bare: Path) -> list[dict[str, object]]:
+    files = git(bare, "ls-tree", "-r", "--name-only", "main").split()
+    return [json.loads(git(bare, "show", f"main:{f}")) for f in files if f.startswith(".tasks/") and f.endswith(".json")]
+
+
+def test_contending_clones_each_land_every_add_with_few_retries(remote: Remote) -> None:
+    first = remote.clone("c0")
+    assert run_michi(first, "init").exit_code == 0
+    clones = [first] + [remote.clone(f"c{n}") for n in range(1, CLONES)]
+    _slow_remote(remote.bare)
+    env = {"MICHI_PUSH_RETRIES": "2"}
+    failures: list[str] = []
+    reported: dict[str, str] = {}
+    start = threading.Barrier(CLONES)
+
+    def agent(n: int) -> None:
+        start.wait()
+        for k in range(ADDS):
+            what = f"clone {n} add {k}"
+            out = run_michi(clones[n], "--json", "task", "add", what, env=env, timeout=120)
+            if out.exit_code != 0:
+                failures.append(f"{what}: exit {out.exit_code}: {(out.stdout + out.stderr).strip()[:300]}")
+                continue
+            reported[str(out.json()["uuid"])] = what
+
+    threads = [threading.Thread(target=agent, args=(n,)) for n in range(CLONES)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+    landed = _remote_tasks(remote.bare)
+    assert sorted(str(t["description"]) for t in landed) == sorted(reported.values())
+    assert {str(t["uuid"]): str(t["description"]) for t in landed} == reported
+    assert len(reported) == CLONES * ADDS
+    # the turn is given back with the push that used it: nothing of it is left on the remote
+    assert git(remote.bare, "for-each-ref", "refs/michi/") == ""
