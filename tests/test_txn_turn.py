@@ -28,7 +28,11 @@ def _slow_remote(bare: Path) -> None:
 
 def _remote_tasks(bare: Path) -> list[dict[str, object]]:
     files = git(bare, "ls-tree", "-r", "--name-only", "main").split()
-    return [json.loads(git(bare, "show", f"main:{f}")) for f in files if f.startswith(".tasks/") and f.endswith(".json")]
+    return [
+        json.loads(git(bare, "show", f"main:{f}"))
+        for f in files
+        if f.startswith(".tasks/") and f.endswith(".json")
+    ]
 
 
 def test_contending_clones_each_land_every_add_with_few_retries(remote: Remote) -> None:
