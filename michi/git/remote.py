@@ -153,8 +153,10 @@ def push(
     text = f"{out}\n{err}"
     if "[rejected]" in text and ("non-fast-forward" in text or "fetch first" in text or "stale info" in text):
         return PushResult(ok=False, stale=True)
-    reasons = [r for r in _rejection_reasons(out) if not (release and r.startswith("atomic"))]
-    if reasons and all(r in _REF_RACES for r in reasons):
+    # Atomic, the remote gives every ref a race lost by one (or at the transaction's commit) as "atomic
+    # push failure" / "atomic transaction failed".
+    reasons = _rejection_reasons(out)
+    if reasons and all(r in _REF_RACES or (release and r.startswith("atomic")) for r in reasons):
         return PushResult(ok=False, stale=True)  # another push held the remote's ref lock: retry
     if "[remote rejected]" in text or "[rejected]" in text:
         reason = next((ln.strip() for ln in text.splitlines() if "rejected]" in ln), err.strip())
