@@ -67,3 +67,25 @@ def test_contending_clones_each_land_every_add_with_few_retries(remote: Remote) 
     assert len(reported) == CLONES * ADDS
     # the turn is given back with the push that used it: nothing of it is left on the remote
     assert git(remote.bare, "for-each-ref", "refs/michi/") == ""
+
+
+def test_a_turn_left_by_a_dead_holder_is_taken_over_and_ends_with_the_push(remote: Remote) -> None:
+    """A turn on the remote whose holder is gone: a clone refused once (push_retries 1) waits for it,
+    sees it unchanged for `turn.STALE_AFTER` seconds, takes it over, lands, and the push deletes it."""
+    one = remote.clone("one")
+    assert run_michi(one, "init").exit_code == 0
+    two = remote.clone("two")
+    assert run_michi(one, "task", "add", "theirs").exit_code == 0  # two's last-known tip is stale now
+    record = git(
+        one,
+        "commit-tree",
+        git(one, "hash-object", "-w", "-t", "tree", "/dev/null"),
+        "-m",
+        "a dead holder's turn",
+        env={},
+    )
+    git(one, "push", "-q", "origin", f"{record}:refs/michi/turn/main")
+    out = run_michi(two, "--json", "task", "add", "mine", env={"MICHI_PUSH_RETRIES": "1"}, timeout=120)
+    assert out.exit_code == 0, out.stdout + out.stderr
+    assert sorted(str(t["description"]) for t in _remote_tasks(remote.bare)) == ["mine", "theirs"]
+    assert git(remote.bare, "for-each-ref", "refs/michi/") == ""
