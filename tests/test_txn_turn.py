@@ -15,6 +15,8 @@ from pathlib import Path
 
 from conftest import Remote, git, run_michi
 
+from michi import git as mgit
+
 CLONES = 4
 ADDS = 3
 
@@ -89,3 +91,24 @@ def test_a_turn_left_by_a_dead_holder_is_taken_over_and_ends_with_the_push(remot
     assert out.exit_code == 0, out.stdout + out.stderr
     assert sorted(str(t["description"]) for t in _remote_tasks(remote.bare)) == ["mine", "theirs"]
     assert git(remote.bare, "for-each-ref", "refs/michi/") == ""
+
+
+def test_a_push_that_checks_the_turn_is_refused_while_another_clone_holds_it(remote: Remote) -> None:
+    """The branch's push with the turn ref's deletion leased on "absent" (`--atomic`): refused as stale
+    while a turn is held, and a no-op beside the branch's update once none is; the holder's own lease
+    ends its turn with the push that lands."""
+    work = remote.clone("work")
+    repo = mgit.open_repo(work)
+    turn = "refs/michi/turn/main"
+    tip = git(work, "commit-tree", "HEAD^{tree}", "-p", "HEAD", "-m", "one")
+    record = git(work, "commit-tree", git(work, "hash-object", "-w", "-t", "tree", "/dev/null"), "-m", "turn")
+    git(work, "push", "-q", "origin", f"{record}:{turn}")
+    refused = mgit.push(repo, "origin", tip, "main", {}, release=(turn, ""))
+    assert (refused.ok, refused.stale) == (False, True)
+    assert remote.head() != tip and git(remote.bare, "rev-parse", turn) == record
+    landed = mgit.push(repo, "origin", tip, "main", {}, release=(turn, record))  # the holder's push
+    assert landed.ok and remote.head() == tip
+    assert git(remote.bare, "for-each-ref", "refs/michi/") == ""
+    after = git(work, "commit-tree", "HEAD^{tree}", "-p", tip, "-m", "two")
+    assert mgit.push(repo, "origin", after, "main", {}, release=(turn, "")).ok  # no turn held: lands
+    assert remote.head() == after and git(remote.bare, "for-each-ref", "refs/michi/") == ""
