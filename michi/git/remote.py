@@ -130,24 +130,33 @@ def push(
     env: Mapping[str, str],
     on_start: Callable[[int], None] | None = None,
     thin: bool = True,
+    release: tuple[str, str] | None = None,
 ) -> PushResult:
     """Fast-forward-only push of `commit` to the remote branch (the remote serializes machines).
     `thin=False` for a commit adding thousands of files: a thin pack looks each new path up in the
-    remote's trees one entry at a time, which took 12 s of a 10,000-task import chunk (ADR 0015)."""
+    remote's trees one entry at a time, which took 12 s of a 10,000-task import chunk (ADR 0015).
+    `release` (ref, oid): the same push deletes that remote ref, only if it still names oid, and the
+    branch moves only if the deletion happens too (`--atomic`): a clone's turn (ADR 0004) ends with the
+    push that used it. A lost lease refuses the push as stale."""
     from michi.errors import RemoteRejected
 
     # A large commit also skips the delta search: its blobs come from one fresh pack of small task files,
     # sent as they are stored; the remote's next gc deltifies them (ADR 0015).
     bulk = [] if thin else ["-c", "pack.window=0"]
     args = [*bulk, "push", "--porcelain", "--quiet", *([] if thin else ["--no-thin"])]
-    args += [remote, f"{commit}:refs/heads/{branch}"]
+    if release is not None:
+        args += ["--atomic", f"--force-with-lease={release[0]}:{release[1]}"]
+    args += [remote, f"{commit}:refs/heads/{branch}", *([f":{release[0]}"] if release else [])]
     status, out, err = _run_push(repo, args, env, on_start)
     if status == 0:
         return PushResult(ok=True, stale=False)
     text = f"{out}\n{err}"
     if "[rejected]" in text and ("non-fast-forward" in text or "fetch first" in text or "stale info" in text):
         return PushResult(ok=False, stale=True)
-    if _rejection_reasons(out) and all(r in _REF_RACES for r in _rejection_reasons(out)):
+    # Atomic, the remote gives every ref a race lost by one (or at the transaction's commit) as "atomic
+    # push failure" / "atomic transaction failed".
+    reasons = _rejection_reasons(out)
+    if reasons and all(r in _REF_RACES or (release and r.startswith("atomic")) for r in reasons):
         return PushResult(ok=False, stale=True)  # another push held the remote's ref lock: retry
     if "[remote rejected]" in text or "[rejected]" in text:
         reason = next((ln.strip() for ln in text.splitlines() if "rejected]" in ln), err.strip())

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import random
 import re
 import time
 from collections.abc import Callable
@@ -29,6 +28,7 @@ from michi.workflow.request import TxnOutcome, TxnRequest
 from michi.workflow.signals import interruptions_deferred
 from michi.workflow.target import Target, resolve
 from michi.workflow.tree import GitTaskTree
+from michi.workflow.turn import Turn, backoff
 
 if TYPE_CHECKING:
     from michi.git import Repo
@@ -84,9 +84,9 @@ _CONTENDED = "contended"
 _CONTENDED_FOR = 60.0
 
 
-def _backoff(attempt: int) -> float:
-    """Jittered exponential backoff: let the winner finish."""
-    return random.uniform(0, min(1.0, 0.01 * 2**attempt))
+# Refused pushes a clone may still meet once it holds its turn (those already on their way when it took
+# it, and pushes of clones that do not look at turns): past `push_retries` plus these, it gives up.
+_TURN_ROUNDS = 16
 
 
 def _safe_path(path: str) -> str:
@@ -130,6 +130,9 @@ class Transaction:
         # Push attempts so far, over every round under the lock: above 0 when a round starts, the one
         # before it was refused (`_Refused`), so the remote has moved and is fetched before applying.
         self.attempt = 0
+        self.refusals = 0  # of those, the pushes the remote refused (another clone landed first)
+        self.pause = 0.0  # the last backoff slept between two rounds (decorrelated jitter)
+        self.turn: Turn | None = None  # this clone's turn on the remote, once it had to look (ADR 0004)
         self.prefetched: str | None = None  # the remote tip `_prefetch` saw, for the next round only
         self.prefetch_moves: _Moves | None = None  # (tracking tip then, `prefetched`, what differs)
         self.adopted: Entry | None = None  # our operation, taken by a holder that died or failed
@@ -245,6 +248,7 @@ class Transaction:
         guess = self.target.remote_ref if self.target.online else self.target.local_ref
         guessed = git.ref_oid(self.git, guess) if guess else None
         if self.target.online and not (fetch or rescue) and self._contended():
+            self._turn().wait(want=False)  # another clone's turn: let it land first
             self._prefetch()  # other clones push here often: the last-known tip is likely stale
         git.warm_up(self.git, self.prefetched or guessed)
         cfg = self.req.config
@@ -286,7 +290,7 @@ class Transaction:
                     except _Refused:
                         faults.point("refused")
                         handover = None  # settled in the first round; later rounds only take the lock
-                        time.sleep(_backoff(self.attempt))
+                        self._between_rounds()
                         self._prefetch()
                     finally:
                         lock.close()  # its guard file's descriptor: an MCP server runs many of these
@@ -310,6 +314,8 @@ class Transaction:
         finally:
             if offer is not None:
                 offer.close()
+            if self.turn is not None:
+                self.turn.give_back()  # held but not used by a push that landed: the command failed
         outcome.timings.update(
             prepare=prepared - self.started,
             lock_wait=locked - prepared,
@@ -419,8 +425,9 @@ class Transaction:
             local = git.ref_oid(self.git, self.target.local_ref)
             self.stranded = stranded.find(self.git, local, base, {e.txn for e in leftover})
         retries = self.req.config.push_retries
-        for attempt in range(self.attempt + 1, retries + 1):
-            self.attempt = attempt
+        while True:
+            self.attempt += 1
+            attempt = self.attempt
             self.known = None
             pending = self._not_landed(leftover, base) if leftover else []
             start = self._rescue(base) if self.stranded else base
@@ -475,17 +482,37 @@ class Transaction:
                         result, tip, pushed=True, attempts=attempt, notes=notes, recovered=self._completed()
                     )
             self._touch(_CONTENDED)
-            if attempt < retries and not (leftover or handed or self.adopted or self.stranded):
+            self.refusals += 1
+            if self.refusals >= retries + _TURN_ROUNDS:
+                break
+            if not (leftover or handed or self.adopted or self.stranded):
                 # Only this run's own operations rode on the refused push: nothing landed and nobody
                 # waits on it, so wait for the next try without the lock (`run` takes it again).
                 raise _Refused
-            time.sleep(_backoff(attempt))
+            self._between_rounds()
             base, fetched = self._fetch(), True
         raise GitFailed(
-            f"the remote kept moving: push rejected {retries} times",
+            f"the remote kept moving: push rejected {self.refusals} times",
             code="push_retries_exhausted",
             hint="other clones are pushing heavily; retry, or raise push_retries in .michi.toml",
         )
+
+    def _turn(self) -> Turn:
+        if self.turn is None:
+            assert self.target.remote
+            repo, remote, branch = self.req.repo, self.target.remote, self.target.branch
+            self.turn = Turn(repo.worktree, repo.common_dir, remote, branch, self.req.agent)
+        return self.turn
+
+    def _between_rounds(self) -> None:
+        """After a refused push, before the next round builds: back off, or, after `push_retries`
+        refusals, take this clone's turn on the remote (ADR 0004); either way wait out another clone's."""
+        turn = self._turn()
+        want = self.refusals >= self.req.config.push_retries
+        if turn.mine is None and not (want and not turn.unavailable):
+            self.pause = backoff(self.pause)
+            time.sleep(self.pause)
+        turn.wait(want)
 
     def _pushing(
         self,
@@ -592,10 +619,7 @@ class Transaction:
         gets the push's pid (the journal names it, so the next holder can wait for an orphaned push)."""
         assert self.target.remote
         try:
-            thin = len(self.changed) < _THIN_UP_TO
-            result = git.push(
-                self.git, self.target.remote, tip, self.target.branch, {}, on_start=started, thin=thin
-            )
+            result = self._send(tip, started)
         except RemoteUnreachable as exc:
             if not exc.connected:
                 raise  # git never reached the remote: nothing landed, the caller may simply retry
@@ -613,6 +637,29 @@ class Transaction:
                 ) from None
             raise
         return result.ok
+
+    def _send(self, tip: str, started: Callable[[int], None]) -> git.PushResult:
+        """The push itself. A clone that looks at turns (ADR 0004) pushes atomically with the deletion of
+        the turn ref, leased on "absent" (a no-op when no turn is held; refused as stale while another
+        clone's is) or on its own turn, which then ends with the push that lands."""
+        assert self.target.remote
+        thin = len(self.changed) < _THIN_UP_TO
+        release = self.turn.release() if self.turn is not None else None
+        push = functools.partial(
+            git.push, self.git, self.target.remote, tip, self.target.branch, {}, on_start=started, thin=thin
+        )
+        try:
+            result = push(release=release)
+        except MichiError:
+            if self.turn is None or release is None or release[1]:
+                raise
+            # A remote that refuses atomic pushes or michi's refs: push as before, with no turns. Pushing
+            # the same commit again is harmless, should the first push have landed after all.
+            self.turn.unavailable = True
+            result = push()
+        if result.ok and self.turn is not None:
+            self.turn.landed()
+        return result
 
     def _landed(self, tip: str) -> bool:
         fresh = self._fetch()

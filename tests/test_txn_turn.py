@@ -1,0 +1,114 @@
+"""Several clones pushing to one remote at once: every operation lands, however often it loses the race
+(ADR 0004: after `push_retries` refused pushes a clone takes its turn on the remote, and the others wait
+for it instead of racing it).
+
+Real clones, real michi processes, a remote whose pre-receive hook holds each push a little while, so that
+pushes built on one tip overlap and all but one are refused. Bounded: CLONES x ADDS operations, each
+process under a timeout.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+from conftest import Remote, git, run_michi
+
+from michi import git as mgit
+
+CLONES = 4
+ADDS = 3
+
+
+def _slow_remote(bare: Path) -> None:
+    """Each push waits 0.3 s in the remote's hook before its ref update: the clones' pushes overlap."""
+    hook = bare / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\nsleep 0.3\n")
+    hook.chmod(0o755)
+
+
+def _remote_tasks(bare: Path) -> list[dict[str, object]]:
+    files = git(bare, "ls-tree", "-r", "--name-only", "main").split()
+    return [
+        json.loads(git(bare, "show", f"main:{f}"))
+        for f in files
+        if f.startswith(".tasks/") and f.endswith(".json")
+    ]
+
+
+def test_contending_clones_each_land_every_add_with_few_retries(remote: Remote) -> None:
+    first = remote.clone("c0")
+    assert run_michi(first, "init").exit_code == 0
+    clones = [first] + [remote.clone(f"c{n}") for n in range(1, CLONES)]
+    _slow_remote(remote.bare)
+    env = {"MICHI_PUSH_RETRIES": "2"}
+    failures: list[str] = []
+    reported: dict[str, str] = {}
+    start = threading.Barrier(CLONES)
+
+    def agent(n: int) -> None:
+        start.wait()
+        for k in range(ADDS):
+            what = f"clone {n} add {k}"
+            out = run_michi(clones[n], "--json", "task", "add", what, env=env, timeout=120)
+            if out.exit_code != 0:
+                failures.append(f"{what}: exit {out.exit_code}: {(out.stdout + out.stderr).strip()[:300]}")
+                continue
+            reported[str(out.json()["uuid"])] = what
+
+    threads = [threading.Thread(target=agent, args=(n,)) for n in range(CLONES)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+    landed = _remote_tasks(remote.bare)
+    assert sorted(str(t["description"]) for t in landed) == sorted(reported.values())
+    assert {str(t["uuid"]): str(t["description"]) for t in landed} == reported
+    assert len(reported) == CLONES * ADDS
+    # the turn is given back with the push that used it: nothing of it is left on the remote
+    assert git(remote.bare, "for-each-ref", "refs/michi/") == ""
+
+
+def test_a_turn_left_by_a_dead_holder_is_taken_over_and_ends_with_the_push(remote: Remote) -> None:
+    """A turn on the remote whose holder is gone: a clone refused once (push_retries 1) waits for it,
+    sees it unchanged for `turn.STALE_AFTER` seconds, takes it over, lands, and the push deletes it."""
+    one = remote.clone("one")
+    assert run_michi(one, "init").exit_code == 0
+    two = remote.clone("two")
+    assert run_michi(one, "task", "add", "theirs").exit_code == 0  # two's last-known tip is stale now
+    record = git(
+        one,
+        "commit-tree",
+        git(one, "hash-object", "-w", "-t", "tree", "/dev/null"),
+        "-m",
+        "a dead holder's turn",
+        env={},
+    )
+    git(one, "push", "-q", "origin", f"{record}:refs/michi/turn/main")
+    out = run_michi(two, "--json", "task", "add", "mine", env={"MICHI_PUSH_RETRIES": "1"}, timeout=120)
+    assert out.exit_code == 0, out.stdout + out.stderr
+    assert sorted(str(t["description"]) for t in _remote_tasks(remote.bare)) == ["mine", "theirs"]
+    assert git(remote.bare, "for-each-ref", "refs/michi/") == ""
+
+
+def test_a_push_that_checks_the_turn_is_refused_while_another_clone_holds_it(remote: Remote) -> None:
+    """The branch's push with the turn ref's deletion leased on "absent" (`--atomic`): refused as stale
+    while a turn is held, and a no-op beside the branch's update once none is; the holder's own lease
+    ends its turn with the push that lands."""
+    work = remote.clone("work")
+    repo = mgit.open_repo(work)
+    turn = "refs/michi/turn/main"
+    tip = git(work, "commit-tree", "HEAD^{tree}", "-p", "HEAD", "-m", "one")
+    record = git(work, "commit-tree", git(work, "hash-object", "-w", "-t", "tree", "/dev/null"), "-m", "turn")
+    git(work, "push", "-q", "origin", f"{record}:{turn}")
+    refused = mgit.push(repo, "origin", tip, "main", {}, release=(turn, ""))
+    assert (refused.ok, refused.stale) == (False, True)
+    assert remote.head() != tip and git(remote.bare, "rev-parse", turn) == record
+    landed = mgit.push(repo, "origin", tip, "main", {}, release=(turn, record))  # the holder's push
+    assert landed.ok and remote.head() == tip
+    assert git(remote.bare, "for-each-ref", "refs/michi/") == ""
+    after = git(work, "commit-tree", "HEAD^{tree}", "-p", tip, "-m", "two")
+    assert mgit.push(repo, "origin", after, "main", {}, release=(turn, "")).ok  # no turn held: lands
+    assert remote.head() == after and git(remote.bare, "for-each-ref", "refs/michi/") == ""
