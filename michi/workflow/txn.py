@@ -494,7 +494,7 @@ class Transaction:
         raise GitFailed(
             f"the remote kept moving: push rejected {self.refusals} times",
             code="push_retries_exhausted",
-            hint="other clones are pushing heavily; retry, or raise push_retries in .michi.toml",
+            hint="other clones are pushing heavily and nothing of this command landed: retry it",
         )
 
     def _turn(self) -> Turn:
