@@ -206,10 +206,26 @@ def test_a_killed_client_takes_its_worker_along(server: dict, tracker: Path) -> 
     assert _served(tracker, "--json", "task", "add", "after").exit_code == 0
 
 
-def test_a_worker_killed_by_a_signal_exits_as_a_shell_reports_it(server: dict, tracker: Path) -> None:
+def test_a_worker_killed_by_a_signal_ends_its_client_by_that_signal(server: dict, tracker: Path) -> None:
+    """Run here, a michi killed by signal N is seen by its caller as killed by N (-N to `subprocess`, not
+    an exit code 128+N): served, the client dies of the same signal (ADR 0016)."""
+    here = run_michi(
+        tracker, "--json", "task", "add", "crash", env={"MICHI_SERVER": "off", "MICHI_FAULT": "locked"}
+    )
     crashed = _served(tracker, "--json", "task", "add", "crash", MICHI_FAULT="locked")
-    assert crashed.exit_code == 128 + signal.SIGKILL
+    assert here.exit_code == crashed.exit_code == -signal.SIGKILL
     assert "served by" in crashed.stderr
+
+
+def test_a_terminated_worker_ends_its_client_by_sigterm(server: dict, tracker: Path) -> None:
+    """SIGTERM outside the steps michi defers it in (here: `watch` between two looks) kills michi run
+    here; the served client, which passes it on, dies of it too rather than exiting 143."""
+    client, worker = _waiting_client(tracker, "watch", "--interval", "60")
+    wait_until(lambda: worker in [w["pid"] for w in _status()["workers"]], what="the worker")
+    client.send_signal(signal.SIGTERM)
+    client.communicate(timeout=30)
+    assert client.returncode == -signal.SIGTERM
+    _await_exit(worker)
 
 
 def test_no_live_server_or_a_foreign_folder_runs_here(

@@ -34,10 +34,23 @@ def main() -> int:
         # The worker did the command and wrote its output; nothing of this process remains to run or
         # flush, so skip the interpreter's teardown (a few ms of a served command's wall time).
         sys.stderr.flush()
+        if code < 0:
+            die_of(-code)
         os._exit(code)
     from michi.cli.main import main as run_here
 
     return run_here(args)
+
+
+def die_of(signum: int) -> None:
+    """End this process by signal `signum`, as the worker ended: its caller (a shell, a supervisor, a
+    Python `subprocess` reading -N) sees what it would have seen of michi run here, not an exit code."""
+    import _signal  # type: ignore[import-not-found]
+
+    if signum != _signal.SIGKILL:  # whose disposition cannot be set (nor caught: it ends us)
+        _signal.signal(signum, _signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+    os._exit(128 + signum)  # a signal that does not end a process by default (never sent by a kill)
 
 
 def standard_fds() -> None:
