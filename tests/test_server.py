@@ -378,3 +378,14 @@ def test_a_worker_that_cannot_become_the_caller_runs_nothing(server: dict, track
     )
     assert proc.returncode == 7, proc.stderr  # not served: the caller runs it
     assert _status()["served"] == 1
+
+
+def test_the_lock_is_never_served_even_after_the_end_of_options(server: dict, tracker: Path) -> None:
+    """`michi -- lock acquire` is `michi lock acquire` to the parser: run in the caller's own process,
+    its holder is the caller's script, not the server (whose long life would keep the lock live)."""
+    acquired = _served(tracker, "--json", "--", "lock", "acquire")
+    assert acquired.exit_code == 0, acquired.stderr
+    assert "served by" not in acquired.stderr
+    assert acquired.json()["pid"] != server["pid"]
+    released = _here(tracker, "lock", "release", "--token", acquired.json()["token"])
+    assert released.exit_code == 0, released.stderr

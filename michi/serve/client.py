@@ -90,6 +90,8 @@ def servable(args: list[str]) -> bool:
             i += 2
         elif arg == "--json" or arg.startswith("--agent=") or (arg.startswith("-C") and len(arg) > 2):
             i += 1
+        elif arg == "--":  # the end of the options: the command word follows (`michi -- lock acquire`)
+            return args[i + 1 : i + 2] != [] and args[i + 1] not in UNSERVED
         else:
             return arg not in UNSERVED and arg != "--version"
     return True  # `michi` alone: its help
