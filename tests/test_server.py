@@ -389,3 +389,62 @@ def test_the_lock_is_never_served_even_after_the_end_of_options(server: dict, tr
     assert acquired.json()["pid"] != server["pid"]
     released = _here(tracker, "lock", "release", "--token", acquired.json()["token"])
     assert released.exit_code == 0, released.stderr
+
+
+def _lowered() -> None:
+    """In the client, before exec: a lower priority and a lower open-files limit than the server's."""
+    import resource
+
+    os.nice(3)
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(soft, 1000) - 7, hard))
+
+
+def test_a_worker_takes_its_callers_limits_and_priority(server: dict, tracker: Path) -> None:
+    """A `nice`d or `ulimit`ed caller's command runs with that priority and those limits, as it would
+    in the caller's own process, not with the server's (ADR 0016)."""
+    import resource
+
+    lock = new_lock(tracker)
+    lock.acquire(timeout=5)
+    try:
+        client = subprocess.Popen(
+            [sys.executable, "-m", "michi", "--json", "task", "add", "limited", "--wait", "60"],
+            cwd=tracker,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "MICHI_DEBUG": "1"},
+            preexec_fn=_lowered,
+        )
+        assert client.stderr is not None
+        line = client.stderr.readline()
+        assert "worker PID" in line, line
+        worker = int(line.rsplit("PID", 1)[1].strip(" )\n"))
+        wait_until(lambda: worker in [w["pid"] for w in _status()["workers"]], what="the worker")
+        assert os.getpriority(os.PRIO_PROCESS, worker) == os.getpriority(os.PRIO_PROCESS, client.pid)
+        assert resource.prlimit(worker, resource.RLIMIT_NOFILE) == resource.prlimit(
+            client.pid, resource.RLIMIT_NOFILE
+        )
+    finally:
+        lock.release()
+    out, _ = client.communicate(timeout=60)
+    assert client.returncode == 0, out
+
+
+def test_a_caller_in_another_namespace_runs_its_command_itself(server: dict, tracker: Path) -> None:
+    """An agent in a sandbox of its own (here: user and mount namespaces) that can reach the socket is not
+    served: a worker would run its command, and the repository's git hooks, outside the sandbox."""
+    if subprocess.run(["unshare", "-Urm", "true"], capture_output=True, check=False).returncode != 0:
+        pytest.skip("no unprivileged user namespaces here")
+    proc = subprocess.run(
+        ["unshare", "-Urm", sys.executable, "-m", "michi", "--json", "task", "add", "boxed"],
+        cwd=tracker,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "MICHI_DEBUG": "1"},
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "served by" not in proc.stderr
+    assert "boxed" in _here(tracker, "--json", "task", "list").stdout

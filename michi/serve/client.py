@@ -156,7 +156,7 @@ def _send(sock: _socket.socket, data: bytes) -> None:
 
 def _await(sock: _socket.socket) -> int | None:
     """Read the worker's pid (`P123`) and exit code (`X0`). No pid: nothing ran, so run here."""
-    import _signal  # type: ignore[import-not-found]  # signal's C half: no enums to build
+    import _signal  # signal's C half: no enums to build
 
     worker = 0
     pending: list[int] = []
