@@ -15,11 +15,21 @@ from michi.errors import GitFailed
 SCRUBBED = frozenset({"MICHI_LOCK_TOKEN"})
 
 
+# Where the caller's git looks, when told: a relative path is the caller's, from the folder michi was
+# started in. michi runs git from the top of the work tree, where the same text would name another place
+# (`cd .tasks && GIT_DIR=../.git GIT_WORK_TREE=.. michi task add x` failed, exit 5, "cat-file stopped").
+PLACES = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_COMMON_DIR")
+
+
 def child_env(
     extra: Mapping[str, str] | None = None, base: Mapping[str, str] | None = None
 ) -> dict[str, str]:
     """The environment for a git process: `base` (os.environ) plus `extra`, without SCRUBBED names."""
     env = {k: v for k, v in (os.environ if base is None else base).items() if k not in SCRUBBED}
+    for name in PLACES:
+        value = env.get(name)
+        if value and not os.path.isabs(value):
+            env[name] = os.path.abspath(value)
     env.update({k: v for k, v in (extra or {}).items() if k not in SCRUBBED})
     return env
 
