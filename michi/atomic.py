@@ -40,9 +40,11 @@ def write_atomic(path: Path, data: bytes, *, mode: int = 0o644) -> None:
             out.write(data)
         os.chmod(tmp, mode)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        if isinstance(exc, OSError) and exc.filename is None:  # a write on the fd names no file: name it
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
         raise
 
 

@@ -93,6 +93,29 @@ class RepoBusy(GitFailed):
     code = "repo_in_progress"
 
 
+class StorageFailed(GitFailed):
+    """The repository's disk refused a write of michi's own (its journal, a cache, a task file): full,
+    over quota or read-only. Exit 5 as when git's own write fails there, never 1 (a bug)."""
+
+    code = "storage_failed"
+
+
+def storage_error(exc: BaseException) -> StorageFailed | None:
+    """`exc` as `storage_failed` when it is the disk refusing a write; None for anything else."""
+    import errno
+
+    wanted = {errno.ENOSPC, errno.EROFS, getattr(errno, "EDQUOT", errno.ENOSPC)}
+    if not isinstance(exc, OSError) or exc.errno not in wanted:
+        return None
+    where = f" {exc.filename}" if exc.filename else " to the repository"
+    return StorageFailed(
+        f"cannot write{where}: {exc.strerror or exc}",
+        hint="free space on the repository's disk (or make it writable) and run `michi sync`, which "
+        "finishes or reports anything left half-done; then check that the change is not there before "
+        "running the command again",
+    )
+
+
 class LockError(MichiError):
     exit_code = ExitCode.LOCK_BUSY
     code = "lock_error"

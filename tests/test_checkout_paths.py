@@ -488,3 +488,26 @@ def test_a_sparse_checkout_gets_no_file_outside_its_patterns(cli, remote) -> Non
     outside = [path for tag, path in listed if not path.startswith("src/") and path != "README.md"]
     assert len(outside) == 6 and all(tag == "S" for tag, path in listed if path in outside), listed
     assert git(repo, "status", "--porcelain") == ""
+
+
+def test_relative_git_places_of_the_caller_are_its_own(remote) -> None:
+    """`GIT_DIR=../.git GIT_WORK_TREE=..` from a subfolder names this repository for the caller; michi
+    runs git from the top of the work tree, where the same text names another place: read from the
+    folder michi was started in, the change lands and the caller's staged and unstaged work stay."""
+    from conftest import run_michi
+
+    repo = remote.clone("work")
+    assert run_michi(repo, "init").exit_code == 0
+    (repo / "notes.txt").write_text("staged\n")
+    git(repo, "add", "notes.txt")
+    (repo / "notes.txt").write_text("staged\nand not\n")
+    before = _state(repo)
+    env = {"GIT_DIR": "../.git", "GIT_WORK_TREE": ".."}
+    added = run_michi(repo / ".tasks", "--json", "task", "add", "from below", env=env)
+    assert added.exit_code == 0, added.stdout + added.stderr
+    assert added.json()["transaction"]["pushed"] is True
+    listed = run_michi(repo / ".tasks", "--json", "task", "list", env=env)
+    assert [t["description"] for t in listed.json()] == ["from below"]
+    after = _state(repo)
+    assert after[1]["notes.txt"] == before[1]["notes.txt"]
+    assert "notes.txt" in git(repo, "diff", "--cached", "--name-only")

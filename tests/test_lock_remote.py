@@ -215,6 +215,62 @@ def test_a_hostile_record_is_lock_record_corrupt_never_a_crash(remote: Remote, t
     assert replaced.exit_code == 0 and replaced.json()["released"] is True, replaced.stdout
 
 
+@pytest.mark.parametrize("since", [-1e18, True, 1e18])
+def test_an_impossible_first_sighting_never_makes_a_live_lock_stale(remote: Remote, since: Any) -> None:
+    """The shared sightings file says when this boot first saw the record. A reading no stopwatch of this
+    boot can give (before the boot, a bool, in the future) is ignored: taken at its word, a live lock
+    was stale at once, and anyone could take it over."""
+    from michi.lock.record import boot_id
+    from michi.lock.remote_seen import SEEN_FILE
+
+    a, b = remote.clone("a"), remote.clone("b")
+    token = run_michi(a, "lock", "acquire", "--remote", "--ttl", "600").stdout.strip()
+    assert run_michi(b, "--json", "lock", "status", "--remote").json()["stale"] is False
+    seen = b / ".git" / "michi" / SEEN_FILE
+    data = json.loads(seen.read_text())
+    for entry in data.values():
+        assert entry["boot"] == boot_id()
+        entry["since"] = since
+    seen.write_text(json.dumps(data))
+    status = run_michi(b, "--json", "lock", "status", "--remote").json()
+    assert status["held"] is True and status["stale"] is False, status
+    taken = run_michi(b, "--json", "lock", "run", "--remote", "--wait", "0", "--", "true")
+    assert taken.exit_code == 75, taken.stdout
+    assert run_michi(a, "lock", "release", "--remote", "--token", token).exit_code == 0
+
+
+def _no_record(repo: Path, kind: str) -> str:
+    """An object the lock ref can name that holds no owner.json file."""
+    empty = git(repo, "mktree")
+    if kind == "blob":
+        return git(repo, "hash-object", "-w", "--stdin")
+    if kind == "folder":
+        tree = subprocess.run(
+            ["git", "mktree"],
+            cwd=repo,
+            input=f"040000 tree {empty}\towner.json\n",
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+        return git(repo, "commit-tree", tree, "-m", "a folder by that name")
+    return git(repo, "commit-tree", empty, "-m", "no record")
+
+
+@pytest.mark.parametrize("kind", ["commit", "blob", "folder"])
+def test_a_ref_without_a_record_file_is_lock_record_corrupt(remote: Remote, kind: str) -> None:
+    """The ref names an object this clone has fetched but with no owner.json in it: a corrupt record
+    (exit 4, and `--force --yes` clears it), never `remote_unreachable` "kept moving" (exit 5, retry)."""
+    a = remote.clone("a")
+    git(a, "push", "-q", "origin", f"{_no_record(a, kind)}:{REF}")
+    b = remote.clone("b")  # a clone that has never fetched it
+    status = run_michi(b, "--json", "lock", "status", "--remote")
+    assert status.exit_code == 4, status.stdout
+    assert status.json()["error"]["code"] == "lock_record_corrupt"
+    replaced = run_michi(b, "--json", "lock", "release", "--remote", "--force", "--yes")
+    assert replaced.exit_code == 0 and replaced.json()["released"] is True, replaced.stdout
+    assert run_michi(b, "--json", "lock", "run", "--remote", "--wait", "0", "--", "true").exit_code == 0
+
+
 def _mktree(repo: Path, blob: str) -> str:
     proc = subprocess.run(
         ["git", "mktree"], cwd=repo, input=f"100644 blob {blob}\towner.json\n", capture_output=True, text=True

@@ -246,3 +246,28 @@ def test_the_guide_and_the_contract_are_resources(work: Path) -> None:
     assert set(listed) == {"michi://guide", "michi://contract"}
     assert guide.rstrip("\n") == run_michi(work, "guide").stdout.rstrip("\n")
     assert json.loads(contract) == run_michi(work, "--json", "guide").json()
+
+
+def test_arguments_the_cli_would_refuse_are_usage_errors_in_michis_json(work: Path) -> None:
+    """A wrong type, an unknown argument or tool, a negative lease: each a tool error whose text is the
+    CLI's `{"error": {...}}` with code `usage`, as `--json` prints for a bad option; nothing changes."""
+    assert run_michi(work, "--agent", "a1", "task", "add", "one").exit_code == 0
+    assert run_michi(work, "--agent", "a1", "task", "claim", "1").exit_code == 0
+    before = run_michi(work, "--json", "task", "show", "1").json()["claim_expires"]
+
+    async def main() -> list[tuple[bool, Any]]:
+        async with server(work, "a1") as s:
+            return [
+                await call(s, "task_show", id=1),
+                await call(s, "task_add"),
+                await call(s, "task_list", state="todo"),
+                await call(s, "task_add", description="two", bogus=True),
+                await call(s, "no_such_tool"),
+                await call(s, "task_renew", id="1", ttl=-1),
+            ]
+
+    for is_error, doc in run(main):
+        assert is_error and doc["error"]["code"] == "usage", doc
+    assert run_michi(work, "--json", "task", "renew", "1", "--ttl", "-1").json()["error"]["code"] == "usage"
+    assert run_michi(work, "--json", "task", "show", "1").json()["claim_expires"] == before
+    assert [t["description"] for t in run_michi(work, "--json", "task", "list").json()] == ["one"]

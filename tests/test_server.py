@@ -206,10 +206,26 @@ def test_a_killed_client_takes_its_worker_along(server: dict, tracker: Path) -> 
     assert _served(tracker, "--json", "task", "add", "after").exit_code == 0
 
 
-def test_a_worker_killed_by_a_signal_exits_as_a_shell_reports_it(server: dict, tracker: Path) -> None:
+def test_a_worker_killed_by_a_signal_ends_its_client_by_that_signal(server: dict, tracker: Path) -> None:
+    """Run here, a michi killed by signal N is seen by its caller as killed by N (-N to `subprocess`, not
+    an exit code 128+N): served, the client dies of the same signal (ADR 0016)."""
+    here = run_michi(
+        tracker, "--json", "task", "add", "crash", env={"MICHI_SERVER": "off", "MICHI_FAULT": "locked"}
+    )
     crashed = _served(tracker, "--json", "task", "add", "crash", MICHI_FAULT="locked")
-    assert crashed.exit_code == 128 + signal.SIGKILL
+    assert here.exit_code == crashed.exit_code == -signal.SIGKILL
     assert "served by" in crashed.stderr
+
+
+def test_a_terminated_worker_ends_its_client_by_sigterm(server: dict, tracker: Path) -> None:
+    """SIGTERM outside the steps michi defers it in (here: `watch` between two looks) kills michi run
+    here; the served client, which passes it on, dies of it too rather than exiting 143."""
+    client, worker = _waiting_client(tracker, "watch", "--interval", "60")
+    wait_until(lambda: worker in [w["pid"] for w in _status()["workers"]], what="the worker")
+    client.send_signal(signal.SIGTERM)
+    client.communicate(timeout=30)
+    assert client.returncode == -signal.SIGTERM
+    _await_exit(worker)
 
 
 def test_no_live_server_or_a_foreign_folder_runs_here(
@@ -413,3 +429,73 @@ def test_the_servers_warm_up_parse_runs_nothing_and_prints_nothing(tracker: Path
     assert proc.stdout == "5\n" and proc.stderr == ""
     assert (sorted(p.name for p in state.iterdir()) if state.exists() else []) == before
     assert git(tracker, "rev-parse", "HEAD") == head
+
+
+def test_the_lock_is_never_served_even_after_the_end_of_options(server: dict, tracker: Path) -> None:
+    """`michi -- lock acquire` is `michi lock acquire` to the parser: run in the caller's own process,
+    its holder is the caller's script, not the server (whose long life would keep the lock live)."""
+    acquired = _served(tracker, "--json", "--", "lock", "acquire")
+    assert acquired.exit_code == 0, acquired.stderr
+    assert "served by" not in acquired.stderr
+    assert acquired.json()["pid"] != server["pid"]
+    released = _here(tracker, "lock", "release", "--token", acquired.json()["token"])
+    assert released.exit_code == 0, released.stderr
+
+
+def _lowered() -> None:
+    """In the client, before exec: a lower priority and a lower open-files limit than the server's."""
+    import resource
+
+    os.nice(3)
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(soft, 1000) - 7, hard))
+
+
+def test_a_worker_takes_its_callers_limits_and_priority(server: dict, tracker: Path) -> None:
+    """A `nice`d or `ulimit`ed caller's command runs with that priority and those limits, as it would
+    in the caller's own process, not with the server's (ADR 0016)."""
+    import resource
+
+    lock = new_lock(tracker)
+    lock.acquire(timeout=5)
+    try:
+        client = subprocess.Popen(
+            [sys.executable, "-m", "michi", "--json", "task", "add", "limited", "--wait", "60"],
+            cwd=tracker,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "MICHI_DEBUG": "1"},
+            preexec_fn=_lowered,
+        )
+        assert client.stderr is not None
+        line = client.stderr.readline()
+        assert "worker PID" in line, line
+        worker = int(line.rsplit("PID", 1)[1].strip(" )\n"))
+        wait_until(lambda: worker in [w["pid"] for w in _status()["workers"]], what="the worker")
+        assert os.getpriority(os.PRIO_PROCESS, worker) == os.getpriority(os.PRIO_PROCESS, client.pid)
+        assert resource.prlimit(worker, resource.RLIMIT_NOFILE) == resource.prlimit(
+            client.pid, resource.RLIMIT_NOFILE
+        )
+    finally:
+        lock.release()
+    out, _ = client.communicate(timeout=60)
+    assert client.returncode == 0, out
+
+
+def test_a_caller_in_another_namespace_runs_its_command_itself(server: dict, tracker: Path) -> None:
+    """An agent in a sandbox of its own (here: user and mount namespaces) that can reach the socket is not
+    served: a worker would run its command, and the repository's git hooks, outside the sandbox."""
+    if subprocess.run(["unshare", "-Urm", "true"], capture_output=True, check=False).returncode != 0:
+        pytest.skip("no unprivileged user namespaces here")
+    proc = subprocess.run(
+        ["unshare", "-Urm", sys.executable, "-m", "michi", "--json", "task", "add", "boxed"],
+        cwd=tracker,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "MICHI_DEBUG": "1"},
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "served by" not in proc.stderr
+    assert "boxed" in _here(tracker, "--json", "task", "list").stdout

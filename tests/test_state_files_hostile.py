@@ -72,3 +72,24 @@ def test_a_lock_file_that_is_no_file_is_named_with_the_fix(ready: Path, name: st
     _put(path, "fifo")
     path.unlink()  # as the hint says: michi makes it again
     assert run_michi(ready, "--json", "task", "add", "second", timeout=60).exit_code == 0
+
+
+def test_a_full_disk_is_storage_failed_not_a_bug(cli, ready: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The journal cannot be written (the disk is full): exit 5 `storage_failed` naming the file and
+    the fix, as when git's own write fails there, never exit 1 "please report this as a bug"; nothing
+    of the change is made, and the next command works once there is room."""
+    import errno
+
+    from michi.workflow import journal
+
+    def full(path: Path, data: bytes, **_: object) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+
+    monkeypatch.setattr(journal, "write_atomic", full)
+    failed = cli(ready, "--json", "task", "add", "second")
+    assert failed.exit_code == 5, failed.stdout
+    error = failed.json()["error"]
+    assert error["code"] == "storage_failed" and "journal" in error["message"], error
+    monkeypatch.undo()
+    assert [t["description"] for t in cli(ready, "--json", "task", "list").json()] == ["first"]
+    assert cli(ready, "--json", "task", "add", "second").exit_code == 0

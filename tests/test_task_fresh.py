@@ -79,6 +79,20 @@ def test_list_and_show_refresh_when_the_last_sync_is_older_than_read_max_age(
     assert cli(agent, "task", "list", "--fetch", "--json").exit_code == 5  # asked for: an error
 
 
+def test_a_last_sync_in_the_future_is_not_fresh(cli, remote, dev: Path) -> None:
+    """The clock stepped back after the last sync (or its mark was copied with a later time): a read
+    fetches, rather than answering from the old state until the clock catches up."""
+    agent = remote.clone("agent")
+    assert cli(agent, "task", "list", "--json").json() == []
+    cli(dev, "task", "add", "new on the remote")
+    mark = agent / ".git" / "michi" / "synced"
+    later = mark.stat().st_mtime + 3600
+    os.utime(mark, (later, later))
+    fresh = cli(agent, "task", "list", "--json")
+    assert [t["description"] for t in fresh.json()] == ["new on the remote"]
+    assert "fetched just now" in fresh.stderr
+
+
 def test_the_as_of_note_comes_with_errors_too(cli, dev: Path) -> None:
     missing = cli(dev, "task", "show", "99", "--json")
     assert missing.exit_code == 3 and "tasks as" in missing.stderr

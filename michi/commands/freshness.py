@@ -36,8 +36,13 @@ def how(fetch: bool, no_fetch: bool, default: How = How.AUTO) -> How:
 
 
 def is_stale(synced_at: float | None, max_age: float) -> bool:
-    """Never synced, or synced longer ago than `max_age` seconds (0: always stale)."""
-    return synced_at is None or max_age <= 0 or time.time() - synced_at >= max_age
+    """Never synced, or synced longer ago than `max_age` seconds (0: always stale), or "synced" in the
+    future: a clock stepped back (NTP, a restored VM) or a mark copied with its time would otherwise keep
+    every read on an old answer until the clock caught up."""
+    if synced_at is None or max_age <= 0:
+        return True
+    age = time.time() - synced_at
+    return age < 0 or age >= max_age
 
 
 class Read(Plain):

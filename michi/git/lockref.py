@@ -112,6 +112,12 @@ def read_record(cwd: Path, oid: str) -> bytes | None:
     return proc.stdout if proc.returncode == 0 else None
 
 
+def has_object(cwd: Path, oid: str) -> bool:
+    """Whether this clone has object `oid` (of any kind)."""
+    proc = subprocess.run(["git", "cat-file", "-e", oid], cwd=cwd, capture_output=True, check=False)
+    return proc.returncode == 0
+
+
 def write_record(cwd: Path, common_dir: Path, data: str, message: str) -> str:
     """A parentless commit holding `owner.json`: old records are unreachable once the ref moves on.
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -15,11 +16,21 @@ from michi.git import environ
 SCRUBBED = frozenset({"MICHI_LOCK_TOKEN"})
 
 
+# Where the caller's git looks, when told: a relative path is the caller's, from the folder michi was
+# started in. michi runs git from the top of the work tree, where the same text would name another place
+# (`cd .tasks && GIT_DIR=../.git GIT_WORK_TREE=.. michi task add x` failed, exit 5, "cat-file stopped").
+PLACES = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_COMMON_DIR")
+
+
 def child_env(
     extra: Mapping[str, str] | None = None, base: Mapping[str, str] | None = None
 ) -> dict[str, str]:
     """The environment for a git process: `base` (os.environ) plus `extra`, without SCRUBBED names."""
     env = _scrubbed() if base is None else {k: v for k, v in base.items() if k not in SCRUBBED}
+    for name in PLACES:
+        value = env.get(name)
+        if value and not os.path.isabs(value):
+            env[name] = os.path.abspath(value)
     env.update({k: v for k, v in (extra or {}).items() if k not in SCRUBBED})
     return env
 

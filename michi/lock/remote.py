@@ -89,6 +89,12 @@ class RemoteLock:
         if raw is None:
             lockref.fetch_ref_objects(self.cwd, self.remote, REF, timeout=timeout)
             raw = lockref.read_record(self.cwd, oid)
+            if raw is None and lockref.has_object(self.cwd, oid):
+                # Fetched, yet no record file in it (a commit without owner.json, a blob, a folder by
+                # that name): not michi's, whatever pushed it; not a ref that keeps moving.
+                raise errors.RemoteRecordCorrupt.at(
+                    self.remote, oid, f"it holds no {lockref.RECORD_FILE} file"
+                )
             if raw is None:
                 return None  # the ref moved on between ls-remote and fetch
         try:

@@ -58,7 +58,8 @@ class Sightings:
             isinstance(entry, dict)
             and entry.get("oid") == oid
             and entry.get("boot") == boot_id()
-            and isinstance(entry.get("since"), int | float)
+            and type(entry.get("since")) in (int, float)  # not a bool
+            and 0 <= entry["since"] <= now  # a stopwatch reading of this boot, never before it nor ahead
         ):
             since = min(since, float(entry["since"]))
             self.memory[oid] = since

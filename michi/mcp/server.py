@@ -21,11 +21,13 @@ import anyio
 import anyio.from_thread
 import anyio.to_thread
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import ValidationError
 
 from michi import __version__
 from michi.cli.progress import describe_wait
-from michi.errors import MichiError
+from michi.errors import MichiError, UsageError, storage_error
 from michi.mcp import tools
 from michi.session import Session
 
@@ -67,6 +69,9 @@ class Server:
             except MichiError as exc:
                 return _text(exc.to_json(), error=True)
             except Exception as exc:  # the JSON contract holds for bugs too, as in the CLI
+                disk = storage_error(exc)
+                if disk is not None:
+                    return _text(disk.to_json(), error=True)
                 err = MichiError(
                     f"unexpected error: {type(exc).__name__}: {exc}", hint="please report this as a bug"
                 )
@@ -74,6 +79,39 @@ class Server:
         for note in getattr(result, "notes", None) or []:
             await ctx.info(note)  # what the CLI says on stderr: how old the data is, what was left alone
         return _text(result.to_json(), error=bool(result.exit_code))
+
+
+class _Tools(MCPServer[Any]):
+    """The SDK's server, but a call it refuses before michi runs (an unknown tool, an unknown argument, an
+    argument of the wrong type) is a usage error as the CLI's (exit 2, `usage`), in michi's JSON error
+    document, not the SDK's prose: the contract an agent acts on holds for every failure (ADR 0011)."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        tool = self._tool_manager.get_tool(name)
+        if tool is None:
+            return _usage(f"no tool '{name}'", "list the tools (tools/list): michi's mirror the CLI's verbs")
+        known = tool.parameters.get("properties", {})
+        unknown = sorted(set(arguments) - set(known))
+        if unknown:
+            return _usage(f"{name}: unknown argument {', '.join(map(repr, unknown))}", _takes(name, known))
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if not isinstance(exc.__cause__, ValidationError):
+                raise
+            problems = "; ".join(
+                f"{'.'.join(map(str, err['loc'])) or 'arguments'}: {err['msg']}"
+                for err in exc.__cause__.errors()
+            )
+            return _usage(f"{name}: {problems}", _takes(name, known))
+
+
+def _usage(message: str, hint: str) -> CallToolResult:
+    return _text(UsageError(message, hint=hint).to_json(), error=True)
+
+
+def _takes(name: str, known: dict[str, Any]) -> str:
+    return f"{name} takes {', '.join(known) or 'no arguments'} (see its input schema)"
 
 
 def _text(document: Any, error: bool) -> CallToolResult:
@@ -113,7 +151,7 @@ def _bind(server: Server, name: str, fn: Callable[..., Any]) -> Callable[..., An
 
 def build(cwd: Path, agent: str | None) -> MCPServer[Any]:
     server = Server(cwd, agent)
-    app: MCPServer[Any] = MCPServer(
+    app: MCPServer[Any] = _Tools(
         name="michi", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING"
     )
     for name, (fn, description, changes) in tools.TOOLS.items():

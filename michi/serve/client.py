@@ -34,10 +34,23 @@ def main() -> int:
         # The worker did the command and wrote its output; nothing of this process remains to run or
         # flush, so skip the interpreter's teardown (a few ms of a served command's wall time).
         sys.stderr.flush()
+        if code < 0:
+            die_of(-code)
         os._exit(code)
     from michi.cli.main import main as run_here
 
     return run_here(args)
+
+
+def die_of(signum: int) -> None:
+    """End this process by signal `signum`, as the worker ended: its caller (a shell, a supervisor, a
+    Python `subprocess` reading -N) sees what it would have seen of michi run here, not an exit code."""
+    import _signal  # type: ignore[import-not-found]
+
+    if signum != _signal.SIGKILL:  # whose disposition cannot be set (nor caught: it ends us)
+        _signal.signal(signum, _signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+    os._exit(128 + signum)  # a signal that does not end a process by default (never sent by a kill)
 
 
 def standard_fds() -> None:
@@ -77,6 +90,8 @@ def servable(args: list[str]) -> bool:
             i += 2
         elif arg == "--json" or arg.startswith("--agent=") or (arg.startswith("-C") and len(arg) > 2):
             i += 1
+        elif arg == "--":  # the end of the options: the command word follows (`michi -- lock acquire`)
+            return args[i + 1 : i + 2] != [] and args[i + 1] not in UNSERVED
         else:
             return arg not in UNSERVED and arg != "--version"
     return True  # `michi` alone: its help
@@ -141,7 +156,7 @@ def _send(sock: _socket.socket, data: bytes) -> None:
 
 def _await(sock: _socket.socket) -> int | None:
     """Read the worker's pid (`P123`) and exit code (`X0`). No pid: nothing ran, so run here."""
-    import _signal  # type: ignore[import-not-found]  # signal's C half: no enums to build
+    import _signal  # signal's C half: no enums to build
 
     worker = 0
     pending: list[int] = []

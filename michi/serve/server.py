@@ -186,14 +186,15 @@ class Server:
 
     def _report(self, pid: int, status: int) -> None:
         """The worker's exit code for its client: the worker sends its own first; this one counts when
-        the worker died before it could (killed)."""
+        the worker died before it could (killed). A worker killed by signal N is sent as `X-N`: the
+        client then dies of N itself, as the command's own process would have."""
         entry = self.workers.pop(pid, None)
         if entry is None:
             return
         conn, _ = entry
         code = os.waitstatus_to_exitcode(status)
         with contextlib.suppress(OSError):
-            conn.sendall(b"X%d\n" % (128 - code if code < 0 else code))
+            conn.sendall(b"X%d\n" % code)
         conn.close()
         self.last = time.monotonic()
         self._describe()

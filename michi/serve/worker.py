@@ -19,7 +19,7 @@ import sys
 import threading
 from typing import Any, NoReturn
 
-from michi.serve import prefault
+from michi.serve import caller, prefault
 from michi.serve.client import PROTOCOL
 
 MAX_REQUEST = 4 << 20  # arguments and environment: far beyond any real one (Linux caps both at 2 MiB)
@@ -122,6 +122,7 @@ def receive(conn: socket.socket) -> Request:
 
 
 def _become(request: Request, client: int) -> None:
+    caller.become(client)  # first: a caller elsewhere (a sandbox) has nothing run for it here
     for target, fd in zip((0, 1, 2), request.fds, strict=True):
         os.dup2(fd, target)
     for fd in request.fds:
