@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -27,15 +28,21 @@ GIT_IDENTITY = {
 
 
 CHECKOUT = str(Path(__file__).resolve().parent.parent)
+GITCONFIG = "[init]\n\tdefaultBranch = main\n[advice]\n\tdetachedHead = false\n"
+
+
+def _is_users(name: str) -> bool:
+    """An environment variable of the user's that would reach into a test's git or michi."""
+    return name.startswith(("MICHI_", "GIT_")) or name in {"TASKRC", "TASKDATA"}
 
 
 @pytest.fixture(autouse=True)
 def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = tmp_path_factory.mktemp("home")
     gitconfig = home / ".gitconfig"
-    gitconfig.write_text("[init]\n\tdefaultBranch = main\n[advice]\n\tdetachedHead = false\n")
+    gitconfig.write_text(GITCONFIG)
     for name in list(os.environ):
-        if name.startswith(("MICHI_", "GIT_")) or name in {"TASKRC", "TASKDATA"}:
+        if _is_users(name):
             monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
@@ -46,6 +53,9 @@ def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
     # Every michi process a test starts runs this checkout, whatever copy the environment has installed.
     rest = os.environ.get("PYTHONPATH")
     monkeypatch.setenv("PYTHONPATH", CHECKOUT + (os.pathsep + rest if rest else ""))
+    # ... with its bytecode, as users' michi has: without it each of the suite's thousands of michi
+    # processes compiled every module it imports again (about a third of its start).
+    monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
     for key, value in GIT_IDENTITY.items():
         monkeypatch.setenv(key, value)
     return home
@@ -76,17 +86,49 @@ class Remote:
         return git(self.bare, "rev-parse", f"refs/heads/{branch}")
 
 
+@pytest.fixture(scope="session")
+def _templates(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The repositories `remote` and `local_repo` start from, made once per session with real git and
+    copied for each test (a copy of a directory is a fraction of git's init, commit and push). They are
+    made in an environment as isolated as `isolated_env`'s, which a session fixture cannot use."""
+    root = tmp_path_factory.mktemp("templates")
+    home = root / "home"
+    home.mkdir()
+    (home / ".gitconfig").write_text(GITCONFIG)
+    env = {name: value for name, value in os.environ.items() if not _is_users(name)}
+    env.update(
+        HOME=str(home),
+        XDG_CONFIG_HOME=str(home / ".config"),
+        GIT_CONFIG_GLOBAL=str(home / ".gitconfig"),
+        GIT_CONFIG_NOSYSTEM="1",
+        GIT_TERMINAL_PROMPT="0",
+        **GIT_IDENTITY,
+    )
+
+    def run(cwd: Path, *args: str) -> None:
+        proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, env=env)
+        assert proc.returncode == 0, f"git {' '.join(args)} failed ({proc.returncode}): {proc.stderr}"
+
+    for name in ("seed", "local"):  # one commit each; seed's is pushed to the bare origin
+        run(root, "init", "-q", "-b", "main", name)
+        (root / name / "README.md").write_text("hello\n")
+        run(root / name, "add", "README.md")
+        run(root / name, "commit", "-q", "-m", "initial commit")
+    run(root, "init", "-q", "--bare", "-b", "main", "origin.git")
+    run(root / "seed", "push", "-q", str(root / "origin.git"), "main")
+    return root
+
+
+def _copy(template: Path, to: Path) -> Path:
+    shutil.copytree(template, to, symlinks=True)  # neither repository names its own path: both move
+    return to
+
+
 @pytest.fixture
-def remote(tmp_path: Path) -> Remote:
-    bare = tmp_path / "origin.git"
-    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(bare))
-    seed = tmp_path / "seed"
-    git(tmp_path, "init", "-q", "-b", "main", str(seed))
-    (seed / "README.md").write_text("hello\n")
-    git(seed, "add", "README.md")
-    git(seed, "commit", "-q", "-m", "initial commit")
-    git(seed, "push", "-q", str(bare), "main")
-    return Remote(bare=bare, root=tmp_path)
+def remote(tmp_path: Path, _templates: Path) -> Remote:
+    """A bare origin (`origin.git`) with one initial commit on main, pushed from `seed` beside it."""
+    _copy(_templates / "seed", tmp_path / "seed")
+    return Remote(bare=_copy(_templates / "origin.git", tmp_path / "origin.git"), root=tmp_path)
 
 
 @pytest.fixture
@@ -96,14 +138,9 @@ def repo(remote: Remote) -> Path:
 
 
 @pytest.fixture
-def local_repo(tmp_path: Path) -> Path:
+def local_repo(tmp_path: Path, _templates: Path) -> Path:
     """A repository with one commit and no remote."""
-    path = tmp_path / "local"
-    git(tmp_path, "init", "-q", "-b", "main", str(path))
-    (path / "README.md").write_text("hello\n")
-    git(path, "add", "README.md")
-    git(path, "commit", "-q", "-m", "initial commit")
-    return path
+    return _copy(_templates / "local", tmp_path / "local")
 
 
 @dataclass

@@ -274,10 +274,10 @@ def test_waves_of_adds_with_random_kills_land_each_at_most_once(remote: Remote, 
     print(f"{len(answered)} answered, {len(killed)} killed, {len(landed)} landed")
 
 
-def test_concurrent_claims_in_one_batch_take_distinct_tasks(remote: Remote, repo: Path) -> None:
-    assert run_michi(repo, "init").exit_code == 0
+def test_concurrent_claims_in_one_batch_take_distinct_tasks(remote: Remote, repo: Path, cli) -> None:
+    assert cli(repo, "init").exit_code == 0  # the setup runs in-process; the claims below do not
     for n in range(4):
-        assert run_michi(repo, "task", "add", f"job {n}").exit_code == 0
+        assert cli(repo, "task", "add", f"job {n}").exit_code == 0
     signals = remote.root / "signals"
     first, claims = _cli_batch(
         remote, repo, [["--agent", f"agent-{n}", "task", "next", "--claim"] for n in range(4)]

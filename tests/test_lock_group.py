@@ -200,9 +200,15 @@ class Terminal:
 def test_at_a_terminal_the_command_reads_it_and_gets_ctrl_c(local_repo: Path) -> None:
     """The group is the terminal's foreground group while it runs (an editor from `git commit` must
     read the terminal, not stop on SIGTTIN)."""
-    term = Terminal(local_repo, "read line; echo got:$line; sleep 60")
+    term = Terminal(local_repo, "read line; echo got:$line; exec sleep 60")
     term.type(b"hello\n")
     assert term.shows(b"got:hello"), term.seen
+    # Ctrl-C once sleep runs: typed between the echo and the exec, sh only notes it and sleep would run
+    # its 60 s out (sh exits 130 after it: the test passed, a minute late).
+    owner = read_owner(local_repo / ".michi.lock")
+    assert owner is not None and owner.pgid is not None
+    leader = Path(f"/proc/{owner.pgid}/comm")
+    wait_until(lambda: leader.is_file() and leader.read_text().strip() == "sleep", 60, "sleep to run")
     term.type(b"\x03")  # Ctrl-C at the terminal reaches the command's group
     assert term.exit_code() == 130
     assert not (local_repo / ".michi.lock").exists()

@@ -73,9 +73,9 @@ def trailers(bare: Path) -> list[str]:
 
 
 @pytest.fixture
-def work(remote: Remote) -> Path:
+def work(remote: Remote, cli) -> Path:
     repo = remote.clone("work")
-    assert run_michi(repo, "init").exit_code == 0
+    assert cli(repo, "init").exit_code == 0
     return repo
 
 
@@ -127,9 +127,9 @@ def test_an_unknown_id_is_a_tool_error_with_the_clis_code(work: Path) -> None:
     assert doc == cli.json() and doc["error"]["code"] == "task_not_found"
 
 
-def test_two_servers_racing_next_claim_never_both_win_a_task(remote: Remote, work: Path) -> None:
-    for n in range(6):
-        assert run_michi(work, "task", "add", f"job {n}").exit_code == 0
+def test_two_servers_racing_next_claim_never_both_win_a_task(remote: Remote, work: Path, cli) -> None:
+    for n in range(6):  # the setup runs in-process; the servers below do not
+        assert cli(work, "task", "add", f"job {n}").exit_code == 0
     other = remote.clone("other")
     won: dict[str, list[int]] = {"a": [], "b": []}
 

@@ -50,11 +50,11 @@ def _workers(clones: list[Path], mode: str, count: int) -> list[list[list[object
 
 
 @pytest.mark.slow
-def test_two_clones_racing_next_claim_no_double_no_skip(remote) -> None:
+def test_two_clones_racing_next_claim_no_double_no_skip(remote, cli) -> None:
     first = remote.clone("a")
-    assert run_michi(first, "init").exit_code == 0
+    assert cli(first, "init").exit_code == 0  # the setup runs in-process; the race below does not
     for i in range(6):
-        assert run_michi(first, "task", "add", f"t{i}", "--json").exit_code == 0
+        assert cli(first, "task", "add", f"t{i}", "--json").exit_code == 0
     clones = [first, remote.clone("b"), first, remote.clone("c")]
     results = _workers(clones, "claim", 10)
     claimed = [(r[1]["id"], r[1]["assignee"]) for worker in results for r in worker if r[0] == 0]
@@ -66,9 +66,9 @@ def test_two_clones_racing_next_claim_no_double_no_skip(remote) -> None:
 
 
 @pytest.mark.slow
-def test_two_clones_racing_add_get_unique_ids(remote) -> None:
+def test_two_clones_racing_add_get_unique_ids(remote, cli) -> None:
     first = remote.clone("a")
-    assert run_michi(first, "init").exit_code == 0
+    assert cli(first, "init").exit_code == 0
     results = _workers([first, remote.clone("b")], "add", 4)
     ids = sorted(r[1]["id"] for worker in results for r in worker if r[0] == 0)
     assert ids == list(range(1, 9))
