@@ -28,11 +28,11 @@ from michi.workflow.request import TxnOutcome, TxnRequest
 from michi.workflow.signals import interruptions_deferred
 from michi.workflow.target import Target, resolve
 from michi.workflow.tree import GitTaskTree
-from michi.workflow.turn import Turn, backoff
 
 if TYPE_CHECKING:
     from michi.git import Repo
     from michi.lock import RepoLock
+    from michi.workflow.turn import Turn
 
 
 def _message(change: Change, entry: Entry, host: str) -> bytes:
@@ -498,6 +498,8 @@ class Transaction:
         )
 
     def _turn(self) -> Turn:
+        from michi.workflow.turn import Turn  # only under contention: its git module loads hashlib
+
         if self.turn is None:
             assert self.target.remote
             repo, remote, branch = self.req.repo, self.target.remote, self.target.branch
@@ -507,6 +509,8 @@ class Transaction:
     def _between_rounds(self) -> None:
         """After a refused push, before the next round builds: back off, or, after `push_retries`
         refusals, take this clone's turn on the remote (ADR 0004); either way wait out another clone's."""
+        from michi.workflow.turn import backoff
+
         turn = self._turn()
         want = self.refusals >= self.req.config.push_retries
         if turn.mine is None and not (want and not turn.unavailable):
