@@ -511,3 +511,18 @@ def test_relative_git_places_of_the_caller_are_its_own(remote) -> None:
     after = _state(repo)
     assert after[1]["notes.txt"] == before[1]["notes.txt"]
     assert "notes.txt" in git(repo, "diff", "--cached", "--name-only")
+
+
+def test_a_relative_git_dir_is_read_from_the_folder_michi_acts_in(remote, tmp_path) -> None:
+    """A git hook runs with `GIT_DIR=.git` (relative) in its own repository; `michi -C ../other` there
+    acts on the other one, and git reads that `.git` from the `-C` folder, as `git -C` does: taken from
+    where michi started, it named the hook's repository, whose objects lack the other's commits (exit 5)."""
+    from conftest import run_michi
+
+    here = remote.clone("here")
+    other = remote.clone("other")
+    assert run_michi(other, "init").exit_code == 0
+    added = run_michi(here, "-C", "../other", "--json", "task", "add", "over there", env={"GIT_DIR": ".git"})
+    assert added.exit_code == 0, added.stdout + added.stderr
+    assert added.json()["transaction"]["pushed"] is True
+    assert (other / ".git" / "michi").is_dir() and not (here / ".git" / "michi").exists()

@@ -13,6 +13,7 @@ import json
 import threading
 from pathlib import Path
 
+import pytest
 from conftest import Remote, git, run_michi
 
 from michi import git as mgit
@@ -87,7 +88,8 @@ def test_a_turn_left_by_a_dead_holder_is_taken_over_and_ends_with_the_push(remot
         env={},
     )
     git(one, "push", "-q", "origin", f"{record}:refs/michi/turn/main")
-    out = run_michi(two, "--json", "task", "add", "mine", env={"MICHI_PUSH_RETRIES": "1"}, timeout=120)
+    stale = {"MICHI_PUSH_RETRIES": "1", "MICHI_TURN_STALE": "5"}  # 60 s by default
+    out = run_michi(two, "--json", "task", "add", "mine", env=stale, timeout=120)
     assert out.exit_code == 0, out.stdout + out.stderr
     assert sorted(str(t["description"]) for t in _remote_tasks(remote.bare)) == ["mine", "theirs"]
     assert git(remote.bare, "for-each-ref", "refs/michi/") == ""
@@ -112,3 +114,66 @@ def test_a_push_that_checks_the_turn_is_refused_while_another_clone_holds_it(rem
     after = git(work, "commit-tree", "HEAD^{tree}", "-p", tip, "-m", "two")
     assert mgit.push(repo, "origin", after, "main", {}, release=(turn, "")).ok  # no turn held: lands
     assert remote.head() == after and git(remote.bare, "for-each-ref", "refs/michi/") == ""
+
+
+def test_a_push_cut_off_after_it_landed_is_found_landed_not_pushed_blind(
+    cli, remote: Remote, monkeypatch
+) -> None:
+    """A contended clone pushes with the turn ref's lease. When that push is cut off after the remote
+    took it (`connected`), the remote must be asked whether it landed: pushing again without the lease,
+    and then failing to connect, had dropped the journal's entry and told the agent to retry a change
+    that was already on the remote (a retry would add the task twice)."""
+    from michi.errors import RemoteUnreachable
+
+    work = remote.clone("work")
+    assert cli(work, "init").exit_code == 0
+    (work / ".git" / "michi" / "contended").touch()  # a push of this clone was refused a moment ago
+    real = mgit.push
+    calls: list[object] = []
+
+    def cut_off(*args: object, **kw: object) -> object:
+        calls.append(kw.get("release"))
+        if len(calls) == 1:
+            real(*args, **kw)  # it lands, and then the connection breaks
+            error = RemoteUnreachable("the connection was reset")
+            error.connected = True
+            raise error
+        raise RemoteUnreachable("could not connect")
+
+    monkeypatch.setattr(mgit, "push", cut_off)
+    out = cli(work, "--json", "task", "add", "once")
+    assert out.exit_code == 0, out.stdout
+    assert calls[0] is not None and len(calls) == 1  # the lease rode on it; nothing pushed blind
+    assert [t["description"] for t in _remote_tasks(remote.bare)] == ["once"]
+
+
+def test_waiting_on_a_turn_the_remote_keeps_locked_ends_and_does_not_hammer(
+    remote: Remote, monkeypatch
+) -> None:
+    """A turn that looks stale but cannot be cleared (the remote keeps its ref locked: a receive-pack
+    killed mid-update leaves `<ref>.lock`) is waited for as a held one: a pause between looks, and the
+    command gives up when its wait is over. Asking again at once made ~100 pushes in 15 s, for ever."""
+    from michi.errors import GitFailed
+    from michi.git import lockref
+    from michi.workflow import turn
+
+    work = remote.clone("work")
+    record = git(work, "commit-tree", git(work, "hash-object", "-w", "-t", "tree", "/dev/null"), "-m", "turn")
+    git(work, "push", "-q", "origin", f"{record}:refs/michi/turn/main")
+    (remote.bare / "refs" / "michi" / "turn" / "main.lock").write_text("")  # left by a killed update
+    swaps: list[object] = []
+    real = lockref.cas_push
+
+    def counted(*args: object, **kw: object) -> object:
+        swaps.append(args)
+        assert len(swaps) < 40, "asked the remote again and again without a pause"
+        return real(*args, **kw)
+
+    monkeypatch.setattr(lockref, "cas_push", counted)
+    monkeypatch.setattr(turn, "WAIT_FOR", 2.0)
+    monkeypatch.setenv("MICHI_TURN_STALE", "0")
+    waiter = turn.Turn(work, work / ".git", "origin", "main", None)
+    with pytest.raises(GitFailed) as refused:
+        waiter.wait(want=False)
+    assert refused.value.code == "push_retries_exhausted"
+    assert 1 <= len(swaps) < 40

@@ -12,6 +12,9 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
+# The folder the running command acts in (`michi -C DIR`, else where it started), set when its session is
+# made: a caller's relative GIT_DIR and the like are read from there, as `git -C` reads them (`plain`).
+acting_in: str | None = None
 _raw: dict[object, object] | None = None  # a copy of os.environ's raw items when last decoded
 _text: dict[str, str] = {}
 

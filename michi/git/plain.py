@@ -19,6 +19,8 @@ SCRUBBED = frozenset({"MICHI_LOCK_TOKEN"})
 # Where the caller's git looks, when told: a relative path is the caller's, from the folder michi was
 # started in. michi runs git from the top of the work tree, where the same text would name another place
 # (`cd .tasks && GIT_DIR=../.git GIT_WORK_TREE=.. michi task add x` failed, exit 5, "cat-file stopped").
+# "Started in" is the folder the command acts in: `-C DIR`'s, as `git -C` reads them (a hook's
+# `GIT_DIR=.git` and `michi -C ../other` name the other repository's `.git`).
 PLACES = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_COMMON_DIR")
 
 
@@ -30,7 +32,7 @@ def child_env(
     for name in PLACES:
         value = env.get(name)
         if value and not os.path.isabs(value):
-            env[name] = os.path.abspath(value)
+            env[name] = os.path.abspath(os.path.join(environ.acting_in or os.getcwd(), value))
     env.update({k: v for k, v in (extra or {}).items() if k not in SCRUBBED})
     return env
 

@@ -28,16 +28,27 @@ from michi.git import lockref
 from michi.host import hostname
 
 PREFIX = "refs/michi/turn/"
-STALE_AFTER = 10.0  # a turn that has not changed for this long is a dead holder's
+# A turn that has not changed for this long is a dead holder's. Its holder may still wait for its clone's
+# lock (30 s by default) and then build and push (seconds for a large commit): a live turn must outlast
+# that, or waiters clear it and its holder's push is refused (its lease gone) round after round.
+STALE_AFTER = 60.0  # `MICHI_TURN_STALE` (seconds) overrides it
 WAIT_FOR = 120.0  # longest wait for a turn (others' turns included) before the command gives up
 _NET = 30.0  # a git call to the remote that has not answered by then: the remote is down
-_POLL_MIN, _POLL_MAX = 0.02, 0.25
+_POLL_MIN, _POLL_MAX = 0.05, 1.0  # each look is a round trip to the remote (a hosted one, too)
 
 
 def backoff(previous: float) -> float:
     """Decorrelated jitter (the next sleep drawn between the floor and three times the last, capped):
     clones refused by the same push spread out instead of colliding again in step."""
     return min(0.5, random.uniform(0.01, max(0.01, previous) * 3))
+
+
+def _seconds(name: str, default: float) -> float:
+    try:
+        value = float(os.environ.get(name) or default)
+    except ValueError:
+        return default
+    return value if value >= 0 else default
 
 
 class Turn:
@@ -64,31 +75,34 @@ class Turn:
         if self.unavailable:
             return
         deadline = time.monotonic() + WAIT_FOR
+        stale_after = _seconds("MICHI_TURN_STALE", STALE_AFTER)
         delay = _POLL_MIN
-        while True:
+        while not self.unavailable:
             now = time.monotonic()
-            held = lockref.remote_oid(self.cwd, self.remote, self.ref, timeout=_NET)
-            if held is not None and held == self.mine:
-                return
-            self.mine = None  # not (or no longer) ours: taken over by a waiter who judged it stale
-            if held is None and not want:
-                return
-            if held is None or now - self._first_seen.setdefault(held, now) >= STALE_AFTER:
-                if not want:  # a dead holder's turn: clear it so that nobody waits on it any more
-                    self._swap("", held)
-                    continue
-                record = self._record()
-                if self._swap(record, held) and not self.unavailable:
-                    self.mine = record
-                if self.mine or self.unavailable:
-                    return
-                continue  # another clone took it first: wait for its turn to end
             if now > deadline:
                 raise GitFailed(
                     f"other clones held the turn to push for {WAIT_FOR:.0f} s",
                     code="push_retries_exhausted",
                     hint="nothing of this command landed; retry it",
                 )
+            held = lockref.remote_oid(self.cwd, self.remote, self.ref, timeout=_NET)
+            if held is not None and held == self.mine:
+                return
+            self.mine = None  # not (or no longer) ours: taken over by a waiter who judged it stale
+            if held is None and not want:
+                return
+            if held is None or now - self._first_seen.setdefault(held, now) >= stale_after:
+                if not want:  # a dead holder's turn: clear it so that nobody waits on it any more
+                    if self._swap("", held):
+                        continue
+                else:
+                    record = self._record()
+                    if self._swap(record, held) and not self.unavailable:
+                        self.mine = record
+                    if self.mine or self.unavailable:
+                        return
+                # The swap lost (another clone was first, or the remote keeps the ref locked): wait
+                # as for a held turn, never asking again at once.
             time.sleep(delay)
             delay = min(_POLL_MAX, delay * 1.5)
 

@@ -248,7 +248,8 @@ class Transaction:
         guess = self.target.remote_ref if self.target.online else self.target.local_ref
         guessed = git.ref_oid(self.git, guess) if guess else None
         if self.target.online and not (fetch or rescue) and self._contended():
-            self._turn().wait(want=False)  # another clone's turn: let it land first
+            with contextlib.suppress(MichiError):  # best effort: a held turn still refuses our push
+                self._turn().wait(want=False)  # another clone's turn: let it land first
             self._prefetch()  # other clones push here often: the last-known tip is likely stale
         git.warm_up(self.git, self.prefetched or guessed)
         cfg = self.req.config
@@ -489,7 +490,9 @@ class Transaction:
                 # Only this run's own operations rode on the refused push: nothing landed and nobody
                 # waits on it, so wait for the next try without the lock (`run` takes it again).
                 raise _Refused
-            self._between_rounds()
+            # Still under the lock (others' operations ride on this push): back off only, never wait
+            # for a turn here, which could hold the lock for minutes while this clone's waiters time out.
+            self._back_off()
             base, fetched = self._fetch(), True
         raise GitFailed(
             f"the remote kept moving: push rejected {self.refusals} times",
@@ -506,16 +509,19 @@ class Transaction:
             self.turn = Turn(repo.worktree, repo.common_dir, remote, branch, self.req.agent)
         return self.turn
 
+    def _back_off(self) -> None:
+        from michi.workflow.turn import backoff
+
+        self.pause = backoff(self.pause)
+        time.sleep(self.pause)
+
     def _between_rounds(self) -> None:
         """After a refused push, before the next round builds: back off, or, after `push_retries`
         refusals, take this clone's turn on the remote (ADR 0004); either way wait out another clone's."""
-        from michi.workflow.turn import backoff
-
         turn = self._turn()
         want = self.refusals >= self.req.config.push_retries
         if turn.mine is None and not (want and not turn.unavailable):
-            self.pause = backoff(self.pause)
-            time.sleep(self.pause)
+            self._back_off()
         turn.wait(want)
 
     def _pushing(
@@ -654,6 +660,8 @@ class Transaction:
         )
         try:
             result = push(release=release)
+        except RemoteUnreachable:
+            raise  # cut off mid-push, it may have landed: `_push` asks the remote, never pushes blind
         except MichiError:
             if self.turn is None or release is None or release[1]:
                 raise
