@@ -55,5 +55,6 @@ def test_michi_lock_hook_through_the_pre_commit_framework(
     output = refused.stdout + refused.stderr
     assert "Failed" in output and "exit code: 75" in output
     assert f"the repo lock is held by another process (PID {holder.pid}" in output
+    (local_repo / ".michi.toml").write_text("[michi]\n")  # michi keeps tasks here: hand edits are refused
     refused = commit(local_repo, ".tasks/f6.json")
     assert refused.returncode != 0 and "changes task files by hand" in refused.stdout + refused.stderr

@@ -19,6 +19,7 @@ from michi.lock.record import TOKEN_ENV
 @pytest.fixture
 def hooked(local_repo: Path) -> Path:
     installed(local_repo)
+    (local_repo / ".michi.toml").write_text("[michi]\n")  # michi keeps tasks here (untracked is enough)
     return local_repo
 
 
@@ -160,7 +161,7 @@ def test_other_files_in_a_tasks_folder_are_not_task_files(hooked: Path) -> None:
 def test_hand_edits_allowed_by_config_or_environment(hooked: Path) -> None:
     (hooked / ".michi.toml").write_text("allow_hand_edits = true\n")
     assert commit(hooked, ".tasks/d4.json").returncode == 0
-    (hooked / ".michi.toml").unlink()
+    (hooked / ".michi.toml").write_text("[michi]\n")  # the default: no hand edits
     assert commit(hooked, ".tasks/d4.json").returncode != 0
     proc = commit(hooked, ".tasks/d4.json", env={"MICHI_ALLOW_HAND_EDITS": "1"})
     assert proc.returncode == 0, proc.stderr
@@ -216,3 +217,16 @@ def test_commits_through_michi_lock_run(hooked: Path) -> None:
         holder.stdout.close()
     proc = commit(hooked)  # released on exit: nothing left behind, not even a warning
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+
+
+def test_another_tools_tasks_folder_is_not_refused_where_michi_keeps_no_tasks(local_repo: Path) -> None:
+    """A hook installed for every repository (a global `core.hooksPath`) runs in repositories michi never
+    touched: a `.tasks/` folder there is another tool's, and its commits go through."""
+    installed(local_repo)
+    before = head(local_repo)
+    proc = commit(local_repo, ".tasks/a1/a1b2.json")
+    assert proc.returncode == 0, proc.stderr
+    assert head(local_repo) != before
+    (local_repo / ".michi").mkdir()  # michi's own folder: michi keeps tasks here after all
+    proc = commit(local_repo, ".tasks/a1/a1b3.json")
+    assert proc.returncode != 0 and "commit refused" in proc.stderr

@@ -60,6 +60,14 @@ def check(repo: RepoPaths, environ: Mapping[str, str] | None = None, now: float 
     from michi import config, git
 
     paths = git.staged_task_paths(repo.worktree)
-    if paths and not config.load(repo.config_file, env).allow_hand_edits:
+    if paths and _michis(repo) and not config.load(repo.config_file, env).allow_hand_edits:
         raise messages.hand_edit(paths)
     return warnings
+
+
+def _michis(repo: RepoPaths) -> bool:
+    """Does michi keep tasks here? `michi init` writes `.michi.toml` and `.michi/` (its id counter, its
+    layout). A hook installed
+    once for every repository (a global `core.hooksPath`) must not refuse another tool's `.tasks/` files
+    in a repository michi never touched."""
+    return repo.config_file.exists() or (repo.worktree / ".michi").is_dir()
