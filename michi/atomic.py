@@ -34,18 +34,7 @@ def _temp_file(path: Path) -> tuple[int, str]:
 
 
 def write_atomic(path: Path, data: bytes, *, mode: int = 0o644) -> None:
-    fd, tmp = _temp_file(path)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException as exc:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        if isinstance(exc, OSError) and exc.filename is None:  # a write on the fd names no file: name it
-            raise OSError(exc.errno, exc.strerror, str(path)) from exc
-        raise
+    _write(path, data, mode, free_name=False)
 
 
 def write_cache(path: Path, data: bytes, *, mode: int = 0o644) -> None:
@@ -56,17 +45,24 @@ def write_cache(path: Path, data: bytes, *, mode: int = 0o644) -> None:
     a rename to a free name does not (ADR 0016). In between, a reader finds no cache and builds its own
     answer, as on a first run; a writer killed there leaves no cache. Never for the journal or the
     lock's record, whose absence means something."""
+    _write(path, data, mode, free_name=True)
+
+
+def _write(path: Path, data: bytes, mode: int, *, free_name: bool) -> None:
     fd, tmp = _temp_file(path)
     try:
         with os.fdopen(fd, "wb") as out:
             out.write(data)
         os.chmod(tmp, mode)
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(path)
-        os.replace(tmp, path)  # over a file another writer put there meanwhile, if any
-    except BaseException:
+        if free_name:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+        os.replace(tmp, path)  # (a cache: over a file another writer put there meanwhile, if any)
+    except BaseException as exc:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        if isinstance(exc, OSError) and exc.filename is None:  # a write on the fd names no file: name it
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
         raise
 
 

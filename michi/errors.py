@@ -116,6 +116,14 @@ def storage_error(exc: BaseException) -> StorageFailed | None:
     )
 
 
+def unexpected(exc: BaseException) -> MichiError:
+    """What a command that raised `exc`, no MichiError, reports: `storage_failed` for a disk that refused
+    a write (no bug), else an unexpected error to report as one. The JSON contract holds either way."""
+    return storage_error(exc) or MichiError(
+        f"unexpected error: {type(exc).__name__}: {exc}", hint="please report this as a bug"
+    )
+
+
 class LockError(MichiError):
     exit_code = ExitCode.LOCK_BUSY
     code = "lock_error"

@@ -45,7 +45,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.write(version_line(json_mode) + "\n")
         return 0
     from michi.cli import render
-    from michi.errors import ExitCode, Interrupted, MichiError, UsageError, storage_error
+    from michi.errors import ExitCode, Interrupted, MichiError, StorageFailed, UsageError, unexpected
 
     try:
         from michi.cli.app import build_app, click_exceptions
@@ -81,11 +81,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return render.fail(Interrupted("interrupted by Ctrl-C", hint="run the command again"), json_mode)
     except Exception as exc:  # the last line of defence: a bug must still honour the JSON contract
-        disk = storage_error(exc)  # a full or read-only disk is no bug: exit 5, `storage_failed`
-        if disk is not None:
-            return render.fail(disk, json_mode)
-        err = MichiError(f"unexpected error: {type(exc).__name__}: {exc}", hint="please report this as a bug")
-        if not json_mode and "MICHI_DEBUG" in __import__("os").environ:
+        err = unexpected(exc)  # a full or read-only disk is no bug: exit 5, `storage_failed`
+        if not isinstance(err, StorageFailed) and not json_mode and "MICHI_DEBUG" in __import__("os").environ:
             raise
         return render.fail(err, json_mode)
     finally:

@@ -27,7 +27,7 @@ from pydantic import ValidationError
 
 from michi import __version__
 from michi.cli.progress import describe_wait
-from michi.errors import MichiError, UsageError, storage_error
+from michi.errors import MichiError, UsageError, unexpected
 from michi.mcp import tools
 from michi.session import Session
 
@@ -72,13 +72,7 @@ class Server:
             except MichiError as exc:
                 return _text(exc.to_json(), error=True)
             except Exception as exc:  # the JSON contract holds for bugs too, as in the CLI
-                disk = storage_error(exc)
-                if disk is not None:
-                    return _text(disk.to_json(), error=True)
-                err = MichiError(
-                    f"unexpected error: {type(exc).__name__}: {exc}", hint="please report this as a bug"
-                )
-                return _text(err.to_json(), error=True)
+                return _text(unexpected(exc).to_json(), error=True)
         for note in getattr(result, "notes", None) or []:
             await ctx.info(note)  # what the CLI says on stderr: how old the data is, what was left alone
         return _text(result.to_json(), error=bool(result.exit_code))
