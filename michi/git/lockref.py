@@ -106,16 +106,20 @@ def fetch_ref_objects(cwd: Path, remote: str, ref: str, timeout: float | None = 
 
 def read_record(cwd: Path, oid: str) -> bytes | None:
     """The record file in commit `oid`; None when this clone does not have the commit (fetch it)."""
-    proc = subprocess.run(
-        ["git", "cat-file", "blob", f"{oid}:{RECORD_FILE}"], cwd=cwd, capture_output=True, check=False
-    )
-    return proc.stdout if proc.returncode == 0 else None
+    return _local(cwd, "cat-file", "blob", f"{oid}:{RECORD_FILE}")
 
 
 def has_object(cwd: Path, oid: str) -> bool:
     """Whether this clone has object `oid` (of any kind)."""
-    proc = subprocess.run(["git", "cat-file", "-e", oid], cwd=cwd, capture_output=True, check=False)
-    return proc.returncode == 0
+    return _local(cwd, "cat-file", "-e", oid) is not None
+
+
+def _local(cwd: Path, *args: str) -> bytes | None:
+    """`git <args>` in this clone, its output as bytes (a record may hold anything); None when it fails.
+    The environment is a git process's as everywhere in michi (`child_env`: no lock token, the caller's
+    relative git places read from where it acts)."""
+    proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, env=child_env(), check=False)
+    return proc.stdout if proc.returncode == 0 else None
 
 
 def write_record(cwd: Path, common_dir: Path, data: str, message: str) -> str:
@@ -211,7 +215,5 @@ def cas_push(
 
 def remote_url(cwd: Path, remote: str) -> str | None:
     """The URL the remote name stands for, to key what this clone has observed of that remote's lock."""
-    proc = subprocess.run(
-        ["git", "config", "--get", f"remote.{remote}.url"], cwd=cwd, capture_output=True, text=True
-    )
-    return proc.stdout.strip() if proc.returncode == 0 else None
+    url = _local(cwd, "config", "--get", f"remote.{remote}.url")
+    return url.decode("utf-8", "surrogateescape").strip() if url is not None else None
