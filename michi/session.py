@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from michi import config as config_mod
+from michi.git import environ
 from michi.plain import Plain
 from michi.repo import RepoPaths, find_repo
 
@@ -27,6 +28,9 @@ class Session(Plain):
         on_wait: Callable[[Any, float], None] | None = None,
     ) -> None:
         self.cwd = Path.cwd() if cwd is None else cwd
+        # A caller's relative GIT_DIR and the like are read from the folder the command acts in (`-C`),
+        # as `git -C` reads them (`michi.git.plain.child_env`).
+        environ.acting_in = str(self.cwd)
         self.json, self.agent = json, agent
         self.overrides = {} if overrides is None else overrides
         self.argv = [] if argv is None else argv

@@ -88,9 +88,6 @@ def _root(
     base = Path.cwd() if directory is None else (Path.cwd() / directory)
     obj: Any = ctx.obj or {}
     ctx.obj = Session(cwd=base, json=bool(obj.get("json")) or json_out, agent=agent, argv=sys.argv[1:])
-    from michi.git import environ
-
-    environ.acting_in = str(base)  # a relative GIT_DIR and the like are read from -C's folder, as git -C
 
 
 class LazyGroup(TyperGroup):

@@ -49,9 +49,6 @@ class Server:
         self.gate = anyio.Lock()
 
     def session(self, tool: str, on_wait: Callable[..., None] | None) -> Session:
-        from michi.git import environ
-
-        environ.acting_in = str(self.cwd)  # relative git places are read from the server's folder
         s = Session(cwd=self.cwd, json=True, agent=self.agent, argv=["mcp", tool])
         s.on_wait = on_wait
         return s
