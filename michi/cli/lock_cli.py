@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -11,6 +11,9 @@ from michi.cli.options import Wait, session
 from michi.commands.lock_info import Stats, Status
 from michi.commands.lock_manual import Acquired, Released, Renewed
 from michi.results import Result
+
+if TYPE_CHECKING:
+    from michi.session import Session
 
 Ttl = Annotated[
     float | None,
@@ -89,7 +92,7 @@ def run(
         return conflict_exit_code
 
 
-def _run(s: Any, command: list[str], *, wait: float | None, remote: bool, ttl: float | None) -> int:
+def _run(s: Session, command: list[str], *, wait: float | None, remote: bool, ttl: float | None) -> int:
     from michi.cli.progress import lock_waiter
     from michi.commands.lock_run import run as run_command
 
