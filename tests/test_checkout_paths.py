@@ -17,8 +17,13 @@ from michi.git.checkout import move_paths
 
 @pytest.fixture
 def work(tmp_path: Path) -> Path:
+    return make_work(tmp_path)
+
+
+def make_work(tmp_path: Path, *init: str) -> Path:
+    """A repository with three task files and a file of the user's, committed (`init`: more options)."""
     repo = tmp_path / "w"
-    git(tmp_path, "init", "-q", "-b", "main", str(repo))
+    git(tmp_path, "init", "-q", "-b", "main", *init, str(repo))
     (repo / ".tasks").mkdir()
     for name in ("a", "b", "c"):
         (repo / ".tasks" / f"{name}.json").write_text(f"{name} 1\n")

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from michi.git import prepared
+from michi.git import prepared, staged
 from michi.git.core import _exec, lock_held
 from michi.git.objects import diff_moves
 from michi.git.repo import output
@@ -201,9 +201,50 @@ def check_ahead(repo: Repo, old: str, known: Moves, new: str | None = None) -> N
             repo.ahead[(old, tuple(diff))] = _Ahead(repo, old, diff)
     if diff and len(diff) <= MAX_PATHS and new is not None:
         specs = _outermost(diff)
+        if _stage(repo, new, {p: known[p] for p in diff}, specs):
+            return
         if len(_pathspec_input(specs)) <= prepared.ATOMIC:
             args = [*_RESTORE, f"--source={new}", "--pathspec-from-file=-", "--pathspec-file-nul"]
             prepared.prepare(repo, ("restore", new, *specs), args, env=LITERAL)
+
+
+def _stage(repo: Repo, new: str, moves: Moves, specs: list[str]) -> bool:
+    """Start the move's `git restore` on a staging tree and a copy of the index, for a large index
+    (`michi.git.staged`); False when it cannot be, and `restore` is prepared as before."""
+    from michi.git.core import config_values
+
+    values = config_values(repo)
+    if not staged.usable(repo, moves, _on(values.get("core.fsmonitor")), values):
+        return False
+    args = [*_RESTORE[2:], f"--source={new}", "--pathspec-from-file=-", "--pathspec-file-nul"]
+    for key in [k for k in repo.ahead if isinstance(k, tuple) and k[:1] == ("staged",)]:
+        repo.ahead.pop(key).drop()  # an earlier round's
+    try:
+        move = staged.Staged(repo, new, moves, args, LITERAL)
+    except OSError:
+        return False
+    repo.ahead[("staged", new, *specs)] = move
+    try:
+        move.feed(_pathspec_input(specs))
+    except OSError:
+        repo.ahead.pop(("staged", new, *specs)).drop()
+        return False
+    return True
+
+
+def _on(value: str | None) -> bool:
+    return value is not None and value.strip().lower() not in ("", "false", "no", "off", "0")
+
+
+def _move(repo: Repo, new: str, paths: list[str]) -> tuple[int, str]:
+    """Move `paths` to `new`: by the staged move when one was prepared beside the push and still can be
+    installed, else by `git restore`."""
+    move = repo.ahead.pop(("staged", new, *_outermost(paths)), None)
+    if isinstance(move, staged.Staged):
+        done = move.install()
+        if done is not None:
+            return done
+    return _restore(repo, new, paths)
 
 
 def move_paths(repo: Repo, old: str, new: str, known: Moves | None = None) -> tuple[bool, str | None]:
@@ -224,7 +265,7 @@ def move_paths(repo: Repo, old: str, new: str, known: Moves | None = None) -> tu
     refused = _refusal(repo, old, paths, added, deleted)
     if refused is not None:
         return True, refused
-    status, err = _restore(repo, new, paths)
+    status, err = _move(repo, new, paths)
     if status != 0:  # put index and files back: nothing of this move may remain
         _restore(repo, old, [p for p in paths if p not in added])
         _restore(repo, old, added)  # removes them; a path the failed move did not add matches nothing

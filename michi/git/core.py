@@ -104,9 +104,16 @@ def config_values(repo: Repo) -> dict[str, str]:
     return dict(repo.memo["config"])
 
 
+# The identity, the remotes' URLs, and what decides whether the checkout move may stage the index
+# (`michi.git.staged`). Changing it means changing `settings.CACHE_NAME`: a kept answer lacks the rest.
+_SETTINGS = (
+    r"^(user\.(name|email)|remote\..*\.url|core\.(fsmonitor|splitindex)|index\.version|feature\.manyfiles)$"
+)
+
+
 def _ask_config(repo: Repo) -> dict[str, str]:
     """The settings, from one git process."""
-    out = repo.execute(["config", "-z", "--get-regexp", r"^(user\.(name|email)|remote\..*\.url)$"])[1]
+    out = repo.execute(["config", "-z", "--get-regexp", _SETTINGS])[1]
     values: dict[str, str] = {}
     for record in out.decode("utf-8", "surrogateescape").split("\0"):
         key, _, value = record.partition("\n")

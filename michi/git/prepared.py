@@ -80,8 +80,8 @@ def prepare(repo: Repo, key: tuple[str, ...], args: list[str], env: Mapping[str,
 
 
 def drop_prepared(repo: Repo) -> None:
-    """Drop every process prepared and not taken."""
-    for key in [k for k, v in repo.ahead.items() if isinstance(v, Prepared)]:
+    """Drop every process prepared and not taken (and a staged move's, `michi.git.staged`)."""
+    for key in [k for k, v in repo.ahead.items() if isinstance(v, Prepared) or k[:1] == ("staged",)]:
         repo.ahead.pop(key).drop()
 
 

@@ -482,6 +482,7 @@ class Transaction:
                     return self._outcome(
                         result, tip, pushed=True, attempts=attempt, notes=notes, recovered=self._completed()
                     )
+            git.drop_prepared(self.git)  # the move's processes (and a staged index) wait for nothing now
             self._touch(_CONTENDED)
             self.refusals += 1
             if self.refusals >= retries + _TURN_ROUNDS:

@@ -1,0 +1,104 @@
+"""git's index file, read just enough to give a few entries their files' new stat data (ADR 0015).
+
+A staged checkout move (`michi.git.staged`) has git write the new index beside the push, naming files it
+wrote in a staging folder; renaming those files into the work tree changes their ctime and nothing else.
+Here those entries get the ctime (and, where git left it blank, the size) of the files as they now are, and
+the file its checksum again. Only versions 2 and 3 are read (version 4 compresses paths: no entry can be
+found without reading all before it); an entry is taken only when exactly one place in the file holds its
+object id, flags and path and its stat data is the staged file's. Anything else: None, and the caller has
+git do the move as before.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import struct
+from dataclasses import dataclass
+
+_STAT = struct.Struct(">10I")  # ctime s, ns; mtime s, ns; dev; ino; mode; uid; gid; size (git truncates each)
+_U32 = 0xFFFFFFFF
+_FILE_MODES = (0o100644, 0o100755)
+
+
+@dataclass(frozen=True)
+class Moved:
+    """One entry to refresh: its path and object id, and its file's stat data where git wrote it."""
+
+    path: str
+    oid: str
+    staged: os.stat_result
+
+
+def locate(data: bytes | bytearray, moved: list[Moved]) -> list[int] | None:
+    """Where each of `moved`'s entries starts in `data` (a whole index file), None when one cannot be found
+    or is not what git wrote for its staged file (`Moved.staged`)."""
+    if len(data) < 12 or data[:4] != b"DIRC" or int.from_bytes(data[4:8], "big") not in (2, 3):
+        return None
+    found: list[int] = []
+    for item in moved:
+        name = item.path.encode("utf-8", "surrogateescape")
+        key = bytes.fromhex(item.oid) + min(len(name), 0xFFF).to_bytes(2, "big") + name + b"\0"
+        at = data.find(key, 12)
+        if at < 12 + _STAT.size or data.find(key, at + 1) != -1:
+            return None
+        start = at - _STAT.size
+        ctime_s, ctime_ns, mtime_s, mtime_ns, dev, ino, mode, uid, gid, size = _STAT.unpack_from(data, start)
+        st = item.staged
+        nsec = mtime_ns != 0 or ctime_ns != 0  # a git built without nanosecond times writes 0
+        if (
+            mode not in _FILE_MODES
+            or not stat.S_ISREG(st.st_mode)
+            or (mtime_s, mtime_ns) != _times(st.st_mtime_ns, nsec)
+            or (ctime_s, ctime_ns) != _times(st.st_ctime_ns, nsec)
+            or (dev, ino, uid, gid) != tuple(v & _U32 for v in (st.st_dev, st.st_ino, st.st_uid, st.st_gid))
+            or size not in (0, st.st_size & _U32)
+        ):
+            return None
+        found.append(start)
+    return found
+
+
+def retime(
+    data: bytearray,
+    moved: list[Moved],
+    where: list[int],
+    now: list[os.stat_result],
+    settled_before_ns: int,
+    width: int,
+) -> list[tuple[int, bytes]] | None:
+    """Give the entries `locate` found at `where` in `data` their files' stat data as they now are (`now`:
+    moved by a rename, so the same files, only their ctime new), and make the trailing checksum again,
+    in place; the (offset, bytes) written, for the file to be written the same way. None, with `data`
+    unchanged, when a file is not the one staged. A size git blanked (a file as new as the index it read:
+    "racily clean") is filled in only for a file last modified before `settled_before_ns`, which the index
+    written now is surely newer than; otherwise it stays blank and git compares the content, as it would.
+    `width`: the checksum's bytes (20 for SHA-1, 32 for SHA-256)."""
+    for item, after in zip(moved, now, strict=True):
+        st = item.staged
+        same = (after.st_ino, after.st_dev, after.st_size, after.st_mtime_ns)
+        if same != (st.st_ino, st.st_dev, st.st_size, st.st_mtime_ns) or not stat.S_ISREG(after.st_mode):
+            return None
+    written: list[tuple[int, bytes]] = []
+    for start, after in zip(where, now, strict=True):
+        fields = list(_STAT.unpack_from(data, start))
+        nsec = fields[1] != 0 or fields[3] != 0
+        fields[0], fields[1] = _times(after.st_ctime_ns, nsec)
+        if fields[9] == 0 and after.st_mtime_ns < settled_before_ns:
+            fields[9] = after.st_size & _U32
+        _STAT.pack_into(data, start, *fields)
+        written.append((start, bytes(data[start : start + _STAT.size])))
+    if written and any(data[-width:]):  # git 2.40's index.skipHash leaves it zero, and so does this
+        data[-width:] = _digest(width, memoryview(data)[:-width])
+        written.append((len(data) - width, bytes(data[-width:])))
+    return written
+
+
+def _times(ns: int, nsec: bool) -> tuple[int, int]:
+    return (ns // 1_000_000_000) & _U32, ns % 1_000_000_000 if nsec else 0
+
+
+def _digest(width: int, data: memoryview) -> bytes:
+    import hashlib  # only here: OpenSSL costs ~5 ms to load, and only a large index comes this way
+
+    return (hashlib.sha1 if width == 20 else hashlib.sha256)(data).digest()

@@ -1,0 +1,295 @@
+"""A checkout move whose index git writes beside the push (ADR 0015).
+
+git rewrites the whole index file on every change: at 50,000 entries the `git restore` that moves the
+checkout after the push spends ~40 ms reading, hashing and writing 6 MB, inside the lock. Here that same
+`git restore` runs while the push runs, in a staging work tree in `.git/michi/stage/`, on a copy of the
+index (`GIT_INDEX_FILE`): git writes the new files (its filters and attributes applied) and an index
+naming them, and never touches the user's. After the push has landed and the move's checks passed, the
+files are renamed into the work tree (a rename changes a file's ctime and nothing else) and the staged
+index, its moved entries given their files' new ctime (`michi.git.indexfile`), is installed the way git
+installs one: written to `index.lock`, taken exclusively, and renamed over the index, only if the index
+is still the one the staging started from. ~10 ms of hashing instead of git's read, merge and write.
+
+Whenever anything is not as expected (the index changed meanwhile, an entry cannot be found or is not the
+staged file, a file is in the way) and nothing was moved yet, the move is left to `git restore` as
+before. Used only for a large index (below ~1 MiB git's own write is as quick), and never with a split
+index, an fsmonitor (the staging tree is not the one it watches), a sparse checkout or another index file
+(`GIT_INDEX_FILE`), or for a path that is not a plain file in both commits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import shutil
+import stat
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import IO, TYPE_CHECKING
+
+from michi.git import indexfile
+
+if TYPE_CHECKING:
+    import subprocess
+
+    from michi.git.repo import Repo
+
+# An index smaller than this is written by git about as quickly as it is hashed here.
+MIN_INDEX_BYTES = 1 << 20
+_FILE_MODES = (0o100644, 0o100755)
+_SETTLED_NS = 20_000_000  # the kernel's file-time clock ticks at most this coarsely (`checkout._SETTLED_NS`)
+_SERIAL = itertools.count()
+PathEntry = tuple[int, str] | None
+_Moves = Mapping[str, tuple[PathEntry, PathEntry]]
+
+
+def _min_bytes() -> int:
+    try:
+        return int(os.environ.get("MICHI_STAGED_INDEX_BYTES", MIN_INDEX_BYTES))
+    except ValueError:
+        return MIN_INDEX_BYTES
+
+
+def _index_key(st: os.stat_result) -> tuple[int, ...]:
+    return (st.st_ino, st.st_dev, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+class Staged:
+    """The move from `old` to `new` by `moves` (only paths that differ), prepared now; `install` finishes
+    it after the push, `drop` forgets it."""
+
+    def __init__(
+        self, repo: Repo, new: str, moves: _Moves, restore: list[str], env: Mapping[str, str]
+    ) -> None:
+        assert repo.working_dir is not None
+        self.top = Path(repo.working_dir)
+        self.git_dir = repo.paths.git_dir
+        self.where = _folder(self.git_dir) / f"{os.getpid()}.{next(_SERIAL)}"
+        self.width = len(new) // 2
+        self.written = sorted((p, n[1]) for p, (_o, n) in moves.items() if n is not None)
+        self.deleted = sorted(p for p, (_o, n) in moves.items() if n is None)
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.reader: threading.Thread | None = None
+        self.found: tuple[list[indexfile.Moved], bytearray, list[int]] | None = None
+        try:
+            self._start(repo, restore, env)
+        except BaseException:
+            self.drop()
+            raise
+
+    def _start(self, repo: Repo, restore: list[str], env: Mapping[str, str]) -> None:
+        _clear_dead(_folder(self.git_dir))
+        (self.where / "wt").mkdir(parents=True)
+        # A copy, not a link: a link would give the user's index a new ctime, which the move's first
+        # check (`checkout._Ahead`) would take for a write. git replaces an index, never writes into it,
+        # so the file opened here is the one copied, whole.
+        with open(self.git_dir / "index", "rb") as source, open(self.where / "index", "xb") as copy:
+            found = os.fstat(source.fileno())
+            _copy(source.fileno(), copy.fileno(), found.st_size)
+        self.index_was = _index_key(found)
+        self.index_mode = stat.S_IMODE(found.st_mode)
+        self._attributes()
+        args = [
+            "-c",
+            f"core.hooksPath={os.devnull}",
+            "-c",
+            "core.splitIndex=false",
+            "--work-tree",
+            str(self.where / "wt"),
+            *restore,
+        ]
+        self.proc = repo.start(args, env={**env, "GIT_INDEX_FILE": str(self.where / "index")}, fed=True)
+
+    def feed(self, data: bytes) -> None:
+        stdin: IO[bytes] | None = self.proc.stdin if self.proc else None
+        assert stdin is not None
+        try:
+            stdin.write(data)
+        finally:
+            stdin.close()  # git starts once its input ends
+            assert self.proc is not None
+            self.proc.stdin = None  # closed here: `communicate` must not flush it
+        # Its result is read as soon as git is done, while the push still runs (this process only waits
+        # for the push then): the lock's holder finds it ready.
+        self.reader = threading.Thread(target=self._read, name="michi-staged-index", daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        """Wait for git, then read what it staged and find the moved entries in its index."""
+        assert self.proc is not None
+        self.proc.communicate()
+        if self.proc.returncode != 0:
+            return
+        stage = self.where / "wt"
+        try:
+            staged = [indexfile.Moved(p, oid, os.lstat(stage / p)) for p, oid in self.written]
+            with open(self.where / "index", "rb") as source:
+                data = bytearray(os.fstat(source.fileno()).st_size)
+                if source.readinto(data) != len(data):
+                    return
+        except OSError:
+            return
+        where = indexfile.locate(data, staged)
+        if where is not None:
+            self.found = (staged, data, where)
+
+    def _attributes(self) -> None:
+        """The `.gitattributes` files along the moved paths, copied into the staging tree: git reads a
+        path's attributes from the index, then from the work tree (an untracked one counts too)."""
+        folders = {Path(p).parent for p, _oid in self.written}
+        for folder in sorted({f for p in folders for f in (p, *p.parents)}):
+            source = self.top / folder / ".gitattributes"
+            with contextlib.suppress(OSError):
+                if stat.S_ISREG(os.lstat(source).st_mode):
+                    (self.where / "wt" / folder).mkdir(parents=True, exist_ok=True)
+                    shutil.copyfile(source, self.where / "wt" / folder / ".gitattributes")
+
+    def install(self) -> tuple[int, str] | None:
+        """Finish the move: (0, "") when done; None when nothing was changed and `git restore` should do
+        it; (1, why) when it failed midway (the caller puts the paths back, as after a failed restore)."""
+        try:
+            return self._install()
+        finally:
+            self.drop()
+
+    def _install(self) -> tuple[int, str] | None:
+        if self.reader is None:
+            return None
+        self.reader.join()
+        if self.found is None:
+            return None
+        staged, data, where = self.found
+        stage = self.where / "wt"
+        lock = self.git_dir / "index.lock"
+        try:
+            fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+        except OSError:
+            return None  # git's own lock is held: `git restore` says so, as it always did
+        moving = False
+        try:
+            if _index_key(os.stat(self.git_dir / "index")) != self.index_was:
+                return None  # written meanwhile (the user's `git add`): git merges it
+            moving = True
+            for path, _oid in self.written:
+                (self.top / path).parent.mkdir(parents=True, exist_ok=True)
+                os.replace(stage / path, self.top / path)
+            for path in self.deleted:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(self.top / path)
+                _prune(self.top, Path(path).parent)
+            now = [os.lstat(self.top / p) for p, _oid in self.written]
+            patches = indexfile.retime(data, staged, where, now, time.time_ns() - _SETTLED_NS, self.width)
+            if patches is None:
+                return 1, "error: a moved task file changed while it was moved"
+            # The staged index itself becomes the index (a few bytes patched, not 6 MB written), renamed
+            # over it while git's `index.lock` is held here, as git's own rename of the lock would.
+            staged_index = os.open(self.where / "index", os.O_WRONLY | os.O_CLOEXEC)
+            try:
+                for offset, chunk in patches:
+                    os.pwrite(staged_index, chunk, offset)
+                os.fchmod(staged_index, self.index_mode)
+            finally:
+                os.close(staged_index)
+            os.rename(self.where / "index", self.git_dir / "index")
+            return 0, ""
+        except OSError as exc:
+            if not moving:
+                return None
+            return 1, f"error: could not move the task files: {exc}"
+        finally:
+            os.close(fd)
+            with contextlib.suppress(OSError):
+                os.unlink(lock)
+
+    def drop(self) -> None:
+        """Forget the staging: its process ends (its input closed) and its folder goes."""
+        if self.reader is not None:
+            self.reader.join()  # it ends with git, whose input is closed
+        elif self.proc is not None:
+            with contextlib.suppress(OSError, ValueError):
+                self.proc.communicate()
+        self.proc = self.reader = self.found = None
+        _clear(self.where)
+
+
+def _copy(source: int, target: int, size: int) -> None:
+    done = 0
+    while done < size:
+        sent = os.sendfile(target, source, done, size - done)
+        if sent == 0:
+            raise OSError("the index ended early")
+        done += sent
+
+
+def _folder(git_dir: Path) -> Path:
+    return git_dir / "michi" / "stage"
+
+
+def _clear(where: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        shutil.rmtree(where)
+
+
+def _clear_dead(folder: Path) -> None:
+    """Remove the staging folders of michi processes no longer running (killed before they could)."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return
+    for name in names:
+        pid = name.partition(".")[0]
+        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+            _clear(folder / name)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # someone else's: alive
+    return True
+
+
+def _prune(top: Path, folder: Path) -> None:
+    """Remove `folder` and the folders above it that a deletion left empty, as git's checkout does."""
+    while folder.parts:
+        try:
+            os.rmdir(top / folder)
+        except OSError:
+            return
+        folder = folder.parent
+
+
+def usable(repo: Repo, moves: _Moves, fsmonitor: bool, config: Mapping[str, str]) -> bool:
+    """May this move be staged? Only for a large index in version 2 or 3, plain files, and an index
+    michi may replace (`config`: git's settings, keys in lower case)."""
+    if fsmonitor or "GIT_INDEX_FILE" in os.environ:
+        return False
+    if config.get("index.version", "").strip() == "4" or config.get("core.splitindex", "").lower() == "true":
+        return False
+    if config.get("feature.manyfiles", "").lower() in ("true", "yes", "on", "1"):
+        return False  # its index is version 4
+    assert repo.working_dir is not None
+    git_dir = repo.paths.git_dir
+    try:
+        index = os.stat(git_dir / "index")
+        if index.st_size < _min_bytes() or os.stat(repo.working_dir).st_dev != index.st_dev:
+            return False
+        if any(name.startswith("sharedindex.") for name in os.listdir(git_dir)):
+            return False  # a split index: git's `link` extension is not read here
+    except OSError:
+        return False
+    if (git_dir / "info" / "sparse-checkout").exists():
+        return False
+    paths = set(moves)
+    for path, entries in moves.items():
+        if any(e is not None and e[0] not in _FILE_MODES for e in entries):
+            return False
+        if any(parent.as_posix() in paths for parent in Path(path).parents):
+            return False  # a folder that becomes a file, or the reverse: git's move, not this one
+    return True

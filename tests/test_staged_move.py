@@ -1,0 +1,208 @@
+"""The checkout move whose index git writes beside the push (`michi.git.staged`, ADR 0015): the same move
+as `git restore`, the index installed only when nothing changed meanwhile, and git's restore otherwise.
+Used for a large index only; here `MICHI_STAGED_INDEX_BYTES=0` makes every index large."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import git
+from test_checkout_paths import _exec_runs, _known, _next, _state, make_work
+
+from michi import git as mgit
+from michi.errors import MichiError
+from michi.git import checkout, staged
+from michi.git.checkout import move_paths
+
+
+@pytest.fixture
+def work(tmp_path: Path) -> Path:
+    return make_work(tmp_path)
+
+
+@pytest.fixture(autouse=True)
+def _large(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MICHI_STAGED_INDEX_BYTES", "0")
+    monkeypatch.setattr(checkout, "_SETTLED_NS", 0)  # the fixture's files are fresh: judge them by stat
+
+
+def _stage(repo: mgit.Repo, old: str, new: str, known: mgit.Moves) -> staged.Staged:
+    checkout.check_ahead(repo, old, known, new)
+    kinds = {k[0] for k in repo.ahead}
+    assert "restore" not in kinds, "git's restore was prepared instead"
+    (move,) = (v for k, v in repo.ahead.items() if k[0] == "staged")
+    assert isinstance(move, staged.Staged)
+    return move
+
+
+def _stat_clean(work: Path, paths: list[str]) -> None:
+    """git sees these files as they are without reading them: their index entries hold their stat data."""
+    assert git(work, "diff-files", "--name-only", "--", *paths) == ""  # stat data only: no refresh
+    for path in paths:
+        listed = git(work, "ls-files", "--debug", "--", path).splitlines()
+        fields = dict(line.strip().split(":", 1) for line in listed[1:] if ":" in line)
+        st = os.lstat(work / path)
+        assert fields["ctime"].strip() == f"{st.st_ctime_ns // 10**9}:{st.st_ctime_ns % 10**9}"
+        assert fields["mtime"].strip() == f"{st.st_mtime_ns // 10**9}:{st.st_mtime_ns % 10**9}"
+        assert int(fields["dev"].split()[0]) == st.st_dev & 0xFFFFFFFF
+        assert int(fields["dev"].split("ino:")[1]) == st.st_ino & 0xFFFFFFFF
+
+
+def test_the_staged_index_is_installed_with_the_moved_files(
+    work: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    old, new = _next(work)
+    (work / "notes.txt").write_text("unstaged edit\n")
+    (work / "staged.txt").write_text("staged\n")
+    git(work, "add", "staged.txt")
+    os.chmod(work / ".git" / "index", 0o640)
+    repo, known = mgit.open_repo(work), _known(work, old, new)
+    move = _stage(repo, old, new, known)
+    runs = _exec_runs(monkeypatch, "restore")
+    assert move_paths(repo, old, new, known) == (True, None)
+    assert runs == []  # no git restore ran: the staged index was installed
+    assert move.proc is None and not move.where.exists()
+    assert (work / ".tasks" / "b.json").read_text() == "b 2\n"
+    assert (work / ".tasks" / "d.json").read_text() == "d 1\n"
+    assert not (work / ".tasks" / "c.json").exists()
+    assert (work / "notes.txt").read_text() == "unstaged edit\n"
+    assert git(work, "diff-index", "--cached", "--name-only", new).split() == ["staged.txt"]
+    _stat_clean(work, [".tasks/b.json", ".tasks/d.json"])
+    assert stat.S_IMODE(os.stat(work / ".git" / "index").st_mode) == 0o640
+    assert not (work / ".git" / "index.lock").exists()
+    assert os.listdir(work / ".git" / "michi" / "stage") == []
+
+
+def test_the_users_git_add_while_the_push_ran_is_kept(work: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The index changed after the staging copied it: the staged one is not installed, git moves."""
+    old, new = _next(work)
+    repo, known = mgit.open_repo(work), _known(work, old, new)
+    move = _stage(repo, old, new, known)
+    (work / "staged.txt").write_text("staged while the push ran\n")
+    git(work, "add", "staged.txt")
+    runs = _exec_runs(monkeypatch, "restore")
+    assert move_paths(repo, old, new, known) == (True, None)
+    assert runs  # git's restore did it
+    assert not move.where.exists()
+    assert git(work, "diff-index", "--cached", "--name-only", new).split() == ["staged.txt"]
+    assert (work / ".tasks" / "b.json").read_text() == "b 2\n"
+    assert git(work, "diff-files", "--name-only") == ""
+
+
+def test_git_holding_the_index_lock_leaves_the_move_to_git(work: Path) -> None:
+    old, new = _next(work)
+    repo, known = mgit.open_repo(work), _known(work, old, new)
+    _stage(repo, old, new, known)
+    (work / ".git" / "index.lock").write_text("")  # another git is writing the index
+    before = _state(work)
+    with pytest.raises(MichiError, match=r"index\.lock"):
+        move_paths(repo, old, new, known)
+    assert _state(work) == before
+    assert (work / ".git" / "index.lock").read_text() == ""  # not ours: left alone
+
+
+@pytest.mark.parametrize("tracked", [True, False])
+def test_the_files_get_gits_filters_and_attributes(
+    work: Path, monkeypatch: pytest.MonkeyPatch, tracked: bool
+) -> None:
+    """Written by git in the staging tree: line endings and attributes as `git restore` gives them,
+    from a committed `.gitattributes` or an untracked one in the task folder."""
+    (work / ".tasks" / ".gitattributes").write_text("*.json text eol=crlf\n")
+    if tracked:
+        git(work, "add", ".tasks/.gitattributes")
+        git(work, "commit", "-qm", "attributes")
+    old, new = _next(work)
+    repo, known = mgit.open_repo(work), _known(work, old, new)
+    _stage(repo, old, new, known)
+    runs = _exec_runs(monkeypatch, "restore")
+    assert move_paths(repo, old, new, known) == (True, None)
+    assert runs == []
+    assert (work / ".tasks" / "b.json").read_bytes() == b"b 2\r\n"
+    assert (work / ".tasks" / "d.json").read_bytes() == b"d 1\r\n"
+    assert git(work, "diff-files", "--name-only") == ""
+    assert git(work, "diff", "--name-only", "--", ".tasks") == ""
+
+
+def test_an_index_in_version_4_is_moved_by_git(work: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Version 4 compresses paths, so its entries are not found by their bytes: git's restore moves."""
+    git(work, "update-index", "--index-version", "4")
+    old, new = _next(work)
+    repo, known = mgit.open_repo(work), _known(work, old, new)
+    _stage(repo, old, new, known)
+    runs = _exec_runs(monkeypatch, "restore")
+    assert move_paths(repo, old, new, known) == (True, None)
+    assert runs
+    assert (work / ".tasks" / "b.json").read_text() == "b 2\n"
+    assert git(work, "diff-files", "--name-only") == ""
+    assert (work / ".git" / "index").read_bytes()[4:8] == (4).to_bytes(4, "big")  # still the user's version
+
+
+def test_a_staging_never_installed_changes_nothing(work: Path) -> None:
+    """The push was refused: the staging is dropped, and nothing of the user's changed."""
+    old, new = _next(work)
+    repo = mgit.open_repo(work)
+    before = _state(work)
+    move = _stage(repo, old, new, _known(work, old, new))
+    mgit.drop_prepared(repo)
+    assert repo.ahead == {} or all(k[0] != "staged" for k in repo.ahead)
+    assert _state(work) == before
+    assert not move.where.exists()
+
+
+def test_a_killed_michis_staging_folder_is_cleared(work: Path) -> None:
+    old, new = _next(work)
+    dead = subprocess.Popen(["true"])
+    dead.wait()  # its pid names no process now
+    left = work / ".git" / "michi" / "stage" / f"{dead.pid}.0" / "wt"
+    left.mkdir(parents=True)
+    repo = mgit.open_repo(work)
+    move = _stage(repo, old, new, _known(work, old, new))
+    assert not left.parent.exists()
+    move.drop()
+
+
+def test_sha256_repository(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo_dir = make_work(tmp_path, "--object-format=sha256")
+    old, new = _next(repo_dir)
+    assert len(new) == 64
+    repo, known = mgit.open_repo(repo_dir), _known(repo_dir, old, new)
+    _stage(repo, old, new, known)
+    runs = _exec_runs(monkeypatch, "restore")
+    assert move_paths(repo, old, new, known) == (True, None)
+    assert runs == []
+    assert git(repo_dir, "diff-files", "--name-only") == ""
+    assert git(repo_dir, "diff-index", "--cached", "--name-only", new) == ""
+    _stat_clean(repo_dir, [".tasks/b.json", ".tasks/d.json"])
+
+
+def test_transactions_move_the_checkout_by_the_staged_index(
+    cli, remote, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    installed: list[tuple[int, str] | None] = []
+    real = staged.Staged.install
+
+    def spied(self: staged.Staged) -> tuple[int, str] | None:
+        installed.append(real(self))
+        return installed[-1]
+
+    monkeypatch.setattr(staged.Staged, "install", spied)
+    repo = remote.clone("work")
+    assert cli(repo, "init").exit_code == 0
+    for args in (
+        ("task", "add", "one"),
+        ("task", "add", "two"),
+        ("task", "done", "1"),
+        ("task", "modify", "2", "-p", "H"),
+    ):
+        assert cli(repo, *args).exit_code == 0
+        assert git(repo, "status", "--porcelain") == ""
+        assert git(repo, "diff-files", "--name-only") == ""
+        assert git(repo, "diff-index", "--cached", "--name-only", "HEAD") == ""
+    assert os.listdir(repo / ".git" / "michi" / "stage") == []
+    assert installed and all(done == (0, "") for done in installed)
+    changed = git(repo, "show", "--name-only", "--format=", "HEAD").split()
+    _stat_clean(repo, [p for p in changed if p.endswith(".json")])
