@@ -206,3 +206,59 @@ def test_transactions_move_the_checkout_by_the_staged_index(
     assert installed and all(done == (0, "") for done in installed)
     changed = git(repo, "show", "--name-only", "--format=", "HEAD").split()
     _stat_clean(repo, [p for p in changed if p.endswith(".json")])
+
+
+def _files_at(work: Path, commit: str) -> None:
+    """The task files as `commit` has them, the index left as it was: where a michi killed between
+    writing the files of a move and its index (git's restore, or the staged move) leaves them."""
+    for name in ("a", "b", "c", "d"):
+        path = work / ".tasks" / f"{name}.json"
+        listed = git(work, "ls-tree", commit, "--", f".tasks/{name}.json").split()
+        if listed:
+            path.write_bytes(
+                subprocess.run(
+                    ["git", "cat-file", "blob", listed[2]], cwd=work, capture_output=True, check=True
+                ).stdout
+            )
+        else:
+            path.unlink(missing_ok=True)
+
+
+def test_a_move_killed_after_its_files_were_written_is_finished(work: Path) -> None:
+    """The files already hold what the move writes: michi's bytes, not the user's, so the next move
+    goes ahead (before, it refused for ever: "your local changes would be overwritten")."""
+    old, new = _next(work)
+    _files_at(work, new)
+    (work / "notes.txt").write_text("the user's\n")
+    assert move_paths(mgit.open_repo(work), old, new) == (True, None)
+    assert git(work, "diff-index", "--cached", "--name-only", new) == ""
+    assert git(work, "diff-files", "--name-only").split() == ["notes.txt"]
+    assert (work / "notes.txt").read_text() == "the user's\n"
+
+
+def test_files_an_interrupted_michi_left_at_its_commit_are_moved_on(work: Path) -> None:
+    """The killed michi's commit landed and the next goes further: files at that commit's version
+    (`own`) are michi's too; a file of any other content is still the user's and refuses."""
+    old, new = _next(work)
+    scratch = {"GIT_INDEX_FILE": str(work / ".git" / "scratch-index")}
+    git(work, "read-tree", new, env=scratch)
+    (work / ".git" / "scratch-blob").write_text("b 3\n")
+    blob = git(work, "hash-object", "-w", str(work / ".git" / "scratch-blob"))
+    git(work, "update-index", "--cacheinfo", f"100644,{blob},.tasks/b.json", env=scratch)
+    tree = git(work, "write-tree", env=scratch)
+    newer = git(work, "commit-tree", tree, "-p", new, "-m", "three")  # a commit after `new`, built on it
+    _files_at(work, new)
+    assert move_paths(mgit.open_repo(work), old, newer)[1] is not None  # not known to be michi's
+    assert move_paths(mgit.open_repo(work), old, newer, own=[new]) == (True, None)
+    assert git(work, "diff-index", "--cached", "--name-only", newer) == ""
+    assert git(work, "diff-files", "--name-only") == ""
+
+
+def test_a_file_of_other_content_where_a_move_writes_still_refuses(work: Path) -> None:
+    old, new = _next(work)
+    _files_at(work, new)
+    (work / ".tasks" / "d.json").write_text("d, mine\n")
+    before = _state(work)
+    done, refused = move_paths(mgit.open_repo(work), old, new, own=[new])
+    assert done and refused and "d.json" in refused
+    assert _state(work) == before

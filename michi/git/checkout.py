@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import time
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -97,8 +98,11 @@ def _stats(repo: Repo, paths: list[str]) -> list[tuple[int, ...] | None] | None:
     return found
 
 
-def _refusal(repo: Repo, old: str, paths: list[str], added: list[str], deleted: set[str]) -> str | None:
-    """Why moving `paths` away from `old` would lose something of the user's, or None when it would not."""
+def _refusal(
+    repo: Repo, old: str, paths: list[str], added: list[str], deleted: set[str], goal: _Goal
+) -> str | None:
+    """Why moving `paths` away from `old` to `goal` would lose something of the user's, or None when it
+    would not."""
     # One process for the common case: empty means the index holds old's version of every path and no
     # work tree file is even stat-dirty. Otherwise the exact checks decide (a touched but unchanged file
     # must not block michi, as it does not block read-tree). Started during the push when it could be,
@@ -107,13 +111,13 @@ def _refusal(repo: Repo, old: str, paths: list[str], added: list[str], deleted: 
     if isinstance(ahead, _Ahead):
         listing = ahead.clean()
         if listing is not None:
-            return _hidden_changes(repo, paths, listing) or _untracked(repo, added, deleted)
+            return _hidden_changes(repo, paths, listing) or _untracked(repo, added, deleted, goal)
     hidden = _hidden_changes(repo, paths)
     if hidden is not None:
         return hidden
     status, out, err = _exec(repo, *_CHECK, old, "--", *paths, env=LITERAL)
     if status == 0 and not out:
-        return _untracked(repo, added, deleted)
+        return _untracked(repo, added, deleted, goal)
     status, staged, err = _exec(
         repo, "diff-index", "--cached", "-z", "--name-only", "--no-renames", old, "--", *paths, env=LITERAL
     )
@@ -126,9 +130,13 @@ def _refusal(repo: Repo, old: str, paths: list[str], added: list[str], deleted: 
     )
     if status != 0:
         return err.strip() or f"diff exited {status}"
-    if _names(unstaged):
-        return f"error: your local changes to {_names(unstaged)[0]} would be overwritten"
-    return _untracked(repo, added, deleted)
+    changed = _names(unstaged)
+    if changed:
+        ours = _already_written(repo, changed, goal)
+        theirs = [p for p in changed if p not in ours]
+        if theirs:
+            return f"error: your local changes to {theirs[0]} would be overwritten"
+    return _untracked(repo, added, deleted, goal)
 
 
 def _hidden_changes(repo: Repo, paths: list[str], listing: str | None = None) -> str | None:
@@ -163,12 +171,14 @@ def _hidden_changes(repo: Repo, paths: list[str], listing: str | None = None) ->
     return None
 
 
-def _untracked(repo: Repo, added: list[str], deleted: set[str]) -> str | None:
+def _untracked(repo: Repo, added: list[str], deleted: set[str], goal: _Goal | None = None) -> str | None:
     """Something of the user's where a file is to be added. A folder is fine when all it holds are files
     this move deletes (a folder that becomes a file, as read-tree allows). A file or symlink where a folder
-    of the new file must be refuses too, unless this move deletes it: git's checkout would unlink it."""
+    of the new file must be refuses too, unless this move deletes it: git's checkout would unlink it.
+    A file already holding what the move writes there (`goal`: `_already_written`) is michi's own."""
     assert repo.working_dir is not None
     top = Path(repo.working_dir)
+    files: list[str] = []  # regular files where one is to be added: the user's unless michi wrote them
     for path in added:
         where = top / path
         for parent in reversed(Path(path).parents[:-1]):  # outermost first: `a`, then `a/b`
@@ -187,8 +197,61 @@ def _untracked(repo: Repo, added: list[str], deleted: set[str]) -> str | None:
             ]
             if all(p in deleted for p in inside):
                 continue
+        elif goal is not None and stat.S_ISREG(os.lstat(where).st_mode):
+            files.append(path)
+            continue
         return f"error: the untracked file {path} would be overwritten"
+    if files and goal is not None:
+        ours = _already_written(repo, files, goal)
+        theirs = [p for p in files if p not in ours]
+        if theirs:
+            return f"error: the untracked file {theirs[0]} would be overwritten"
     return None
+
+
+class _Goal:
+    """What a move writes to each path (None: the path goes), and the commits an interrupted michi may
+    have left the work tree at (`own`)."""
+
+    def __init__(self, entries: Mapping[str, PathEntry], own: Collection[str]) -> None:
+        self.entries, self.own = entries, own
+
+
+def _already_written(repo: Repo, paths: list[str], goal: _Goal) -> set[str]:
+    """Of `paths` (work tree files that differ from the index), those already holding what this move
+    writes there, or what one of `goal.own` holds (a michi killed between writing the files and the index
+    left them so): michi's own bytes, not the user's, and the move may write over them. One
+    `hash-object` (with each path's filters), and an `ls-tree` per commit of `own`; only on this rare way."""
+    assert repo.working_dir is not None
+    top = Path(repo.working_dir)
+    accepted: dict[str, set[str | None]] = {}
+    for path in paths:
+        entry = goal.entries.get(path)
+        accepted[path] = {None if entry is None else entry[1]}
+    for commit in goal.own:
+        status, out, _err = _exec(repo, "ls-tree", "-r", "-z", commit, "--", *paths, env=LITERAL)
+        listed: dict[str, str] = {}
+        for record in _names(out) if status == 0 else []:
+            meta, _, path = record.partition("\t")
+            listed[path] = meta.split(" ")[2]
+        for path in paths:
+            accepted[path].add(listed.get(path))
+    present: list[str] = []
+    ours: set[str] = set()
+    for path in paths:
+        try:
+            mode = os.lstat(top / path).st_mode
+        except FileNotFoundError:
+            if None in accepted[path]:
+                ours.add(path)
+            continue
+        if stat.S_ISREG(mode):
+            present.append(path)
+    if present:
+        status, hashed, _err = _exec(repo, "hash-object", "--", *present, env=LITERAL)
+        if status == 0:
+            ours.update(p for p, oid in zip(present, str(hashed).split(), strict=False) if oid in accepted[p])
+    return ours
 
 
 def check_ahead(repo: Repo, old: str, known: Moves, new: str | None = None) -> None:
@@ -247,10 +310,14 @@ def _move(repo: Repo, new: str, paths: list[str]) -> tuple[int, str]:
     return _restore(repo, new, paths)
 
 
-def move_paths(repo: Repo, old: str, new: str, known: Moves | None = None) -> tuple[bool, str | None]:
+def move_paths(
+    repo: Repo, old: str, new: str, known: Moves | None = None, own: Collection[str] = ()
+) -> tuple[bool, str | None]:
     """(done, refusal): done is False when the change is too large for this path (use read-tree).
     `known`, when given, is every path that differs from `old` to `new` with its entries in both (the
-    transaction built `new` from `old` and saw both): no git process has to diff two 50,000-entry trees."""
+    transaction built `new` from `old` and saw both): no git process has to diff two 50,000-entry trees.
+    `own`: commits an interrupted michi may have left files at (a file holding their version, or `new`'s,
+    is not the user's work)."""
     if known is not None:
         diff = {p: (o, n) for p, (o, n) in known.items() if o != n}
     else:
@@ -262,7 +329,7 @@ def move_paths(repo: Repo, old: str, new: str, known: Moves | None = None) -> tu
     paths = sorted(diff)
     added = [p for p in paths if diff[p][0] is None]
     deleted = {p for p in paths if diff[p][1] is None}
-    refused = _refusal(repo, old, paths, added, deleted)
+    refused = _refusal(repo, old, paths, added, deleted, _Goal({p: diff[p][1] for p in paths}, own))
     if refused is not None:
         return True, refused
     status, err = _move(repo, new, paths)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
 from michi.errors import GitFailed
@@ -165,6 +165,7 @@ def read_tree_update(
     new: str,
     env: Mapping[str, str] | None = None,
     known: Moves | None = None,
+    own: Collection[str] = (),
 ) -> str | None:
     """Move the user's index and work tree from `old` to `new` the way `git checkout` does: paths that do
     not differ keep every staged and unstaged change; git refuses (and changes nothing) when a path that
@@ -175,7 +176,7 @@ def read_tree_update(
     if env is None and not (repo.paths.git_dir / "info" / "sparse-checkout").exists():
         from michi.git.checkout import move_paths
 
-        done, refused = move_paths(repo, old, new, known)  # only the few paths that differ (ADR 0015)
+        done, refused = move_paths(repo, old, new, known, own)  # only the paths that differ (ADR 0015)
         if done:
             return refused
     status, _out, err = _exec(repo, "read-tree", "-m", "-u", old, new, env=env)

@@ -84,6 +84,7 @@ def move_checkout(
     goal: str,
     interrupted: Iterable[str],
     known: git.Moves | None = None,
+    own: Collection[str] = (),
 ) -> str | None:
     """Move index and work tree from `local` to `goal`; None on success, else git's refusal.
 
@@ -93,7 +94,9 @@ def move_checkout(
     covers only the paths that differ from there on to `goal`).
     `known`, when given, is every path that differs from `local` to `goal` with its entries in both (the
     transaction's own edits)."""
-    refused = git.read_tree_update(repo, local or git.EMPTY_TREE, goal, known=known if local else None)
+    refused = git.read_tree_update(
+        repo, local or git.EMPTY_TREE, goal, known=known if local else None, own=own
+    )
     for commit in interrupted:
         if refused is None:
             break
@@ -154,7 +157,9 @@ def update_local(
         goal = replayed
     if here:
         candidates = interrupted_goals(repo, local, interrupted, drop)
-        refused = move_checkout(repo, local, goal, candidates, known if local is not None else None)
+        refused = move_checkout(
+            repo, local, goal, candidates, known if local is not None else None, interrupted
+        )
         if refused is not None:
             return [
                 f"local branch {target.branch} was not updated because your work tree has changes "
