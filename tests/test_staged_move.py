@@ -262,3 +262,22 @@ def test_a_file_of_other_content_where_a_move_writes_still_refuses(work: Path) -
     done, refused = move_paths(mgit.open_repo(work), old, new, own=[new])
     assert done and refused and "d.json" in refused
     assert _state(work) == before
+
+
+def test_a_symlinked_task_folder_is_left_to_git(work: Path, tmp_path: Path) -> None:
+    """A rename through a symlinked folder would write outside the work tree: the staged move is not
+    installed (even when the folder became a symlink after the move's checks), and git's checkout
+    decides (it refuses: the files it knows are not where it put them)."""
+    old, new = _next(work)
+    repo, known = mgit.open_repo(work), _known(work, old, new)
+    move = _stage(repo, old, new, known)
+    outside = tmp_path / "outside"
+    (work / ".tasks").rename(outside)
+    (work / ".tasks").symlink_to(outside)
+    before = {p.name: p.read_bytes() for p in outside.iterdir()}
+    assert move.install() is None  # as if the checks had passed just before
+    assert {p.name: p.read_bytes() for p in outside.iterdir()} == before
+    repo.ahead.clear()
+    done, refused = move_paths(repo, old, new, known)
+    assert done and refused
+    assert {p.name: p.read_bytes() for p in outside.iterdir()} == before

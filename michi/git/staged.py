@@ -97,6 +97,8 @@ class Staged:
             f"core.hooksPath={os.devnull}",
             "-c",
             "core.splitIndex=false",
+            "-c",
+            "core.untrackedCache=keep",  # else git would stamp the cache with the staging tree's place
             "--work-tree",
             str(self.where / "wt"),
             *restore,
@@ -172,6 +174,8 @@ class Staged:
         try:
             if _index_key(os.stat(self.git_dir / "index")) != self.index_was:
                 return None  # written meanwhile (the user's `git add`): git merges it
+            if not self._real_folders():
+                return None  # a folder on the way is a symlink (or a file): git's checkout decides
             moving = True
             for path, _oid in self.written:
                 (self.top / path).parent.mkdir(parents=True, exist_ok=True)
@@ -203,6 +207,18 @@ class Staged:
             os.close(fd)
             with contextlib.suppress(OSError):
                 os.unlink(lock)
+
+    def _real_folders(self) -> bool:
+        """Is every folder above the moved paths in the work tree a real folder (or not there yet)? A
+        rename through a symlinked folder would write outside the work tree."""
+        folders = {Path(p).parent for p in [*(p for p, _oid in self.written), *self.deleted]}
+        for folder in sorted({f for p in folders for f in (p, *p.parents) if f.parts}):
+            try:
+                if not stat.S_ISDIR(os.lstat(self.top / folder).st_mode):
+                    return False
+            except FileNotFoundError:
+                continue
+        return True
 
     def drop(self) -> None:
         """Forget the staging: its process ends (its input closed) and its folder goes."""
