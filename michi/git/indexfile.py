@@ -98,6 +98,11 @@ def _times(ns: int, nsec: bool) -> tuple[int, int]:
     return (ns // 1_000_000_000) & _U32, ns % 1_000_000_000 if nsec else 0
 
 
+def ready() -> None:
+    """Load what checksumming needs (OpenSSL: ~5 ms), while nothing waits for it."""
+    import hashlib  # noqa: F401
+
+
 def _digest(width: int, data: memoryview) -> bytes:
     import hashlib  # only here: OpenSSL costs ~5 ms to load, and only a large index comes this way
 

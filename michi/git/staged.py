@@ -136,6 +136,7 @@ class Staged:
             return
         where = indexfile.locate(data, staged)
         if where is not None:
+            indexfile.ready()  # its hash's module loaded here, not under the lock
             self.found = (staged, data, where)
 
     def _attributes(self) -> None:
