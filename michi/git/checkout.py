@@ -23,7 +23,7 @@ from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from michi.git import prepared, staged
+from michi.git import prepared
 from michi.git.core import _exec, lock_held
 from michi.git.objects import diff_moves
 from michi.git.repo import output
@@ -274,6 +274,12 @@ def check_ahead(repo: Repo, old: str, known: Moves, new: str | None = None) -> N
 def _stage(repo: Repo, new: str, moves: Moves, specs: list[str]) -> bool:
     """Start the move's `git restore` on a staging tree and a copy of the index, for a large index
     (`michi.git.staged`); False when it cannot be, and `restore` is prepared as before."""
+    try:
+        if os.stat(repo.paths.git_dir / "index").st_size < _stage_from():
+            return False  # git writes a small index about as quickly as it is checksummed here
+    except OSError:
+        return False
+    from michi.git import staged  # only for a large index
     from michi.git.core import config_values
 
     values = config_values(repo)
@@ -295,6 +301,17 @@ def _stage(repo: Repo, new: str, moves: Moves, specs: list[str]) -> bool:
     return True
 
 
+# A move is staged when the index is at least this large (`MICHI_STAGED_INDEX_BYTES` overrides it).
+STAGE_FROM_BYTES = 1 << 20
+
+
+def _stage_from() -> int:
+    try:
+        return int(os.environ.get("MICHI_STAGED_INDEX_BYTES", STAGE_FROM_BYTES))
+    except ValueError:
+        return STAGE_FROM_BYTES
+
+
 def _on(value: str | None) -> bool:
     return value is not None and value.strip().lower() not in ("", "false", "no", "off", "0")
 
@@ -303,7 +320,7 @@ def _move(repo: Repo, new: str, paths: list[str]) -> tuple[int, str]:
     """Move `paths` to `new`: by the staged move when one was prepared beside the push and still can be
     installed, else by `git restore`."""
     move = repo.ahead.pop(("staged", new, *_outermost(paths)), None)
-    if isinstance(move, staged.Staged):
+    if move is not None:  # a `michi.git.staged.Staged`
         done = move.install()
         if done is not None:
             return done

@@ -12,9 +12,9 @@ is still the one the staging started from. ~10 ms of hashing instead of git's re
 
 Whenever anything is not as expected (the index changed meanwhile, an entry cannot be found or is not the
 staged file, a file is in the way) and nothing was moved yet, the move is left to `git restore` as
-before. Used only for a large index (below ~1 MiB git's own write is as quick), and never with a split
-index, an fsmonitor (the staging tree is not the one it watches), a sparse checkout or another index file
-(`GIT_INDEX_FILE`), or for a path that is not a plain file in both commits.
+before. Used only for a large index (below ~1 MiB git's own write is as quick: `checkout`), and never
+with a split index, an fsmonitor (the staging tree is not the one it watches), a sparse checkout or
+another index file (`GIT_INDEX_FILE`), or for a path that is not a plain file in both commits.
 """
 
 from __future__ import annotations
@@ -37,20 +37,11 @@ if TYPE_CHECKING:
 
     from michi.git.repo import Repo
 
-# An index smaller than this is written by git about as quickly as it is hashed here.
-MIN_INDEX_BYTES = 1 << 20
 _FILE_MODES = (0o100644, 0o100755)
 _SETTLED_NS = 20_000_000  # the kernel's file-time clock ticks at most this coarsely (`checkout._SETTLED_NS`)
 _SERIAL = itertools.count()
 PathEntry = tuple[int, str] | None
 _Moves = Mapping[str, tuple[PathEntry, PathEntry]]
-
-
-def _min_bytes() -> int:
-    try:
-        return int(os.environ.get("MICHI_STAGED_INDEX_BYTES", MIN_INDEX_BYTES))
-    except ValueError:
-        return MIN_INDEX_BYTES
 
 
 def _index_key(st: os.stat_result) -> tuple[int, ...]:
@@ -283,8 +274,8 @@ def _prune(top: Path, folder: Path) -> None:
 
 
 def usable(repo: Repo, moves: _Moves, fsmonitor: bool, config: Mapping[str, str]) -> bool:
-    """May this move be staged? Only for a large index in version 2 or 3, plain files, and an index
-    michi may replace (`config`: git's settings, keys in lower case)."""
+    """May this move be staged? Only for an index in version 2 or 3, plain files, and an index michi may
+    replace (`config`: git's settings, keys in lower case). The caller judged the index's size."""
     if fsmonitor or "GIT_INDEX_FILE" in os.environ:
         return False
     if config.get("index.version", "").strip() == "4" or config.get("core.splitindex", "").lower() == "true":
@@ -295,7 +286,7 @@ def usable(repo: Repo, moves: _Moves, fsmonitor: bool, config: Mapping[str, str]
     git_dir = repo.paths.git_dir
     try:
         index = os.stat(git_dir / "index")
-        if index.st_size < _min_bytes() or os.stat(repo.working_dir).st_dev != index.st_dev:
+        if os.stat(repo.working_dir).st_dev != index.st_dev:
             return False
         if any(name.startswith("sharedindex.") for name in os.listdir(git_dir)):
             return False  # a split index: git's `link` extension is not read here
