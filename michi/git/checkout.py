@@ -321,7 +321,7 @@ def _move(repo: Repo, new: str, paths: list[str]) -> tuple[int, str]:
     installed, else by `git restore`."""
     move = repo.ahead.pop(("staged", new, *_outermost(paths)), None)
     if move is not None:  # a `michi.git.staged.Staged`
-        done = move.install()
+        done: tuple[int, str] | None = move.install()
         if done is not None:
             return done
     return _restore(repo, new, paths)
