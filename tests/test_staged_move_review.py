@@ -1,0 +1,69 @@
+"""Review of the staged checkout move (`michi.git.staged`, ADR 0015): scenarios where it differs from the
+`git restore` it stands in for. Each test fails on the reviewed code."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import git
+from test_checkout_paths import _exec_runs, _known, _next, make_work
+
+from michi import git as mgit
+from michi.git import checkout, staged
+from michi.git.checkout import move_paths
+
+
+@pytest.fixture
+def work(tmp_path: Path) -> Path:
+    return make_work(tmp_path)
+
+
+@pytest.fixture(autouse=True)
+def _large(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MICHI_STAGED_INDEX_BYTES", "0")
+    monkeypatch.setattr(checkout, "_SETTLED_NS", 0)
+
+
+def _racily_clean(work: Path, path: str, committed: bytes, edited: bytes) -> None:
+    """`path` (tracked, holding `committed`) edited to `edited` (same size) in the same file-time tick
+    as the index was written: its entry's stat data is the file's, and the index is no older than the
+    file. Only git's racy-git check (file mtime >= index mtime: compare the content) sees the edit.
+    Built exactly: add the edited file, then point its entry back at the committed blob."""
+    assert len(committed) == len(edited)
+    (work / path).write_bytes(edited)
+    tick = os.stat(work / path).st_mtime_ns - 10 * 10**9  # a tick a while ago (git may compare seconds)
+    os.utime(work / path, ns=(tick, tick))
+    git(work, "add", path)
+    index = work / ".git" / "index"
+    data = bytearray(index.read_bytes())
+    new_oid = bytes.fromhex(hashlib.sha1(b"blob %d\0" % len(edited) + edited).hexdigest())
+    old_oid = bytes.fromhex(hashlib.sha1(b"blob %d\0" % len(committed) + committed).hexdigest())
+    at = data.find(new_oid + len(path).to_bytes(2, "big") + path.encode())
+    assert at > 0 and data.count(new_oid) == 1
+    data[at : at + 20] = old_oid
+    data[-20:] = hashlib.sha1(data[:-20]).digest()
+    index.write_bytes(bytes(data))
+    os.utime(index, ns=(tick, tick))  # the index was written in the same tick as the edit
+
+
+def test_a_racily_clean_edit_of_the_users_stays_visible(work: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """git smudges a racily clean entry (size 0) whenever it writes the index, so the edit stays seen
+    once the index is newer than the file. The staged move's git writes the index against the staging
+    tree (the user's file is not there) and installs it with a new mtime: the edit turns invisible."""
+    old, new = _next(work)
+    _racily_clean(work, "notes.txt", b"mine\n", b"MINE\n")
+    assert git(work, "diff-files", "--name-only").split() == ["notes.txt"]  # git sees the edit
+    repo, known = mgit.open_repo(work), _known(work, old, new)
+    checkout.check_ahead(repo, old, known, new)
+    assert any(k[0] == "staged" for k in repo.ahead)
+    assert move_paths(repo, old, new, known) == (True, None)
+    assert (work / "notes.txt").read_bytes() == b"MINE\n"
+    # As after `git restore`: the user's edit is still a change (not hidden behind matching stat data).
+    assert git(work, "diff-files", "--name-only").split() == ["notes.txt"]
+    assert git(work, "status", "--porcelain").split()[-1:] == ["notes.txt"]
