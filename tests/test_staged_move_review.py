@@ -67,3 +67,38 @@ def test_a_racily_clean_edit_of_the_users_stays_visible(work: Path, monkeypatch:
     # As after `git restore`: the user's edit is still a change (not hidden behind matching stat data).
     assert git(work, "diff-files", "--name-only").split() == ["notes.txt"]
     assert git(work, "status", "--porcelain").split()[-1:] == ["notes.txt"]
+
+
+_KILLED_MIDWAY = """
+import os, signal, sys
+from michi import git as mgit
+from michi.git import checkout, indexfile
+work, old, new = sys.argv[1:4]
+checkout._SETTLED_NS = 0
+repo = mgit.open_repo(work)
+known = {p: (None if o == "-" else (0o100644, o), None if n == "-" else (0o100644, n))
+         for p, o, n in (a.split(":") for a in sys.argv[4:])}
+checkout.check_ahead(repo, old, known, new)
+assert any(k[0] == "staged" for k in repo.ahead)
+def killed(*args, **kw):
+    os.kill(os.getpid(), signal.SIGKILL)  # the files are renamed, the index not yet
+indexfile.retime = killed
+checkout.move_paths(repo, old, new, known)
+"""
+
+
+def test_a_move_killed_while_installing_leaves_no_index_lock(work: Path) -> None:
+    """A michi killed midway through the install (files renamed, index not yet) is "finished, not
+    refused" by the next move (ADR 0015). Before the staged move, git's restore ran in a child process
+    that a kill of michi does not stop, so no `index.lock` stayed; now michi holds it itself."""
+    old, new = _next(work)
+    known = _known(work, old, new)
+    args = [f"{p}:{o[1] if o else '-'}:{n[1] if n else '-'}" for p, (o, n) in known.items()]
+    env = {**os.environ, "PYTHONPATH": str(Path(mgit.__file__).parents[2])}
+    child = subprocess.run([sys.executable, "-c", _KILLED_MIDWAY, str(work), old, new, *args], env=env)
+    assert child.returncode == -signal.SIGKILL
+    assert (work / ".tasks" / "b.json").read_text() == "b 2\n"  # renamed before the kill
+    # The next michi finishes the move, and git can write the index again.
+    assert move_paths(mgit.open_repo(work), old, new, known) == (True, None)
+    assert not (work / ".git" / "index.lock").exists()
+    assert git(work, "diff-index", "--cached", "--name-only", new) == ""
