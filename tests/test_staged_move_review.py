@@ -102,3 +102,17 @@ def test_a_move_killed_while_installing_leaves_no_index_lock(work: Path) -> None
     assert move_paths(mgit.open_repo(work), old, new, known) == (True, None)
     assert not (work / ".git" / "index.lock").exists()
     assert git(work, "diff-index", "--cached", "--name-only", new) == ""
+
+
+def test_an_empty_folder_where_a_file_is_added_is_replaced_as_git_does(work: Path) -> None:
+    """`_untracked` lets an empty folder stand where the move adds a file (git's checkout removes it, and
+    `git restore` moves fine). The staged install renames the file onto the folder: EISDIR, and the move
+    fails (again on every later try)."""
+    old, new = _next(work)
+    (work / ".tasks" / "d.json").mkdir()
+    repo, known = mgit.open_repo(work), _known(work, old, new)
+    checkout.check_ahead(repo, old, known, new)
+    assert any(k[0] == "staged" for k in repo.ahead)
+    assert move_paths(repo, old, new, known) == (True, None)
+    assert (work / ".tasks" / "d.json").read_text() == "d 1\n"
+    assert git(work, "diff-index", "--cached", "--name-only", new) == ""
