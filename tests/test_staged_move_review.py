@@ -116,3 +116,15 @@ def test_an_empty_folder_where_a_file_is_added_is_replaced_as_git_does(work: Pat
     assert move_paths(repo, old, new, known) == (True, None)
     assert (work / ".tasks" / "d.json").read_text() == "d 1\n"
     assert git(work, "diff-index", "--cached", "--name-only", new) == ""
+
+
+def test_a_push_that_cannot_reach_the_remote_leaves_no_staging(cli, remote, tmp_path: Path) -> None:
+    """The staging starts once the push process does; a push that then fails (remote unreachable: an
+    error, not a refusal) skips `drop_prepared`, so its folder (a whole copy of the index, 6 MB at 50k
+    tasks) stays in `.git/michi/stage/` (and its `Staged` in a long-lived process's `repo.ahead`)."""
+    repo = remote.clone("work")
+    assert cli(repo, "init").exit_code == 0
+    assert cli(repo, "task", "add", "one").exit_code == 0
+    git(repo, "remote", "set-url", "origin", str(tmp_path / "gone.git"))
+    assert cli(repo, "task", "add", "two").exit_code != 0
+    assert os.listdir(repo / ".git" / "michi" / "stage") == []
