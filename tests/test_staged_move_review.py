@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 from conftest import git
-from test_checkout_paths import _exec_runs, _known, _next, make_work
+from test_checkout_paths import _known, _next, make_work
 
 from michi import git as mgit
-from michi.git import checkout, staged
+from michi.git import checkout
 from michi.git.checkout import move_paths
 
 
