@@ -230,8 +230,10 @@ def _already_written(repo: Repo, paths: list[str], goal: _Goal) -> set[str]:
         accepted[path] = {None if entry is None else entry[1]}
     for commit in goal.own:
         status, out, _err = _exec(repo, "ls-tree", "-r", "-z", commit, "--", *paths, env=LITERAL)
+        if status != 0:
+            continue  # not readable: nothing of it counts as michi's
         listed: dict[str, str] = {}
-        for record in _names(out) if status == 0 else []:
+        for record in _names(out):
             meta, _, path = record.partition("\t")
             listed[path] = meta.split(" ")[2]
         for path in paths:

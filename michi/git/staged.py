@@ -90,6 +90,8 @@ class Staged:
             "core.splitIndex=false",
             "-c",
             "core.untrackedCache=keep",  # else git would stamp the cache with the staging tree's place
+            "-c",
+            "core.fsmonitor=false",  # its watcher watches the work tree, not the staging tree
             "--work-tree",
             str(self.where / "wt"),
             *restore,
@@ -156,19 +158,15 @@ class Staged:
         if self.found is None:
             return None
         staged, data, where = self.found
-        stage = self.where / "wt"
-        lock = self.git_dir / "index.lock"
+        stage, index = self.where / "wt", self.git_dir / "index"
         try:
-            fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+            if _index_key(os.stat(index)) != self.index_was or os.path.lexists(self.git_dir / "index.lock"):
+                return None  # written meanwhile (the user's `git add`), or being written: git merges it
         except OSError:
-            return None  # git's own lock is held: `git restore` says so, as it always did
-        moving = False
+            return None
+        if not (self._real_folders() and self._room()):
+            return None  # a symlinked folder on the way, a folder where a file goes: git's checkout
         try:
-            if _index_key(os.stat(self.git_dir / "index")) != self.index_was:
-                return None  # written meanwhile (the user's `git add`): git merges it
-            if not self._real_folders():
-                return None  # a folder on the way is a symlink (or a file): git's checkout decides
-            moving = True
             for path, _oid in self.written:
                 (self.top / path).parent.mkdir(parents=True, exist_ok=True)
                 os.replace(stage / path, self.top / path)
@@ -180,25 +178,53 @@ class Staged:
             patches = indexfile.retime(data, staged, where, now, time.time_ns() - _SETTLED_NS, self.width)
             if patches is None:
                 return 1, "error: a moved task file changed while it was moved"
-            # The staged index itself becomes the index (a few bytes patched, not 6 MB written), renamed
-            # over it while git's `index.lock` is held here, as git's own rename of the lock would.
+            # The staged index itself becomes the index: a few bytes patched, not 6 MB written. Its mtime
+            # is the index's it was copied from: an entry git found racily clean against that index (a
+            # file as new as it) stays so, and git compares that file's content, as after git's own write
+            # (git judged them in the staging tree, where the user's files are not).
             staged_index = os.open(self.where / "index", os.O_WRONLY | os.O_CLOEXEC)
             try:
                 for offset, chunk in patches:
                     os.pwrite(staged_index, chunk, offset)
                 os.fchmod(staged_index, self.index_mode)
+                os.utime(staged_index, ns=(time.time_ns(), self.index_was[3]))
             finally:
                 os.close(staged_index)
-            os.rename(self.where / "index", self.git_dir / "index")
-            return 0, ""
         except OSError as exc:
-            if not moving:
-                return None
             return 1, f"error: could not move the task files: {exc}"
+        return self._swap(index)
+
+    def _swap(self, index: Path) -> tuple[int, str] | None:
+        """Rename the staged index over the index while holding git's `index.lock`, as git's own rename of
+        the lock would; held only for a check and a rename. The files are moved already: when the lock is
+        taken or the index changed, git's restore writes the same files and merges the index."""
+        lock = self.git_dir / "index.lock"
+        try:
+            fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+        except OSError:
+            return None
+        try:
+            if _index_key(os.stat(index)) != self.index_was:
+                return None
+            os.rename(self.where / "index", index)
+            return 0, ""
+        except OSError:
+            return None
         finally:
             os.close(fd)
             with contextlib.suppress(OSError):
                 os.unlink(lock)
+
+    def _room(self) -> bool:
+        """Is each path a file is written to free or a file? An empty folder there (the move's checks allow
+        one) is git's to replace."""
+        for path, _oid in self.written:
+            try:
+                if not stat.S_ISREG(os.lstat(self.top / path).st_mode):
+                    return False
+            except FileNotFoundError:
+                continue
+        return True
 
     def _real_folders(self) -> bool:
         """Is every folder above the moved paths in the work tree a real folder (or not there yet)? A

@@ -469,7 +469,12 @@ class Transaction:
             faults.point("pushing")
             with interruptions_deferred(lambda: self.pushed):
                 pushing = functools.partial(self._pushing, journal, entries, old_remote, start, tip)
-                if self._push(tip, pushing):
+                try:
+                    landed_now = self._push(tip, pushing)
+                except BaseException:
+                    git.drop_prepared(self.git)  # the move's processes and staging wait for nothing now
+                    raise
+                if landed_now:
                     self.pushed = True
                     faults.point("pushed")
                     ours = {e.txn for e in mine + handed}

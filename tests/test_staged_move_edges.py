@@ -1,5 +1,6 @@
-"""Review of the staged checkout move (`michi.git.staged`, ADR 0015): scenarios where it differs from the
-`git restore` it stands in for. Each test fails on the reviewed code."""
+"""Edges of the staged checkout move (`michi.git.staged`, ADR 0015) where it must do what the `git restore`
+it stands in for does: racily clean entries, a kill while installing, a folder in the way, a push that
+never reached the remote."""
 
 from __future__ import annotations
 
