@@ -215,11 +215,11 @@ def _files_at(work: Path, commit: str) -> None:
         path = work / ".tasks" / f"{name}.json"
         listed = git(work, "ls-tree", commit, "--", f".tasks/{name}.json").split()
         if listed:
-            path.write_bytes(
-                subprocess.run(
-                    ["git", "cat-file", "blob", listed[2]], cwd=work, capture_output=True, check=True
-                ).stdout
-            )
+            text = subprocess.run(
+                ["git", "cat-file", "blob", listed[2]], cwd=work, capture_output=True, check=True
+            ).stdout
+            if not path.exists() or path.read_bytes() != text:
+                path.write_bytes(text)
         else:
             path.unlink(missing_ok=True)
 
@@ -281,3 +281,44 @@ def test_a_symlinked_task_folder_is_left_to_git(work: Path, tmp_path: Path) -> N
     done, refused = move_paths(repo, old, new, known)
     assert done and refused
     assert {p.name: p.read_bytes() for p in outside.iterdir()} == before
+
+
+def test_a_hand_edit_staged_after_the_check_is_kept(work: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The user stages an edit of a task file the move changes after the check found it clean: the staged
+    index is not installed (the index is not the one it was made from), the move is checked again on
+    the user's index and refuses, and nothing of the edit is lost."""
+    old, new = _next(work)
+    repo, known = mgit.open_repo(work), _known(work, old, new)
+    _stage(repo, old, new, known)
+    real = staged.Staged.install
+
+    def racing(self: staged.Staged) -> tuple[int, str] | None:
+        (work / ".tasks" / "b.json").write_text("staged by hand meanwhile\n")
+        git(work, "add", ".tasks/b.json")
+        return real(self)
+
+    monkeypatch.setattr(staged.Staged, "install", racing)
+    done, refused = move_paths(repo, old, new, known)
+    assert done and refused and "b.json" in refused
+    assert git(work, "show", ":.tasks/b.json") == "staged by hand meanwhile"
+    assert (work / ".tasks" / "b.json").read_text() == "staged by hand meanwhile\n"
+    assert not (work / ".tasks" / "d.json").exists()  # nothing of the move happened
+
+
+def test_an_index_lock_a_killed_michi_held_is_removed_and_no_other(work: Path) -> None:
+    """The staging folder of a dead process names the `index.lock` it held: that very file is removed
+    (git would take it for a git still writing); a lock file of any other process stays."""
+    old, new = _next(work)
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    lock = work / ".git" / "index.lock"
+    for ours in (False, True):
+        lock.write_text("")
+        st = os.lstat(lock)
+        left = work / ".git" / "michi" / "stage" / f"{dead.pid}.0"
+        left.mkdir(parents=True)
+        (left / staged.HELD).write_text(f"{st.st_dev} {st.st_ino + (0 if ours else 1)}\n")
+        staged.clear_dead(work / ".git")
+        assert lock.exists() is not ours
+        assert not left.exists()
+    assert move_paths(mgit.open_repo(work), old, new) == (True, None)

@@ -318,15 +318,27 @@ def _on(value: str | None) -> bool:
     return value is not None and value.strip().lower() not in ("", "false", "no", "off", "0")
 
 
-def _move(repo: Repo, new: str, paths: list[str]) -> tuple[int, str]:
-    """Move `paths` to `new`: by the staged move when one was prepared beside the push and still can be
-    installed, else by `git restore`."""
+def _staged(repo: Repo, new: str, paths: list[str]) -> tuple[tuple[int, str] | None, bool]:
+    """The staged move's result when one was prepared beside the push (None: not installed, `git restore`
+    moves), and whether the index was written since it was staged (then the move is checked again)."""
     move = repo.ahead.pop(("staged", new, *_outermost(paths)), None)
-    if move is not None:  # a `michi.git.staged.Staged`
-        done: tuple[int, str] | None = move.install()
-        if done is not None:
-            return done
-    return _restore(repo, new, paths)
+    if move is None:  # a `michi.git.staged.Staged`
+        return None, False
+    done: tuple[int, str] | None = move.install()
+    return done, bool(move.changed)
+
+
+def _left_by_the_dead(repo: Repo) -> None:
+    """A michi killed while it held git's `index.lock` for a staged move left it (and its staging):
+    removed, so git can write the index again. One `listdir` when there is nothing."""
+    try:
+        if not os.listdir(repo.paths.git_dir / "michi" / "stage"):
+            return
+    except OSError:
+        return
+    from michi.git import staged
+
+    staged.clear_dead(repo.paths.git_dir)
 
 
 def move_paths(
@@ -348,10 +360,17 @@ def move_paths(
     paths = sorted(diff)
     added = [p for p in paths if diff[p][0] is None]
     deleted = {p for p in paths if diff[p][1] is None}
-    refused = _refusal(repo, old, paths, added, deleted, _Goal({p: diff[p][1] for p in paths}, own))
+    goal = _Goal({p: diff[p][1] for p in paths}, own)
+    _left_by_the_dead(repo)
+    refused = _refusal(repo, old, paths, added, deleted, goal)
     if refused is not None:
         return True, refused
-    status, err = _move(repo, new, paths)
+    done, changed = _staged(repo, new, paths)
+    if changed:  # the user wrote the index during the push (a `git add`): checked again, on that index
+        refused = _refusal(repo, old, paths, added, deleted, goal)
+        if refused is not None:
+            return True, refused
+    status, err = done if done is not None else _restore(repo, new, paths)
     if status != 0:  # put index and files back: nothing of this move may remain
         _restore(repo, old, [p for p in paths if p not in added])
         _restore(repo, old, added)  # removes them; a path the failed move did not add matches nothing

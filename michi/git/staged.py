@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 _FILE_MODES = (0o100644, 0o100755)
 _SETTLED_NS = 20_000_000  # the kernel's file-time clock ticks at most this coarsely (`checkout._SETTLED_NS`)
 _SERIAL = itertools.count()
+HELD = "index.lock.held"  # in a staging folder: the device and inode of the `index.lock` it holds
 PathEntry = tuple[int, str] | None
 _Moves = Mapping[str, tuple[PathEntry, PathEntry]]
 
@@ -65,6 +66,7 @@ class Staged:
         self.proc: subprocess.Popen[bytes] | None = None
         self.reader: threading.Thread | None = None
         self.found: tuple[list[indexfile.Moved], bytearray, list[int]] | None = None
+        self.changed = False  # the index was written after it was copied
         try:
             self._start(repo, restore, env)
         except BaseException:
@@ -72,7 +74,7 @@ class Staged:
             raise
 
     def _start(self, repo: Repo, restore: list[str], env: Mapping[str, str]) -> None:
-        _clear_dead(_folder(self.git_dir))
+        clear_dead(self.git_dir)
         (self.where / "wt").mkdir(parents=True)
         # A copy, not a link: a link would give the user's index a new ctime, which the move's first
         # check (`checkout._Ahead`) would take for a write. git replaces an index, never writes into it,
@@ -158,62 +160,65 @@ class Staged:
         if self.found is None:
             return None
         staged, data, where = self.found
-        stage, index = self.where / "wt", self.git_dir / "index"
-        try:
-            if _index_key(os.stat(index)) != self.index_was or os.path.lexists(self.git_dir / "index.lock"):
-                return None  # written meanwhile (the user's `git add`), or being written: git merges it
-        except OSError:
-            return None
         if not (self._real_folders() and self._room()):
             return None  # a symlinked folder on the way, a folder where a file goes: git's checkout
-        try:
-            for path, _oid in self.written:
-                (self.top / path).parent.mkdir(parents=True, exist_ok=True)
-                os.replace(stage / path, self.top / path)
-            for path in self.deleted:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(self.top / path)
-                _prune(self.top, Path(path).parent)
-            now = [os.lstat(self.top / p) for p, _oid in self.written]
-            patches = indexfile.retime(data, staged, where, now, time.time_ns() - _SETTLED_NS, self.width)
-            if patches is None:
-                return 1, "error: a moved task file changed while it was moved"
-            # The staged index itself becomes the index: a few bytes patched, not 6 MB written. Its mtime
-            # is the index's it was copied from: an entry git found racily clean against that index (a
-            # file as new as it) stays so, and git compares that file's content, as after git's own write
-            # (git judged them in the staging tree, where the user's files are not).
-            staged_index = os.open(self.where / "index", os.O_WRONLY | os.O_CLOEXEC)
-            try:
-                for offset, chunk in patches:
-                    os.pwrite(staged_index, chunk, offset)
-                os.fchmod(staged_index, self.index_mode)
-                os.utime(staged_index, ns=(time.time_ns(), self.index_was[3]))
-            finally:
-                os.close(staged_index)
-        except OSError as exc:
-            return 1, f"error: could not move the task files: {exc}"
-        return self._swap(index)
-
-    def _swap(self, index: Path) -> tuple[int, str] | None:
-        """Rename the staged index over the index while holding git's `index.lock`, as git's own rename of
-        the lock would; held only for a check and a rename. The files are moved already: when the lock is
-        taken or the index changed, git's restore writes the same files and merges the index."""
         lock = self.git_dir / "index.lock"
         try:
             fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
         except OSError:
-            return None
+            return None  # another git writes the index: git's restore waits for nothing and says so
+        held = self.where / HELD
+        moving = False
         try:
-            if _index_key(os.stat(index)) != self.index_was:
+            # Whose lock this is, should this process be killed holding it (`clear_dead` removes it).
+            mine = os.fstat(fd)
+            held.write_text(f"{mine.st_dev} {mine.st_ino}\n")
+            if _index_key(os.stat(self.git_dir / "index")) != self.index_was:
+                self.changed = True  # the user's `git add` meanwhile: the move is checked again
                 return None
-            os.rename(self.where / "index", index)
+            moving = True
+            self._move_files()
+            now = [os.lstat(self.top / p) for p, _oid in self.written]
+            patches = indexfile.retime(data, staged, where, now, time.time_ns() - _SETTLED_NS, self.width)
+            if patches is None:
+                return 1, "error: a moved task file changed while it was moved"
+            self._patch(patches)
+            os.rename(self.where / "index", self.git_dir / "index")
             return 0, ""
-        except OSError:
-            return None
+        except OSError as exc:
+            if not moving:
+                return None
+            return 1, f"error: could not move the task files: {exc}"
         finally:
             os.close(fd)
             with contextlib.suppress(OSError):
                 os.unlink(lock)
+            with contextlib.suppress(OSError):
+                held.unlink()
+
+    def _move_files(self) -> None:
+        stage = self.where / "wt"
+        for path, _oid in self.written:
+            (self.top / path).parent.mkdir(parents=True, exist_ok=True)
+            os.replace(stage / path, self.top / path)
+        for path in self.deleted:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.top / path)
+            _prune(self.top, Path(path).parent)
+
+    def _patch(self, patches: list[tuple[int, bytes]]) -> None:
+        """The staged index itself becomes the index: a few bytes patched, not 6 MB written. Its mtime is
+        the index's it was copied from: an entry git would have found racily clean against that index (a
+        file as new as it) stays so, and git compares that file's content, as after git's own write (git
+        judged such entries in the staging tree, where the user's files are not)."""
+        staged_index = os.open(self.where / "index", os.O_WRONLY | os.O_CLOEXEC)
+        try:
+            for offset, chunk in patches:
+                os.pwrite(staged_index, chunk, offset)
+            os.fchmod(staged_index, self.index_mode)
+            os.utime(staged_index, ns=(time.time_ns(), self.index_was[3]))
+        finally:
+            os.close(staged_index)
 
     def _room(self) -> bool:
         """Is each path a file is written to free or a file? An empty folder there (the move's checks allow
@@ -267,16 +272,25 @@ def _clear(where: Path) -> None:
         shutil.rmtree(where)
 
 
-def _clear_dead(folder: Path) -> None:
-    """Remove the staging folders of michi processes no longer running (killed before they could)."""
+def clear_dead(git_dir: Path) -> None:
+    """Remove the staging folders of michi processes no longer running (killed before they could), and
+    the `index.lock` one of them held (the very file: same device and inode), which git would otherwise
+    take for a git still writing the index."""
+    folder = _folder(git_dir)
     try:
         names = os.listdir(folder)
     except OSError:
         return
     for name in names:
         pid = name.partition(".")[0]
-        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
-            _clear(folder / name)
+        if not pid.isdigit() or int(pid) == os.getpid() or _alive(int(pid)):
+            continue
+        with contextlib.suppress(OSError, ValueError):
+            dev, ino = (int(v) for v in (folder / name / HELD).read_text().split())
+            lock = os.lstat(git_dir / "index.lock")
+            if (lock.st_dev, lock.st_ino) == (dev, ino):
+                os.unlink(git_dir / "index.lock")
+        _clear(folder / name)
 
 
 def _alive(pid: int) -> bool:
