@@ -278,10 +278,10 @@ def _stage(repo: Repo, new: str, moves: Moves, specs: list[str]) -> bool:
     (`michi.git.staged`); False when it cannot be, and `restore` is prepared as before."""
     try:
         if os.stat(repo.paths.git_dir / "index").st_size < _stage_from():
-            return False  # git writes a small index about as quickly as it is checksummed here
+            return False
     except OSError:
         return False
-    from michi.git import staged  # only for a large index
+    from michi.git import staged
     from michi.git.core import config_values
 
     values = config_values(repo)
@@ -303,8 +303,9 @@ def _stage(repo: Repo, new: str, moves: Moves, specs: list[str]) -> bool:
     return True
 
 
-# A move is staged when the index is at least this large (`MICHI_STAGED_INDEX_BYTES` overrides it).
-STAGE_FROM_BYTES = 1 << 20
+# A move is staged when the index is at least this large: always (`MICHI_STAGED_INDEX_BYTES` sets a
+# floor; tests of git's restore use it). At any size the lock is then held from the check to the rename.
+STAGE_FROM_BYTES = 0
 
 
 def _stage_from() -> int:

@@ -12,9 +12,8 @@ is still the one the staging started from. ~10 ms of hashing instead of git's re
 
 Whenever anything is not as expected (the index changed meanwhile, an entry cannot be found or is not the
 staged file, a file is in the way) and nothing was moved yet, the move is left to `git restore` as
-before. Used only for a large index (below ~1 MiB git's own write is as quick: `checkout`), and never
-with a split index, an fsmonitor (the staging tree is not the one it watches), a sparse checkout or
-another index file (`GIT_INDEX_FILE`), or for a path that is not a plain file in both commits.
+before. Never used with a split index, an fsmonitor (the staging tree is not the one it watches), a sparse
+checkout or another index file (`GIT_INDEX_FILE`), or for a path that is not a plain file in both commits.
 """
 
 from __future__ import annotations
@@ -131,7 +130,7 @@ class Staged:
             return
         where = indexfile.locate(data, staged)
         if where is not None:
-            indexfile.ready()  # its hash's module loaded here, not under the lock
+            indexfile.ready(len(data))  # its hash's module loaded here, not under the lock
             self.found = (staged, data, where)
 
     def _attributes(self) -> None:
