@@ -410,7 +410,6 @@ def test_a_restore_started_ahead_moves_only_when_fed_and_keeps_work_staged_meanw
 ) -> None:
     """Started beside the push, `restore` waits for its paths; the user stages a file meanwhile (git
     must not find the index locked), and the move, fed after, keeps it: git reads the index only then."""
-    monkeypatch.setenv("MICHI_STAGED_INDEX_BYTES", str(1 << 62))  # git's restore, not the staged move
     old, new = _next(work)
     repo, known = mgit.open_repo(work), _known(work, old, new)
     checkout.check_ahead(repo, old, known, new)
@@ -428,10 +427,7 @@ def test_a_restore_started_ahead_moves_only_when_fed_and_keeps_work_staged_meanw
     assert git(work, "diff-index", "--cached", "--name-only", new).split() == ["staged.txt"]
 
 
-def test_a_restore_started_ahead_and_never_fed_changes_nothing(
-    work: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("MICHI_STAGED_INDEX_BYTES", str(1 << 62))  # git's restore, not the staged move
+def test_a_restore_started_ahead_and_never_fed_changes_nothing(work: Path) -> None:
     old, new = _next(work)
     repo = mgit.open_repo(work)
     before = _state(work)
