@@ -100,12 +100,32 @@ def test_a_child_that_fails_or_lies_costs_only_time(
     monkeypatch.setattr(coldtable, "_half", failing)
     _same(tree, tmp_path / "a", monkeypatch)
     monkeypatch.setattr(coldtable, "_half", half)
-    wrong = marshal.dumps((tuple([] for _ in table.COLUMNS), {}, False, 0, b""))  # marshals, but no rows
-    beside = twocore.beside
+    wrong = marshal.dumps((tuple([] for _ in table.COLUMNS), {}, False, 0))  # marshals, but no rows
+    beside = twocore.beside_then
     for sent in (b"garbage", wrong):
-        monkeypatch.setattr(twocore, "beside", lambda there, here, sent=sent: (beside(there, here)[0], sent))
+        monkeypatch.setattr(
+            twocore,
+            "beside_then",
+            lambda there, then, here, sent=sent: (beside(there, then, here)[0], sent, None),
+        )
         _same(tree, tmp_path / sent.hex()[:8], monkeypatch)
-        monkeypatch.setattr(twocore, "beside", beside)
+    # The table sent whole, the records after it not (cut, garbage, another half's): made again by
+    # whoever needs them, here for the rows with depends and for the index cache.
+    for n, records in enumerate((None, b"garbage", marshal.dumps({}))):
+
+        class Rest:
+            def read(self, records: bytes | None = records) -> bytes | None:
+                return records
+
+        def faking(there: Any, then: Any, here: Any) -> Any:
+            mine, data, rest = beside(there, then, here)
+            assert rest is not None and data is not None  # the child sent its table
+            rest.close()
+            return mine, data, Rest()
+
+        monkeypatch.setattr(twocore, "beside_then", faking)
+        _same(tree, tmp_path / f"records{n}", monkeypatch)
+    monkeypatch.setattr(twocore, "beside_then", beside)
 
 
 def test_no_cold_build_on_one_core_or_with_an_index(
