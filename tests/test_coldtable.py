@@ -155,9 +155,10 @@ def test_later_work_is_done_by_a_child_and_waited_for(split: None, tmp_path: Pat
     done = tmp_path / "done"
     twocore.later(lambda: done.write_text(str(os.getpid())))
     child = twocore._writers[-1]
+    assert child in twocore._held  # what it works on is not freed here while it reads it
     twocore.wait()
     assert done.read_text() == str(child) != str(os.getpid())
-    assert child not in twocore._writers
+    assert child not in twocore._writers and child not in twocore._held
     with pytest.raises(ChildProcessError):
         os.waitpid(child, os.WNOHANG)  # reaped (this child: other tests' children are not its business)
     twocore.later(lambda: 1 / 0)  # a failure is silent, as the cache writes it is for

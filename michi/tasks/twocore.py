@@ -54,7 +54,7 @@ def _safe() -> bool:
 
 
 _writers: list[int] = []  # children started by `later`, waited for by `wait` (at exit at the latest)
-_held: list[object] = []  # the work handed to them (see `later`)
+_held: dict[int, object] = {}  # the work handed to each until it is reaped (see `later`)
 
 
 def later(work: Callable[[], object]) -> None:
@@ -82,9 +82,9 @@ def later(work: Callable[[], object]) -> None:
         work()
         return
     _close_rests()  # the child has them now: whoever sends them waits on it, not on this process
-    # What the work holds (a cold list's records) is kept here until exit: freed now, it would have
-    # every page it is on copied for this process while the child still shares them (~0.06 s at 50k).
-    _held.append(work)
+    # What the work holds (a cold list's records) is kept until the child is reaped: freed now, it would
+    # have every page it is on copied for this process while the child still shares them (~0.06 s at 50k).
+    _held[pid] = work
     _later_reap(pid)
 
 
@@ -114,6 +114,7 @@ def _reap(flags: int) -> None:
             done = True
         if done:
             _writers.remove(pid)
+            _held.pop(pid, None)
 
 
 def halves(
