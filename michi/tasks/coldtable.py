@@ -102,7 +102,7 @@ def built(tree: TaskTree, state_dir: Path) -> tuple[table_mod.Table, int, Callab
             sent = rest.read() if rest is not None else None
             if sent is None:
                 sent = marshal.dumps(records())
-            cache = index_mod.dump_parts(tree.tree_oid, len(paths), [my_records, sent])
+            cache = index_mod.cache_pieces(tree.tree_oid, len(paths), [my_records, sent])
             index_mod.write_cache(state_dir, cache)
             index_mod.save_ids(state_dir, tree.tree_oid, ids)
 
