@@ -8,7 +8,9 @@ unmarshal) only costs time: this process then does the rest itself, so the answe
 raises, is as without a child.
 
 `beside(there, here)` is the same for any two pieces of work (the child's answer is bytes the caller
-checks); `later(work)` runs work whose answer nobody waits for (writing caches) in a child, reaped at exit.
+checks); `beside_then` has the child send more after its answer, read only by whoever asks for it (a
+child `later` starts, say); `later(work)` runs work whose answer nobody waits for (writing caches) in a
+child, reaped at exit.
 
 Not forked: small inputs (a fork costs more than it saves), one core, no `fork`, or other threads running
 (a lock another thread held at the fork would stay held in the child, e.g. in the preloaded server). A
