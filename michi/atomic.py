@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
+from collections.abc import Sequence
 from pathlib import Path
 
 # As tempfile.mkstemp opens its files, without importing tempfile (random, shutil: ~8 ms per process).
@@ -37,7 +38,7 @@ def write_atomic(path: Path, data: bytes, *, mode: int = 0o644) -> None:
     _write(path, data, mode, free_name=False)
 
 
-def write_cache(path: Path, data: bytes, *, mode: int = 0o644) -> None:
+def write_cache(path: Path, data: bytes | Sequence[bytes], *, mode: int = 0o644) -> None:
     """`write_atomic` for a cache, a file michi can always make again (it checks what it reads): the old
     file is removed before the new one is renamed into its place, not renamed over. On ext4 a rename
     over an existing file makes the kernel start writing the new file's data out at once
@@ -48,11 +49,13 @@ def write_cache(path: Path, data: bytes, *, mode: int = 0o644) -> None:
     _write(path, data, mode, free_name=True)
 
 
-def _write(path: Path, data: bytes, mode: int, *, free_name: bool) -> None:
+def _write(path: Path, data: bytes | Sequence[bytes], mode: int, *, free_name: bool) -> None:
+    """`data`, or its pieces one after the other (not joined first: a cache is up to 28 MB)."""
     fd, tmp = _temp_file(path)
     try:
         with os.fdopen(fd, "wb") as out:
-            out.write(data)
+            for piece in (data,) if isinstance(data, bytes) else data:
+                out.write(piece)
         os.chmod(tmp, mode)
         if free_name:
             with contextlib.suppress(FileNotFoundError):

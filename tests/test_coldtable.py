@@ -100,12 +100,32 @@ def test_a_child_that_fails_or_lies_costs_only_time(
     monkeypatch.setattr(coldtable, "_half", failing)
     _same(tree, tmp_path / "a", monkeypatch)
     monkeypatch.setattr(coldtable, "_half", half)
-    wrong = marshal.dumps((tuple([] for _ in table.COLUMNS), {}, False, 0, b""))  # marshals, but no rows
-    beside = twocore.beside
+    wrong = marshal.dumps((tuple([] for _ in table.COLUMNS), {}, False, 0))  # marshals, but no rows
+    beside = twocore.beside_then
     for sent in (b"garbage", wrong):
-        monkeypatch.setattr(twocore, "beside", lambda there, here, sent=sent: (beside(there, here)[0], sent))
+        monkeypatch.setattr(
+            twocore,
+            "beside_then",
+            lambda there, then, here, sent=sent: (beside(there, then, here)[0], sent, None),
+        )
         _same(tree, tmp_path / sent.hex()[:8], monkeypatch)
-        monkeypatch.setattr(twocore, "beside", beside)
+    # The table sent whole, the records after it not (cut, garbage, another half's): made again by
+    # whoever needs them, here for the rows with depends and for the index cache.
+    for n, records in enumerate((None, b"garbage", marshal.dumps({}))):
+
+        class Rest:
+            def read(self, records: bytes | None = records) -> bytes | None:
+                return records
+
+        def faking(there: Any, then: Any, here: Any) -> Any:
+            mine, data, rest = beside(there, then, here)
+            assert rest is not None and data is not None  # the child sent its table
+            rest.close()
+            return mine, data, Rest()
+
+        monkeypatch.setattr(twocore, "beside_then", faking)
+        _same(tree, tmp_path / f"records{n}", monkeypatch)
+    monkeypatch.setattr(twocore, "beside_then", beside)
 
 
 def test_no_cold_build_on_one_core_or_with_an_index(
@@ -135,9 +155,10 @@ def test_later_work_is_done_by_a_child_and_waited_for(split: None, tmp_path: Pat
     done = tmp_path / "done"
     twocore.later(lambda: done.write_text(str(os.getpid())))
     child = twocore._writers[-1]
+    assert child in twocore._held  # what it works on is not freed here while it reads it
     twocore.wait()
     assert done.read_text() == str(child) != str(os.getpid())
-    assert child not in twocore._writers
+    assert child not in twocore._writers and child not in twocore._held
     with pytest.raises(ChildProcessError):
         os.waitpid(child, os.WNOHANG)  # reaped (this child: other tests' children are not its business)
     twocore.later(lambda: 1 / 0)  # a failure is silent, as the cache writes it is for

@@ -518,6 +518,7 @@ _CHANGES: list[tuple[str, object]] = [
     ("description", "<<<<<<< HEAD"),
     ("description", "a\n=======\nb"),
     ("description", ">>>>>>> x"),
+    ("description", "a <= b == c >> d <<<<<<<x ======="),  # a marker's bytes, no marker: the fast way
     ("description", 'é \u2028 \ud800 "\\'),
     ("uuid", "00000000-0000-4000-8000-000000000002"),
     ("uuid", ""),

@@ -105,3 +105,35 @@ def test_a_cold_index_and_table_are_the_same_from_two_processes(
     assert saved == [True]
     assert forked == [True, True]  # the records, then the rows, half from a child
     assert any(one_table[table.COL["flags"]])  # a blocked and a blocking task were in it
+
+
+def test_what_the_child_sends_after_is_read_by_whoever_wants_it(split: None, tmp_path: Path) -> None:
+    big = b"x" * (4 << 20)  # more than a pipe holds: the child waits for a reader
+    here = os.getpid()
+    mine, first, rest = twocore.beside_then(lambda: str(os.getpid()).encode(), lambda: big, lambda: here)
+    assert mine == here and first is not None and int(first) != here and rest is not None
+    child = int(first)
+    # Handed to a child `later` starts (this process closes its end), which reads it whole.
+    out = tmp_path / "rest"
+    twocore.later(lambda: out.write_bytes(rest.read() or b""))
+    assert twocore._rests == []
+    twocore.wait()
+    assert out.read_bytes() == big
+    with pytest.raises(ChildProcessError):
+        os.waitpid(child, os.WNOHANG)  # reaped
+    # Read here, twice: the same bytes.
+    _, _, rest = twocore.beside_then(lambda: b"", lambda: big, lambda: None)
+    assert rest is not None and rest.read() == big and rest.read() == big
+    # Never read: the child, still sending, ends when this process stops listening, and is reaped.
+    _, _, rest = twocore.beside_then(lambda: b"", lambda: big, lambda: None)
+    twocore.wait()
+    assert twocore._writers == [] and twocore._rests == []
+
+
+def test_a_child_that_dies_before_what_it_sends_after(split: None) -> None:
+    def dies() -> bytes:
+        os._exit(3)
+
+    _, first, rest = twocore.beside_then(lambda: b"table", dies, lambda: None)
+    assert first == b"table" and rest is not None and rest.read() is None
+    twocore.wait()

@@ -65,7 +65,7 @@ def emit(result: Result, json_mode: bool) -> int:
             body = str(serialised())
         else:
             body = json.dumps(result.to_json(), ensure_ascii=False, separators=(",", ":"))
-        _to_stdout(lambda: sys.stdout.write(body + "\n"))
+        _to_stdout(lambda: (sys.stdout.write(body), sys.stdout.write("\n")))  # not one more copy
     else:
         from michi.cli.views import look
 

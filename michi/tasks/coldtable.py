@@ -2,8 +2,9 @@
 
 With no index cache and no list cache, `list` reads every task file. The tree's task files are split in
 two runs of paths; a forked child reads, checks and makes the table (columns in id order) of the second
-while this process does the first, and sends back its table, its paths' ids and its records already
-marshalled, which are written into the index cache as they are, never loaded here. A row needs other
+while this process does the first, and sends back its table and its paths' ids, then its records
+marshalled, which only the child writing the caches reads (`twocore.beside_then`) and writes into the
+index cache as they are, never loaded. A row needs other
 tasks only through depends (their ids in the JSON, blocked and blocking): each side makes its rows as if
 no task had any, and when some task has depends this process loads the child's records and makes again
 the rows of every task with depends or depended on, from the whole index. The two tables merge into the
@@ -12,6 +13,7 @@ to the caller, which has a child do it while it prints (`twocore.later`).
 
 The child's answer is believed only if it unmarshals and has a row or an unreadable file, and an id, for
 each of its paths; otherwise (it failed, died, or was not forked) this process does that half itself.
+Its records not sent whole are made again by whoever needs them (here, or the child writing the caches).
 """
 
 from __future__ import annotations
@@ -32,11 +34,12 @@ from michi.tasks.links import Links
 if TYPE_CHECKING:
     from michi.workflow.mutation import TaskTree
 
-# This process's share of the files: more than half, as the child also marshals its part and sends it.
-SHARE = 0.51
+# This process's share of the files: half, as the child marshals its table and sends it while this
+# process marshals its records (about as long: ~0.06 s at 50,000); the child's records come later.
+SHARE = 0.5
 
-# (its table, path -> id, has some task depends, unreadable files, the records marshalled)
-Half = tuple[table_mod.Table, dict[str, int | None], bool, int, bytes]
+# (its table, path -> id, has some task depends, unreadable files)
+Half = tuple[table_mod.Table, dict[str, int | None], bool, int]
 
 
 def built(tree: TaskTree, state_dir: Path) -> tuple[table_mod.Table, int, Callable[[], None]] | None:
@@ -51,23 +54,55 @@ def built(tree: TaskTree, state_dir: Path) -> tuple[table_mod.Table, int, Callab
     paths = list(files)
     middle = int(len(paths) * SHARE)
     first, second = paths[:middle], paths[middle:]
+    kept: list[dict[str, Entry]] = []  # the child's records, in the child
+
+    def there() -> bytes:
+        half, entries = _half(tree, files, second)
+        kept.append(entries)
+        # Version 2 (no back-references): the quicker to dump and to load of the two here.
+        return marshal.dumps(half, 2)
+
+    def here() -> tuple[Half, dict[str, Entry], bytes]:
+        # This side's records marshalled now, not by the child writing the caches: that child's work
+        # ends after this process prints, and this half takes as long as the child's (ADR 0015).
+        half, entries = _half(tree, files, first)
+        return half, entries, marshal.dumps(entries)
+
     with no_gc(keep=True):
-        (mine, my_entries), data = twocore.beside(
-            # Version 2 (no back-references): the quicker to dump and to load of the two here.
-            lambda: marshal.dumps(_half(tree, files, second)[0], 2),
-            lambda: _half(tree, files, first),
+        # The child's records come after its table, read only by whoever writes the index cache (or
+        # here, when rows must be made again): marshalling them is off the child's way (ADR 0015).
+        (mine, my_entries, my_records), data, rest = twocore.beside_then(
+            there, lambda: marshal.dumps(kept[0]), here
         )
-        theirs = _theirs(data, len(second)) or _half(tree, files, second)[0]
+        theirs = _theirs(data, len(second))
+        their_entries: dict[str, Entry] | None = None
+        if theirs is None or rest is None:
+            theirs, their_entries = _half(tree, files, second)
         table = _merged(mine[0], theirs[0])
         ids = {**mine[1], **theirs[1]}
+
+        def records() -> dict[str, Entry]:
+            """The child's records (loaded), or made here when it did not send them whole."""
+            nonlocal their_entries, rest
+            if their_entries is None:
+                got = _records(rest.read() if rest is not None else None, theirs[1])
+                if got is None:
+                    rest = None
+                their_entries = got if got is not None else _half(tree, files, second)[1]
+            return their_entries
+
         if mine[2] or theirs[2]:  # some task has depends: rows that show other tasks are made again
-            index = Index(tree.tree_oid, {**my_entries, **marshal.loads(theirs[4])})
+            index = Index(tree.tree_oid, {**my_entries, **records()})
             _relink(index, table)
             index_mod._last[state_dir] = index
-        parts = [mine[4], theirs[4]]
 
         def save() -> None:
-            cache = index_mod.dump_parts(tree.tree_oid, len(paths), parts)
+            # Sent whole, the child's records are written as they came (never loaded, as its table
+            # vouched for its half); else they are made here (a writer child's time only).
+            sent = rest.read() if rest is not None else None
+            if sent is None:
+                sent = marshal.dumps(records())
+            cache = index_mod.cache_pieces(tree.tree_oid, len(paths), [my_records, sent])
             index_mod.write_cache(state_dir, cache)
             index_mod.save_ids(state_dir, tree.tree_oid, ids)
 
@@ -75,8 +110,8 @@ def built(tree: TaskTree, state_dir: Path) -> tuple[table_mod.Table, int, Callab
 
 
 def _half(tree: TaskTree, files: dict[str, str], paths: Sequence[str]) -> tuple[Half, dict[str, Entry]]:
-    """The table of `paths` made as if no task had depends, their ids, whether one has depends, the
-    number that do not parse and their records marshalled; and the records."""
+    """The table of `paths` made as if no task had depends, their ids, whether one has depends and the
+    number that do not parse; and the records."""
     wanted = {path: files[path] for path in paths}
     entries: dict[str, Entry] = {}
     for path, (record, problem) in index_mod.parsed(tree, wanted, split=False).items():
@@ -96,17 +131,30 @@ def _half(tree: TaskTree, files: dict[str, str], paths: Sequence[str]) -> tuple[
             linked = True
         rows.append(make(path, oid, record, half, unlinked, None))
     problems = len(entries) - len(rows)
-    return (table_mod.columns(rows), ids, linked, problems, marshal.dumps(entries)), entries
+    return (table_mod.columns(rows), ids, linked, problems), entries
+
+
+def _records(data: bytes | None, ids: dict[str, int | None]) -> dict[str, Entry] | None:
+    """The child's records sent as `data`, when they unmarshal and are one entry per path of its ids."""
+    if data is None:
+        return None
+    try:
+        records = marshal.loads(data)
+    except (ValueError, EOFError, TypeError):
+        return None
+    if not isinstance(records, dict) or len(records) != len(ids) or records.keys() != ids.keys():
+        return None
+    return records
 
 
 def _theirs(data: bytes | None, count: int) -> Half | None:
     if data is None:
         return None
     try:
-        table, ids, linked, problems, records = marshal.loads(data)
+        table, ids, linked, problems = marshal.loads(data)
     except (ValueError, EOFError, TypeError):
         return None
-    if not (isinstance(table, tuple) and isinstance(ids, dict) and isinstance(records, bytes)):
+    if not (isinstance(table, tuple) and isinstance(ids, dict)):
         return None
     if len(table) != len(table_mod.COLUMNS) or not all(isinstance(column, list) for column in table):
         return None
@@ -114,7 +162,7 @@ def _theirs(data: bytes | None, count: int) -> Half | None:
         return None
     if len(ids) != count or not isinstance(problems, int) or len(table[0]) + problems != count:
         return None
-    return table, ids, linked, problems, records
+    return table, ids, linked, problems
 
 
 def _merged(first: table_mod.Table, second: table_mod.Table) -> table_mod.Table:

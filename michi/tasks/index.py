@@ -376,11 +376,16 @@ def dump_parts(tree: str | None, count: int, parts: Sequence[bytes]) -> bytes:
     """The index cache's bytes: (the code's stamp, tree, number of files, each part's length) and the
     parts, each a marshalled dict path -> entry, in the tree's order. Parts let a cold read's child
     marshal its half of the records, which this process then writes without loading them (ADR 0015)."""
+    return b"".join(cache_pieces(tree, count, parts))
+
+
+def cache_pieces(tree: str | None, count: int, parts: Sequence[bytes]) -> list[bytes]:
+    """`dump_parts`'s bytes in pieces, to be written one after the other without joining them."""
     head = marshal.dumps((PARSED, tree, count, [len(part) for part in parts]))
-    return b"".join([len(head).to_bytes(4, "big"), head, *parts])
+    return [len(head).to_bytes(4, "big"), head, *parts]
 
 
-def _write(state_dir: Path, name: str, data: bytes) -> None:
+def _write(state_dir: Path, name: str, data: bytes | Sequence[bytes]) -> None:
     """Best effort and atomic (temp file, then rename): a cache that cannot be written is rebuilt later."""
     try:
         state_dir.mkdir(parents=True, exist_ok=True)
@@ -411,7 +416,7 @@ def _has_map(state_dir: Path) -> bool:
     return isinstance(base, str) and idmap.IdMap.open(state_dir, base, {}, set()) is not None
 
 
-def write_cache(state_dir: Path, data: bytes) -> None:
+def write_cache(state_dir: Path, data: bytes | Sequence[bytes]) -> None:
     """The index cache's bytes (`dump_parts`) written; the file of the format before, if any, removed."""
     _write(state_dir, CACHE_NAME, data)
     with contextlib.suppress(OSError):
@@ -422,7 +427,7 @@ def save_checked(state_dir: Path, name: str, value: Any, version: int = marshal.
     """`value` (plain builtins only) with a CRC-32 in front, for `load_checked` (ADR 0008). `version`
     2 writes no back-references: quicker for values sharing many objects with the process's others."""
     data = marshal.dumps(value, version)
-    _write(state_dir, name, zlib.crc32(data).to_bytes(4, "big") + data)
+    _write(state_dir, name, [zlib.crc32(data).to_bytes(4, "big"), data])  # not joined: up to 28 MB
 
 
 def load_checked(state_dir: Path, name: str) -> Any:

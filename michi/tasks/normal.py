@@ -25,6 +25,9 @@ _DECODER = serialization.strict_decoder()
 # The scanner `decode` runs after skipping whitespace (set by JSONDecoder, untyped in typeshed).
 _SCAN: Callable[[str, int], tuple[Any, int]] = _DECODER.scan_once  # type: ignore[attr-defined]
 _MARKERS = serialization.CONFLICT_MARKERS
+# A byte of each marker (`<`, `=`, `>`): most files hold none of the three, which one `memchr` each finds
+# out ten times quicker than looking for the markers themselves (~2 us a file; ADR 0015).
+_LT, _EQ, _GT = (marker.strip()[0] for marker in _MARKERS)
 _ORDER = {key: n for n, key in enumerate(serialization.KEY_ORDER)}
 # What `to_record` always writes: the required keys and those it fills in when the file leaves them out.
 _ALWAYS = frozenset((*serialization.REQUIRED, "michi_state", "modified", "michi_version"))
@@ -53,7 +56,11 @@ def loads_record(data: bytes, path: str) -> dict[str, Any]:
 
 def fast(data: bytes) -> dict[str, Any] | None:
     """The file's record when it is already in normal form, else None (the full path decides)."""
-    if len(data) > MAX_TASK_BYTES or _MARKERS[0] in data or _MARKERS[1] in data or _MARKERS[2] in data:
+    if len(data) > MAX_TASK_BYTES:
+        return None
+    if (_LT in data or _EQ in data or _GT in data) and (
+        _MARKERS[0] in data or _MARKERS[1] in data or _MARKERS[2] in data
+    ):
         return None
     try:
         text = data.decode("utf-8")

@@ -53,11 +53,12 @@ def row(
     blocked, blocking = links.of(rec)
     flags = BLOCKED * blocked | BLOCKING * blocking
     has_deps = bool(get("depends"))
+    domain = domain_of(path)
     if old is None:  # a cold read: 50,000 of these, so no lookups of the old row's columns
-        text = viewtext.text(rec, path, index)
+        text = viewtext.text(rec, path, index, domain)
         fixed, born, due, scheduled = urgency.terms(rec, blocked=blocked, blocking=blocking)
     else:
-        text = old[_JSON] if not has_deps else viewtext.text(rec, path, index)
+        text = old[_JSON] if not has_deps else viewtext.text(rec, path, index, domain)
         if old[_FLAGS] == flags:
             fixed, born, due, scheduled = old[_FIXED : _SCHEDULED + 1]
         else:
@@ -65,7 +66,7 @@ def row(
     entry, tags = rec["entry"], get("tags")
     return (
         rec["michi_id"],
-        domain_of(path),
+        domain,
         rec["michi_state"],
         tuple(tags) if tags else (),
         get("project"),

@@ -8,7 +8,9 @@ unmarshal) only costs time: this process then does the rest itself, so the answe
 raises, is as without a child.
 
 `beside(there, here)` is the same for any two pieces of work (the child's answer is bytes the caller
-checks); `later(work)` runs work whose answer nobody waits for (writing caches) in a child, reaped at exit.
+checks); `beside_then` has the child send more after its answer, read only by whoever asks for it (a
+child `later` starts, say); `later(work)` runs work whose answer nobody waits for (writing caches) in a
+child, reaped at exit.
 
 Not forked: small inputs (a fork costs more than it saves), one core, no `fork`, or other threads running
 (a lock another thread held at the fork would stay held in the child, e.g. in the preloaded server). A
@@ -54,6 +56,7 @@ def _safe() -> bool:
 
 
 _writers: list[int] = []  # children started by `later`, waited for by `wait` (at exit at the latest)
+_held: dict[int, object] = {}  # the work handed to each until it is reaped (see `later`)
 
 
 def later(work: Callable[[], object]) -> None:
@@ -80,6 +83,15 @@ def later(work: Callable[[], object]) -> None:
     if pid < 0:
         work()
         return
+    _close_rests()  # the child has them now: whoever sends them waits on it, not on this process
+    # What the work holds (a cold list's records) is kept until the child is reaped: freed now, it would
+    # have every page it is on copied for this process while the child still shares them (~0.06 s at 50k).
+    _held[pid] = work
+    _later_reap(pid)
+
+
+def _later_reap(pid: int) -> None:
+    """A child this process waits for at exit (`wait`), at the latest."""
     if not _writers:
         import atexit
 
@@ -92,6 +104,7 @@ def wait() -> None:
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
             stream.flush()
+    _close_rests()  # never read: a child still sending them must not wait for this process
     _reap(0)
 
 
@@ -103,6 +116,7 @@ def _reap(flags: int) -> None:
             done = True
         if done:
             _writers.remove(pid)
+            _held.pop(pid, None)
 
 
 def halves(
@@ -144,35 +158,91 @@ def beside(there: Callable[[], bytes], here: Callable[[], R]) -> tuple[R, bytes 
     None instead of them when the child could not be forked, failed or died (the caller then does that
     part itself, so its answer and its errors are as without a child). An error here kills and reaps the
     child. The caller checks `usable` first."""
+    mine, data, _ = beside_then(there, None, here)
+    return mine, data
+
+
+class Rest:
+    """What a `beside_then` child sends after its answer (`then()`'s bytes): read when someone needs
+    them, here or in a child forked since (`later` hands it over: this process closes its end then)."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._got: bytes | None = None
+        _rests.append(self)
+
+    def read(self) -> bytes | None:
+        """The bytes, or None when the child failed or died before it sent them all (and is reaped at
+        exit). Read once: again, the same answer."""
+        if self._fd >= 0:
+            self._got = _message(self._fd)
+            self.close()
+        return self._got
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+            self._fd = -1
+        if self in _rests:
+            _rests.remove(self)
+
+
+_rests: list[Rest] = []  # not read yet: closed here when `later` hands them to its child, or at exit
+
+
+def _close_rests() -> None:
+    for rest in list(_rests):
+        rest.close()
+
+
+def beside_then(
+    there: Callable[[], bytes], then: Callable[[], bytes] | None, here: Callable[[], R]
+) -> tuple[R, bytes | None, Rest | None]:
+    """`beside`, and the child then sends `then()` (run after `there()` in the same child), which this
+    process reads only when asked (`Rest.read`), maybe not at all: the caller gets `there()`'s answer
+    without waiting for it (ADR 0015: the records of a cold list's half, wanted only by the cache
+    writer). The Rest is None when there was no child or it sent no whole first answer."""
     try:
         read_end, write_end = os.pipe()
     except OSError:
-        return here(), None
+        return here(), None, None
     try:
         pid = os.fork()
     except OSError:
         os.close(read_end)
         os.close(write_end)
-        return here(), None
+        return here(), None, None
     if pid == 0:  # the child: never returns into the caller
         status = 1
         try:
             os.close(read_end)
-            data = there()
             with open(write_end, "wb") as out:
-                out.write(data)
+                for make in (there, then):
+                    if make is not None:
+                        sent = make()
+                        out.write(len(sent).to_bytes(8, "big"))
+                        out.write(sent)
+                        out.flush()
             status = 0
         finally:
             os._exit(status)
     os.close(write_end)
+    rest: Rest | None = None
     try:
         mine = here()
-        got = open(read_end, "rb")  # noqa: SIM115 (it owns the descriptor from here: closed by `with`)
-        read_end = -1
-        with got:
-            data = got.read()
-        _, status = os.waitpid(pid, 0)
-        pid = 0
+        data = _message(read_end)
+        if then is not None and data is not None:
+            rest = Rest(read_end)  # the child's to send on; reaped at exit (`wait`)
+            read_end = -1
+            _later_reap(pid)
+            pid = 0
+            status = 0
+        else:
+            os.close(read_end)
+            read_end = -1
+            _, status = os.waitpid(pid, 0)
+            pid = 0
     finally:
         if read_end >= 0:
             os.close(read_end)
@@ -180,4 +250,26 @@ def beside(there: Callable[[], bytes], here: Callable[[], R]) -> tuple[R, bytes 
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
-    return mine, data if status == 0 else None
+    return mine, data if status == 0 else None, rest
+
+
+def _message(fd: int) -> bytes | None:
+    """One message of a child (its length, then as many bytes) read from `fd`; None when it ends short."""
+    head = _exactly(fd, 8)
+    return None if head is None else _exactly(fd, int.from_bytes(head, "big"))
+
+
+def _exactly(fd: int, size: int) -> bytes | None:
+    buf = bytearray(size)
+    view = memoryview(buf)
+    got = 0
+    while got < size:
+        try:
+            n = os.readv(fd, [view[got:]])
+        except InterruptedError:  # pragma: no cover (retried by Python itself since PEP 475)
+            continue
+        if n == 0:
+            return None
+        got += n
+    view.release()
+    return bytes(buf)

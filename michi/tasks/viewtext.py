@@ -17,15 +17,16 @@ _S = json.encoder.encode_basestring  # what `compact`'s encoder writes a string 
 _NOTE = '{"entry":%s,"description":%s}'
 
 
-def text(rec: dict[str, Any], path: str, index: Index) -> str:
-    """The task's `--json` text, as `compact(view_record(rec, path, index))` gives it."""
+def text(rec: dict[str, Any], path: str, index: Index, domain: str | None = None) -> str:
+    """The task's `--json` text, as `compact(view_record(rec, path, index))` gives it; `domain` is
+    `domain_of(path)` when the caller has it already."""
     try:
-        return _text(rec, path, index)
+        return _text(rec, index, domain_of(path) if domain is None else domain)
     except TypeError:  # a value of another type: the encoder says how it looks, or raises as before
         return compact(view_record(rec, path, index))
 
 
-def _text(rec: dict[str, Any], path: str, index: Index) -> str:
+def _text(rec: dict[str, Any], index: Index, domain: str) -> str:
     get, s = rec.get, _S
     ident, version = rec["michi_id"], get("michi_version", 1)
     priority, project, assignee = get("priority"), get("project"), get("michi_assignee")
@@ -48,7 +49,7 @@ def _text(rec: dict[str, Any], path: str, index: Index) -> str:
         f'"depends":{_ids(index.ids_of(tuple(depends))) if depends else "[]"},'
         f'"assignee":{"null" if assignee is None else s(assignee)},'
         f'"claim_expires":{"null" if expires is None else s(expires)},"version":{version},'
-        f'"domain":{s(domain_of(path))},"entry":{s(rec["entry"])},'
+        f'"domain":{s(domain)},"entry":{s(rec["entry"])},'
         f'"modified":{s(get("modified") or rec["entry"])},"start":{"null" if start is None else s(start)},'
         f'"end":{"null" if end is None else s(end)},"annotations":{_notes(notes) if notes else "[]"}}}'
     )
