@@ -65,6 +65,31 @@ def _is_git_dir(git_dir: Path, common: Path) -> bool:
     return (git_dir / "HEAD").is_file() and (common / "objects").is_dir() and (common / "refs").is_dir()
 
 
+# The places a caller may tell git to use instead of what it finds, and what michi found for each.
+_TOLD = (("GIT_DIR", "git_dir"), ("GIT_WORK_TREE", "worktree"), ("GIT_COMMON_DIR", "common_dir"))
+
+
+def check_told_places(paths: RepoPaths, acting_in: Path) -> RepoPaths:
+    """`paths` when the git places of the environment (which every git process michi starts obeys) are
+    its own. `GIT_DIR` naming another clone split one command in two: michi's lock, journal and objects
+    here, git's refs, fetch and push there (a commit pushed from a repository that lacked it: exit 5
+    blaming the remote). A relative value is read from the folder michi acts in, as git reads it."""
+    for name, attr in _TOLD:
+        value = os.environ.get(name)
+        if not value:
+            continue
+        named = (acting_in / value).resolve()
+        found = Path(getattr(paths, attr)).resolve()
+        if named != found:
+            raise NotARepository(
+                f"{name}={value} names {named}, but michi acts in the repository at {paths.worktree}, "
+                f"whose {'work tree' if attr == 'worktree' else 'git dir'} is {found}",
+                hint=f"unset {name}, or run michi in the repository it names (-C PATH)",
+                code="git_env_mismatch",
+            )
+    return paths
+
+
 def find_repo(start: Path | str | None = None) -> RepoPaths:
     """The repository of `start`, as git finds it: a `.git` folder that is no repository (empty, half
     deleted) is passed over, and a `.git` file naming one that is gone (a linked work tree whose main
