@@ -212,6 +212,34 @@ def test_remote_down_exits_5_with_a_hint(remote: Remote, repo: Path) -> None:
     assert git(repo, "status", "--porcelain") == ""
 
 
+@pytest.mark.parametrize("spec", ["+refs/heads/*:refs/heads/*", "+refs/heads/main:refs/heads/main"])
+def test_a_fetch_refspec_onto_local_branches_is_refused_before_it_overwrites_them(
+    cli, remote: Remote, repo: Path, spec: str
+) -> None:
+    """git updates the configured destination of a branch it fetches or pushes on the side: with
+    `remote.origin.fetch` mapping the task branch onto a local branch, michi's push reset the user's
+    local main (their unpushed commit gone from the branch), and with main checked out michi's fetch
+    failed as `remote_unreachable`. A configuration error: exit 2 naming the setting, nothing changed."""
+    assert cli(repo, "init").exit_code == 0
+    (repo / "mine.txt").write_text("mine\n")
+    git(repo, "add", "mine.txt")
+    git(repo, "commit", "-qm", "my unpushed work")
+    for checked_out in (True, False):
+        if not checked_out:
+            git(repo, "checkout", "-q", "-b", "feature")
+        git(repo, "config", "--replace-all", "remote.origin.fetch", spec)
+        refs, remote_tip = git(repo, "for-each-ref"), git(remote.bare, "rev-parse", "main")
+        result = cli(repo, "--json", "task", "add", "x")
+        assert result.exit_code == 2, result.stdout
+        error = result.json()["error"]
+        assert error["code"] == "bad_config" and "remote.origin.fetch" in error["message"], error
+        assert git(repo, "for-each-ref") == refs and git(remote.bare, "rev-parse", "main") == remote_tip
+        assert git(repo, "log", "-1", "--format=%s", "main") == "my unpushed work"
+    git(repo, "config", "--replace-all", "remote.origin.fetch", "+refs/heads/*:refs/remotes/origin/*")
+    assert cli(repo, "--json", "task", "add", "x").exit_code == 0
+    assert "my unpushed work" in git(repo, "log", "--format=%s", "main")
+
+
 @pytest.mark.parametrize("state", ["merge", "rebase"])
 def test_repo_mid_merge_or_rebase_is_refused(remote: Remote, repo: Path, state: str) -> None:
     git(repo, "checkout", "-q", "-b", "side")

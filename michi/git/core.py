@@ -106,13 +106,21 @@ def config_values(repo: Repo) -> dict[str, str]:
 
 def _ask_config(repo: Repo) -> dict[str, str]:
     """The settings, from one git process."""
-    out = repo.execute(["config", "-z", "--get-regexp", r"^(user\.(name|email)|remote\..*\.url)$"])[1]
+    pattern = r"^(user\.(name|email)|remote\..*\.(url|fetch))$"
+    out = repo.execute(["config", "-z", "--get-regexp", pattern])[1]
     values: dict[str, str] = {}
     for record in out.decode("utf-8", "surrogateescape").split("\0"):
         key, _, value = record.partition("\n")
-        if key:
+        if key.endswith(".fetch") and key in values:
+            values[key] += "\n" + value  # every refspec counts (one a line)
+        elif key:
             values[key] = value  # the last one wins, as with `git config --get`
     return values
+
+
+def fetch_refspecs(repo: Repo, remote: str) -> list[str]:
+    """`remote.<remote>.fetch`, every value."""
+    return [s for s in config_values(repo).get(f"remote.{remote}.fetch", "").split("\n") if s]
 
 
 def remote_exists(repo: Repo, remote: str) -> bool:

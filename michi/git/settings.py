@@ -20,7 +20,7 @@ from michi.git.files import config_fingerprint
 from michi.objectid import object_id
 from michi.repo import RepoPaths
 
-CACHE_NAME = "git-settings.json"
+CACHE_NAME = "git-settings.v2.json"  # v2: with the remotes' fetch refspecs
 _PLACE = ("GIT_DIR", "GIT_COMMON_DIR", "GIT_WORK_TREE")  # where git looks, when told
 
 
