@@ -264,10 +264,13 @@ def test_arguments_the_cli_would_refuse_are_usage_errors_in_michis_json(work: Pa
                 await call(s, "task_add", description="two", bogus=True),
                 await call(s, "no_such_tool"),
                 await call(s, "task_renew", id="1", ttl=-1),
+                await call(s, "task_add", description="three", wait=-1),  # was bad_config
+                await call(s, "sync", wait=-1),
             ]
 
     for is_error, doc in run(main):
         assert is_error and doc["error"]["code"] == "usage", doc
     assert run_michi(work, "--json", "task", "renew", "1", "--ttl", "-1").json()["error"]["code"] == "usage"
+    assert run_michi(work, "--json", "task", "add", "x", "--wait", "-1").json()["error"]["code"] == "usage"
     assert run_michi(work, "--json", "task", "show", "1").json()["claim_expires"] == before
     assert [t["description"] for t in run_michi(work, "--json", "task", "list").json()] == ["one"]
