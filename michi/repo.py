@@ -11,9 +11,10 @@ work tree to name, so the lock lives inside the shared git dir instead: still on
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
-from michi.errors import NotARepository
+from michi.errors import NotARepository, UsageError
 from michi.plain import Plain
 
 LOCK_NAME = ".michi.lock"
@@ -87,6 +88,26 @@ def check_told_places(paths: RepoPaths, acting_in: Path) -> RepoPaths:
                 hint=f"unset {name}, or run michi in the repository it names (-C PATH)",
                 code="git_env_mismatch",
             )
+    return paths
+
+
+def check_state_dir(paths: RepoPaths) -> RepoPaths:
+    """`paths` when michi's state folder is a folder or not there yet (it is made when first needed).
+    Anything else there (a file, a FIFO) stopped every command, reads too, with exit 1 "please report
+    this as a bug"; one stat names it instead."""
+    state = paths.state_dir
+    try:
+        mode = os.stat(state).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return paths
+    except OSError:
+        return paths  # what a command then meets there is its own error to report
+    if not stat.S_ISDIR(mode):
+        raise UsageError(
+            f"{state} is not a folder: michi keeps its journal, lock files and caches there",
+            hint=f"move it away (mv {state} {state}.moved); michi makes the folder again",
+            code="state_path_invalid",
+        )
     return paths
 
 
