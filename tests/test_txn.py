@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import time
 from pathlib import Path
@@ -209,6 +210,28 @@ def test_remote_down_exits_5_with_a_hint(remote: Remote, repo: Path) -> None:
     assert proc.returncode == 5
     err = json.loads(proc.stdout)["error"]
     assert err["code"] == "remote_unreachable" and "--offline" in err["hint"]
+    assert git(repo, "status", "--porcelain") == ""
+
+
+def test_another_index_file_leaves_the_checkout_where_it_was(cli, remote: Remote, repo: Path) -> None:
+    """With GIT_INDEX_FILE naming another index than the work tree's (a tool's scratch index), michi moved
+    that index and the files, then the branch: the work tree's own index stayed behind, so `git status`
+    showed michi's change reverted and staged, for the user's next commit to push. The branch, index and
+    files stay where they were instead (the change is on the remote; a later command moves them)."""
+    from conftest import run_michi
+
+    assert cli(repo, "init").exit_code == 0
+    scratch = repo.parent / "scratch-index"
+    shutil.copy(repo / ".git" / "index", scratch)
+    before = git(repo, "rev-parse", "main")
+    added = run_michi(repo, "--json", "task", "add", "x", env={"GIT_INDEX_FILE": str(scratch)})
+    assert added.exit_code == 0, added.stdout + added.stderr
+    assert added.json()["transaction"]["pushed"] is True
+    assert any("GIT_INDEX_FILE" in n for n in added.json()["transaction"]["notes"]), added.json()
+    assert git(repo, "rev-parse", "main") == before
+    assert git(repo, "status", "--porcelain") == ""
+    assert cli(repo, "--json", "task", "add", "y").exit_code == 0  # without it, the checkout catches up
+    assert git(repo, "rev-parse", "main") == remote.head()
     assert git(repo, "status", "--porcelain") == ""
 
 
