@@ -10,6 +10,7 @@ work tree to name, so the lock lives inside the shared git dir instead: still on
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 from pathlib import Path
@@ -80,6 +81,9 @@ def check_told_places(paths: RepoPaths, acting_in: Path) -> RepoPaths:
         if not value:
             continue
         named = (acting_in / value).resolve()
+        if attr != "worktree" and named.is_file():  # a `.git` file naming the git dir, as git reads it
+            with contextlib.suppress(OSError, UnicodeDecodeError, NotARepository):
+                named = _gitdir_from_file(named).resolve()
         found = Path(getattr(paths, attr)).resolve()
         if named != found:
             raise NotARepository(

@@ -89,3 +89,7 @@ def test_a_git_dir_naming_another_repository_is_refused_before_anything(remote, 
     (here / "sub").mkdir()
     env = {"GIT_DIR": "../.git", "GIT_WORK_TREE": ".."}
     assert run_michi(here / "sub", "--json", "task", "add", "fine", env=env).exit_code == 0
+    # In a linked work tree `.git` is a file naming its git dir, and git follows it.
+    git(here, "worktree", "add", "-q", str(tmp_path / "linked"), "-b", "feature")
+    listed = run_michi(tmp_path / "linked", "--json", "task", "list", env={"GIT_DIR": ".git"})
+    assert listed.exit_code == 0, listed.stdout
