@@ -68,7 +68,21 @@ def _is_git_dir(git_dir: Path, common: Path) -> bool:
 
 
 # The places a caller may tell git to use instead of what it finds, and what michi found for each.
-_TOLD = (("GIT_DIR", "git_dir"), ("GIT_WORK_TREE", "worktree"), ("GIT_COMMON_DIR", "common_dir"))
+_TOLD = (
+    ("GIT_DIR", "git dir"),
+    ("GIT_WORK_TREE", "work tree"),
+    ("GIT_COMMON_DIR", "common git dir"),
+    ("GIT_OBJECT_DIRECTORY", "object folder"),  # michi writes objects itself: git must read them there
+)
+
+
+def _found(paths: RepoPaths, what: str) -> Path:
+    return {
+        "git dir": paths.git_dir,
+        "work tree": paths.worktree,
+        "common git dir": paths.common_dir,
+        "object folder": paths.common_dir / "objects",
+    }[what]
 
 
 def check_told_places(paths: RepoPaths, acting_in: Path) -> RepoPaths:
@@ -76,19 +90,19 @@ def check_told_places(paths: RepoPaths, acting_in: Path) -> RepoPaths:
     its own. `GIT_DIR` naming another clone split one command in two: michi's lock, journal and objects
     here, git's refs, fetch and push there (a commit pushed from a repository that lacked it: exit 5
     blaming the remote). A relative value is read from the folder michi acts in, as git reads it."""
-    for name, attr in _TOLD:
+    for name, what in _TOLD:
         value = os.environ.get(name)
         if not value:
             continue
         named = (acting_in / value).resolve()
-        if attr != "worktree" and named.is_file():  # a `.git` file naming the git dir, as git reads it
+        if what.endswith("git dir") and named.is_file():  # a `.git` file naming the git dir, as git reads it
             with contextlib.suppress(OSError, UnicodeDecodeError, NotARepository):
                 named = _gitdir_from_file(named).resolve()
-        found = Path(getattr(paths, attr)).resolve()
+        found = _found(paths, what).resolve()
         if named != found:
             raise NotARepository(
                 f"{name}={value} names {named}, but michi acts in the repository at {paths.worktree}, "
-                f"whose {'work tree' if attr == 'worktree' else 'git dir'} is {found}",
+                f"whose {what} is {found}",
                 hint=f"unset {name}, or run michi in the repository it names (-C PATH)",
                 code="git_env_mismatch",
             )

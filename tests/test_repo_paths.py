@@ -77,6 +77,7 @@ def test_a_git_dir_naming_another_repository_is_refused_before_anything(remote, 
         {"GIT_DIR": str(there / ".git"), "GIT_WORK_TREE": str(there)},
         {"GIT_DIR": str(there / ".git")},
         {"GIT_WORK_TREE": str(there)},
+        {"GIT_OBJECT_DIRECTORY": str(there / ".git" / "objects")},  # was exit 5: "git object ... is missing"
     ):
         added = run_michi(here, "--json", "task", "add", "crossed", env=env)
         assert added.exit_code == 2, (env, added.stdout, added.stderr)
