@@ -235,6 +235,20 @@ def test_another_index_file_leaves_the_checkout_where_it_was(cli, remote: Remote
     assert git(repo, "status", "--porcelain") == ""
 
 
+def test_a_remote_url_naming_a_plain_file_is_unreachable_not_a_push_that_broke_off(
+    remote: Remote, repo: Path
+) -> None:
+    """git says "invalid gitfile format" for a remote path that is a file: it never connected, so
+    nothing can have landed. It was taken for a push broken off midway (`push_unknown`: "do not repeat
+    the command"), with the operation left pending for the next command to finish."""
+    (remote.root / "a-file").write_text("not a repository\n")
+    git(repo, "remote", "set-url", "origin", str(remote.root / "a-file"))
+    proc = drive(repo, "a")
+    assert proc.returncode == 5, proc.stdout + proc.stderr
+    assert json.loads(proc.stdout)["error"]["code"] == "remote_unreachable", proc.stdout
+    assert not (repo / ".git/michi/journal.json").exists()
+
+
 @pytest.mark.parametrize("spec", ["+refs/heads/*:refs/heads/*", "+refs/heads/main:refs/heads/main"])
 def test_a_fetch_refspec_onto_local_branches_is_refused_before_it_overwrites_them(
     cli, remote: Remote, repo: Path, spec: str
