@@ -10,10 +10,12 @@ work tree to name, so the lock lives inside the shared git dir instead: still on
 
 from __future__ import annotations
 
+import contextlib
 import os
+import stat
 from pathlib import Path
 
-from michi.errors import NotARepository
+from michi.errors import NotARepository, UsageError
 from michi.plain import Plain
 
 LOCK_NAME = ".michi.lock"
@@ -63,6 +65,68 @@ def _common_dir(git_dir: Path) -> Path:
 def _is_git_dir(git_dir: Path, common: Path) -> bool:
     """What git checks (`is_git_directory`): a HEAD, and the objects and refs of the shared git dir."""
     return (git_dir / "HEAD").is_file() and (common / "objects").is_dir() and (common / "refs").is_dir()
+
+
+# The places a caller may tell git to use instead of what it finds, and what michi found for each.
+_TOLD = (
+    ("GIT_DIR", "git dir"),
+    ("GIT_WORK_TREE", "work tree"),
+    ("GIT_COMMON_DIR", "common git dir"),
+    ("GIT_OBJECT_DIRECTORY", "object folder"),  # michi writes objects itself: git must read them there
+)
+
+
+def _found(paths: RepoPaths, what: str) -> Path:
+    return {
+        "git dir": paths.git_dir,
+        "work tree": paths.worktree,
+        "common git dir": paths.common_dir,
+        "object folder": paths.common_dir / "objects",
+    }[what]
+
+
+def check_told_places(paths: RepoPaths, acting_in: Path) -> RepoPaths:
+    """`paths` when the git places of the environment (which every git process michi starts obeys) are
+    its own. `GIT_DIR` naming another clone split one command in two: michi's lock, journal and objects
+    here, git's refs, fetch and push there (a commit pushed from a repository that lacked it: exit 5
+    blaming the remote). A relative value is read from the folder michi acts in, as git reads it."""
+    for name, what in _TOLD:
+        value = os.environ.get(name)
+        if not value:
+            continue
+        named = (acting_in / value).resolve()
+        if what.endswith("git dir") and named.is_file():  # a `.git` file naming the git dir, as git reads it
+            with contextlib.suppress(OSError, UnicodeDecodeError, NotARepository):
+                named = _gitdir_from_file(named).resolve()
+        found = _found(paths, what).resolve()
+        if named != found:
+            raise NotARepository(
+                f"{name}={value} names {named}, but michi acts in the repository at {paths.worktree}, "
+                f"whose {what} is {found}",
+                hint=f"unset {name}, or run michi in the repository it names (-C PATH)",
+                code="git_env_mismatch",
+            )
+    return paths
+
+
+def check_state_dir(paths: RepoPaths) -> RepoPaths:
+    """`paths` when michi's state folder is a folder or not there yet (it is made when first needed).
+    Anything else there (a file, a FIFO) stopped every command, reads too, with exit 1 "please report
+    this as a bug"; one stat names it instead."""
+    state = paths.state_dir
+    try:
+        mode = os.stat(state).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return paths
+    except OSError:
+        return paths  # what a command then meets there is its own error to report
+    if not stat.S_ISDIR(mode):
+        raise UsageError(
+            f"{state} is not a folder: michi keeps its journal, lock files and caches there",
+            hint=f"move it away (mv {state} {state}.moved); michi makes the folder again",
+            code="state_path_invalid",
+        )
+    return paths
 
 
 def find_repo(start: Path | str | None = None) -> RepoPaths:

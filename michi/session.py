@@ -12,7 +12,7 @@ from typing import Any
 from michi import config as config_mod
 from michi.git import environ
 from michi.plain import Plain
-from michi.repo import RepoPaths, find_repo
+from michi.repo import RepoPaths, check_state_dir, check_told_places, find_repo
 
 
 class Session(Plain):
@@ -40,7 +40,7 @@ class Session(Plain):
 
     @cached_property
     def repo(self) -> RepoPaths:
-        return find_repo(self.cwd)
+        return check_state_dir(check_told_places(find_repo(self.cwd), self.cwd))
 
     @cached_property
     def config(self) -> config_mod.Config:

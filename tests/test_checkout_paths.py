@@ -531,3 +531,30 @@ def test_a_relative_git_dir_is_read_from_the_folder_michi_acts_in(remote, tmp_pa
     assert added.exit_code == 0, added.stdout + added.stderr
     assert added.json()["transaction"]["pushed"] is True
     assert (other / ".git" / "michi").is_dir() and not (here / ".git" / "michi").exists()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="below the staged move's index size the check (diff-index) and the move (git restore) are two "
+    "git processes: a `git add` in the ~1 ms between is overwritten; git's own checkout checks and moves "
+    "under one index.lock, as the staged move does (ADR 0015)",
+)
+def test_a_hand_edit_staged_between_the_check_and_the_move_is_kept(
+    work: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The user stages an edit of a task file the move changes right after the check found it clean and
+    before `restore` runs: the move must keep it (refuse), as `git checkout` would, never overwrite it."""
+    old, new = _next(work)
+    repo = mgit.open_repo(work)
+    real = checkout._restore
+
+    def racing(repo_: mgit.Repo, source: str, paths: list[str]) -> tuple[int, str]:
+        if source == new:
+            (work / ".tasks" / "b.json").write_text("staged by hand meanwhile\n")
+            git(work, "add", ".tasks/b.json")
+        return real(repo_, source, paths)
+
+    monkeypatch.setattr(checkout, "_restore", racing)
+    move_paths(repo, old, new)
+    assert git(work, "show", ":.tasks/b.json") == "staged by hand meanwhile"
+    assert (work / ".tasks" / "b.json").read_text() == "staged by hand meanwhile\n"

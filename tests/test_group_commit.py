@@ -483,3 +483,23 @@ def test_a_holder_that_cannot_write_an_answer_still_succeeds_and_its_waiter_find
     assert sorted(names_on(remote.bare)) == ["a", "b", "c"]
     assert pushes(gated) == 2
     once(remote.bare)
+
+
+def test_a_file_where_the_group_folder_goes_leaves_commands_working_alone(
+    remote: Remote, repo: Path, gated: Path
+) -> None:
+    """Group commit is an optimisation (ADR 0017): a file where its folder goes made the waiter's offer,
+    and every holder's look for offers, exit 1 "please report this as a bug". Without the folder each
+    command lands alone, as with `group_commit = false`, and the file stays as it was."""
+    group = repo / ".git/michi/group"
+    group.parent.mkdir(parents=True, exist_ok=True)
+    group.write_text("not michi's folder\n")
+    holder = start(repo, "a")
+    until(lambda: (gated / "reached.1").exists(), holder)
+    waiters = [start(repo, name) for name in "bc"]
+    until(lambda: queued(repo) == 2, holder, *waiters)
+    (gated / "open").touch()
+    assert [finish(p)[0] for p in [holder, *waiters]] == [0, 0, 0]
+    assert sorted(names_on(remote.bare)) == ["a", "b", "c"] and pushes(gated) == 3
+    once(remote.bare)
+    assert group.read_text() == "not michi's folder\n"

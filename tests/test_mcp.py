@@ -264,10 +264,35 @@ def test_arguments_the_cli_would_refuse_are_usage_errors_in_michis_json(work: Pa
                 await call(s, "task_add", description="two", bogus=True),
                 await call(s, "no_such_tool"),
                 await call(s, "task_renew", id="1", ttl=-1),
+                await call(s, "task_add", description="three", wait=-1),  # was bad_config
+                await call(s, "sync", wait=-1),
             ]
 
     for is_error, doc in run(main):
         assert is_error and doc["error"]["code"] == "usage", doc
     assert run_michi(work, "--json", "task", "renew", "1", "--ttl", "-1").json()["error"]["code"] == "usage"
+    assert run_michi(work, "--json", "task", "add", "x", "--wait", "-1").json()["error"]["code"] == "usage"
     assert run_michi(work, "--json", "task", "show", "1").json()["claim_expires"] == before
     assert [t["description"] for t in run_michi(work, "--json", "task", "list").json()] == ["one"]
+
+
+def test_a_domain_whose_name_is_not_utf8_does_not_end_the_server(work: Path) -> None:
+    """A task in a folder whose name git gives as bytes that are not UTF-8: `task_list` over every domain
+    sent it unencodable and the whole server died (every later call of the agent failed). It answers
+    with the byte escaped, as the CLI prints it, and goes on serving."""
+    os.mkdir(os.path.join(os.fsencode(work), b"bad\xffname"))
+    added = subprocess.run(
+        [sys.executable, "-m", "michi", "--json", "task", "add", "there", "--domain", b"bad\xffname"],
+        cwd=work,
+        capture_output=True,
+    )
+    assert added.returncode == 0, added.stdout + added.stderr
+
+    async def main() -> list[tuple[bool, Any]]:
+        async with server(work, "a1") as s:
+            with anyio.fail_after(60):
+                return [await call(s, "task_list", all_domains=True), await call(s, "task_show", id="1")]
+
+    (listed_error, listed), (shown_error, shown) = run(main)
+    assert not listed_error and listed[0]["domain"] == "bad\udcffname"
+    assert not shown_error and shown["domain"] == "bad\udcffname"

@@ -4,6 +4,7 @@ a note on stderr, and the exit code is the command's."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -48,3 +49,30 @@ def test_a_change_whose_output_is_lost_still_exits_0_and_lands_once(
     assert "the output could not be written" in proc.stderr
     files = git(remote.bare, "ls-tree", "-r", "--name-only", "main").split()
     assert len([f for f in files if f.endswith(".json")]) == 1
+
+
+@pytest.mark.parametrize("stdout_errors", ["strict", "surrogateescape"])
+def test_a_domain_whose_name_is_not_utf8_is_printed_as_valid_utf8(ready: Path, stdout_errors: str) -> None:
+    """A folder name git gives as bytes that are not UTF-8 (Linux allows any): with a strict stdout (a
+    UTF-8 locale, the served worker) `task add` there landed and then exited 1 "please report a bug" (an
+    agent repeats it: a second task), and `list --json` failed for every clone; with surrogateescape
+    (C.UTF-8) --json's output held a raw 0xff byte, no JSON an agent can decode. The name is printed with
+    the byte escaped (`\\udcff` in JSON), the exit code is the command's, and the name round-trips."""
+    name = b"bad\xffname"
+    os.mkdir(os.path.join(os.fsencode(ready), name))
+    env = {**os.environ, "PYTHONIOENCODING": f"utf-8:{stdout_errors}"}
+
+    def run(*args: str | bytes) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run([sys.executable, "-m", "michi", *args], cwd=ready, env=env, capture_output=True)
+
+    added = run("--json", "task", "add", "there", "--domain", name)
+    assert added.returncode == 0, added.stdout + added.stderr
+    domain = json.loads(added.stdout.decode("utf-8"))["domain"]
+    assert os.fsencode(domain) == name
+    assert len(git(ready, "log", "--format=%s", "-n", "5").splitlines()) == 3  # seed, init, this add
+    listed = run("--json", "task", "list", "--all")
+    assert listed.returncode == 0 and json.loads(listed.stdout.decode("utf-8"))[0]["domain"] == domain
+    for args in (("task", "show", "1"), ("task", "log", "1"), ("export", "--all"), ("task", "list", "--all")):
+        shown = run(*args)
+        assert shown.returncode == 0, (args, shown.stderr)
+        shown.stdout.decode("utf-8")

@@ -254,6 +254,28 @@ def test_a_domain_named_with_blanks_works_like_any_other(cli, remote: Remote, re
     assert shown.exit_code == 0 and shown.json()["version"] == 2
 
 
+def test_an_absolute_domain_through_a_symlink_above_the_repository_is_its_real_folder(
+    cli, remote: Remote, repo: Path, tmp_path: Path
+) -> None:
+    """A repository reached by a path with a symlink above it (macOS's /tmp, a linked home folder):
+    `--domain "$PWD/libs"` named a folder inside it, yet was refused as outside the repository. The
+    path is read as the folder it is; a symlink inside the repository, or out of it, is still refused."""
+    assert cli(repo, "init").exit_code == 0
+    (repo / "libs").mkdir()
+    (repo / "libs" / "inner").symlink_to(repo / "libs", target_is_directory=True)
+    (tmp_path / "outside").mkdir()
+    (repo / "out").symlink_to(tmp_path / "outside", target_is_directory=True)
+    link = tmp_path / "via-link"
+    link.symlink_to(repo, target_is_directory=True)
+    added = cli(link, "--json", "task", "add", "x", "--domain", str(link / "libs"))
+    assert added.exit_code == 0, added.stdout
+    assert added.json()["domain"] == "libs"
+    refusals = ((link / "libs" / "inner", "symlink"), (link / "out", "symlink"), (tmp_path, "outside"))
+    for domain, why in refusals:
+        refused = cli(link, "--json", "task", "add", "x", "--domain", str(domain))
+        assert refused.exit_code == 2 and why in refused.json()["error"]["message"], (domain, refused.stdout)
+
+
 @pytest.mark.parametrize("domain", ["vendor/tool", "vendor/tool/deep"])
 def test_a_domain_inside_a_nested_repository_is_refused(cli, remote: Remote, repo: Path, domain: str) -> None:
     """A folder with its own `.git` (a nested clone, not a submodule) is another repository: a task file

@@ -59,3 +59,38 @@ def test_an_empty_git_folder_is_passed_over_as_git_does(cli, repo: Path) -> None
     assert added.exit_code == 0, added.stdout
     assert added.json()["domain"] == "."
     assert list((inner / ".git").iterdir()) == []
+
+
+def test_a_git_dir_naming_another_repository_is_refused_before_anything(remote, tmp_path: Path) -> None:
+    """`GIT_DIR` (and `GIT_WORK_TREE`) pointing at another clone while michi runs in this one: michi found
+    its repository (lock, journal, state) by the folder, but every git process it started went to the
+    other. The commit was written here and pushed from there: exit 5 `remote_rejected` blaming the
+    remote's hooks. The places git is told to use must be the repository michi acts in (exit 2, naming
+    the variable), and nothing is written to either clone or the remote."""
+    from conftest import run_michi
+
+    here, there = remote.clone("here"), remote.clone("there")
+    assert run_michi(here, "init").exit_code == 0
+    git(there, "pull", "-q")
+    tips = [git(r, "rev-parse", "main") for r in (here, there, remote.bare)]
+    for env in (
+        {"GIT_DIR": str(there / ".git"), "GIT_WORK_TREE": str(there)},
+        {"GIT_DIR": str(there / ".git")},
+        {"GIT_WORK_TREE": str(there)},
+        {"GIT_OBJECT_DIRECTORY": str(there / ".git" / "objects")},  # was exit 5: "git object ... is missing"
+    ):
+        added = run_michi(here, "--json", "task", "add", "crossed", env=env)
+        assert added.exit_code == 2, (env, added.stdout, added.stderr)
+        error = added.json()["error"]
+        assert error["code"] == "git_env_mismatch", error
+        assert next(iter(env)) in error["message"], error
+        assert [git(r, "rev-parse", "main") for r in (here, there, remote.bare)] == tips
+    assert not (there / ".git" / "michi").exists()
+    # The same places named relatively, from a subfolder, are this repository's: allowed.
+    (here / "sub").mkdir()
+    env = {"GIT_DIR": "../.git", "GIT_WORK_TREE": ".."}
+    assert run_michi(here / "sub", "--json", "task", "add", "fine", env=env).exit_code == 0
+    # In a linked work tree `.git` is a file naming its git dir, and git follows it.
+    git(here, "worktree", "add", "-q", str(tmp_path / "linked"), "-b", "feature")
+    listed = run_michi(tmp_path / "linked", "--json", "task", "list", env={"GIT_DIR": ".git"})
+    assert listed.exit_code == 0, listed.stdout

@@ -93,3 +93,26 @@ def test_a_full_disk_is_storage_failed_not_a_bug(cli, ready: Path, monkeypatch: 
     monkeypatch.undo()
     assert [t["description"] for t in cli(ready, "--json", "task", "list").json()] == ["first"]
     assert cli(ready, "--json", "task", "add", "second").exit_code == 0
+
+
+@pytest.mark.parametrize("kind", ["file", "fifo"])
+def test_a_state_folder_that_is_no_folder_is_named_with_the_fix(ready: Path, kind: str) -> None:
+    """`.git/michi` itself something other than a folder: every command, reads too, exited 1 "please
+    report this as a bug" (NotADirectoryError). It is named with the fix (exit 2), left as it was, and
+    once moved away michi makes the folder again."""
+    state = ready / ".git" / "michi"
+    moved = ready / ".git" / "michi.moved"
+    state.rename(moved)
+    if kind == "fifo":
+        os.mkfifo(state)
+    else:
+        state.write_text("not michi's\n")
+    for args in (("task", "add", "second"), ("task", "list"), ("status",), ("lock", "status")):
+        result = run_michi(ready, "--json", *args, timeout=60)
+        assert result.exit_code == 2, (args, result.stdout + result.stderr)
+        error = result.json()["error"]
+        assert error["code"] == "state_path_invalid" and str(state) in error["message"], error
+    assert not state.is_dir()
+    state.unlink()
+    assert run_michi(ready, "--json", "task", "add", "second", timeout=60).exit_code == 0
+    assert state.is_dir()

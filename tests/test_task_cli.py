@@ -146,6 +146,10 @@ def test_corrupt_files_reported_never_overwritten(cli, ready: Path, remote) -> N
     git(other, "push", "-q")
     listed = cli(ready, "task", "list", "--fetch", "--json")
     assert [t["description"] for t in listed.json()] == ["good"] and "michi doctor" in listed.stderr
+    # An export (a backup, the input of Taskwarrior's import) left the task out without a word.
+    exported = cli(ready, "export", "--all", "--json")
+    assert [t["description"] for t in exported.json()] == ["good"] and "michi doctor" in exported.stderr
+    assert "michi doctor" in cli(ready, "export").stderr
     report = cli(ready, "doctor", "--json").json()
     assert report["ok"] is False and uuid in report["problems"][0]["path"]
     refused = cli(ready, "task", "done", uuid[:13], "--json")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import time
 from pathlib import Path
@@ -210,6 +211,70 @@ def test_remote_down_exits_5_with_a_hint(remote: Remote, repo: Path) -> None:
     err = json.loads(proc.stdout)["error"]
     assert err["code"] == "remote_unreachable" and "--offline" in err["hint"]
     assert git(repo, "status", "--porcelain") == ""
+
+
+def test_another_index_file_leaves_the_checkout_where_it_was(cli, remote: Remote, repo: Path) -> None:
+    """With GIT_INDEX_FILE naming another index than the work tree's (a tool's scratch index), michi moved
+    that index and the files, then the branch: the work tree's own index stayed behind, so `git status`
+    showed michi's change reverted and staged, for the user's next commit to push. The branch, index and
+    files stay where they were instead (the change is on the remote; a later command moves them)."""
+    from conftest import run_michi
+
+    assert cli(repo, "init").exit_code == 0
+    scratch = repo.parent / "scratch-index"
+    shutil.copy(repo / ".git" / "index", scratch)
+    before = git(repo, "rev-parse", "main")
+    added = run_michi(repo, "--json", "task", "add", "x", env={"GIT_INDEX_FILE": str(scratch)})
+    assert added.exit_code == 0, added.stdout + added.stderr
+    assert added.json()["transaction"]["pushed"] is True
+    assert any("GIT_INDEX_FILE" in n for n in added.json()["transaction"]["notes"]), added.json()
+    assert git(repo, "rev-parse", "main") == before
+    assert git(repo, "status", "--porcelain") == ""
+    assert cli(repo, "--json", "task", "add", "y").exit_code == 0  # without it, the checkout catches up
+    assert git(repo, "rev-parse", "main") == remote.head()
+    assert git(repo, "status", "--porcelain") == ""
+
+
+def test_a_remote_url_naming_a_plain_file_is_unreachable_not_a_push_that_broke_off(
+    remote: Remote, repo: Path
+) -> None:
+    """git says "invalid gitfile format" for a remote path that is a file: it never connected, so
+    nothing can have landed. It was taken for a push broken off midway (`push_unknown`: "do not repeat
+    the command"), with the operation left pending for the next command to finish."""
+    (remote.root / "a-file").write_text("not a repository\n")
+    git(repo, "remote", "set-url", "origin", str(remote.root / "a-file"))
+    proc = drive(repo, "a")
+    assert proc.returncode == 5, proc.stdout + proc.stderr
+    assert json.loads(proc.stdout)["error"]["code"] == "remote_unreachable", proc.stdout
+    assert not (repo / ".git/michi/journal.json").exists()
+
+
+@pytest.mark.parametrize("spec", ["+refs/heads/*:refs/heads/*", "+refs/heads/main:refs/heads/main"])
+def test_a_fetch_refspec_onto_local_branches_is_refused_before_it_overwrites_them(
+    cli, remote: Remote, repo: Path, spec: str
+) -> None:
+    """git updates the configured destination of a branch it fetches or pushes on the side: with
+    `remote.origin.fetch` mapping the task branch onto a local branch, michi's push reset the user's
+    local main (their unpushed commit gone from the branch), and with main checked out michi's fetch
+    failed as `remote_unreachable`. A configuration error: exit 2 naming the setting, nothing changed."""
+    assert cli(repo, "init").exit_code == 0
+    (repo / "mine.txt").write_text("mine\n")
+    git(repo, "add", "mine.txt")
+    git(repo, "commit", "-qm", "my unpushed work")
+    for checked_out in (True, False):
+        if not checked_out:
+            git(repo, "checkout", "-q", "-b", "feature")
+        git(repo, "config", "--replace-all", "remote.origin.fetch", spec)
+        refs, remote_tip = git(repo, "for-each-ref"), git(remote.bare, "rev-parse", "main")
+        result = cli(repo, "--json", "task", "add", "x")
+        assert result.exit_code == 2, result.stdout
+        error = result.json()["error"]
+        assert error["code"] == "bad_config" and "remote.origin.fetch" in error["message"], error
+        assert git(repo, "for-each-ref") == refs and git(remote.bare, "rev-parse", "main") == remote_tip
+        assert git(repo, "log", "-1", "--format=%s", "main") == "my unpushed work"
+    git(repo, "config", "--replace-all", "remote.origin.fetch", "+refs/heads/*:refs/remotes/origin/*")
+    assert cli(repo, "--json", "task", "add", "x").exit_code == 0
+    assert "my unpushed work" in git(repo, "log", "--format=%s", "main")
 
 
 @pytest.mark.parametrize("state", ["merge", "rebase"])

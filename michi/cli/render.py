@@ -56,8 +56,19 @@ def defer_views(register: Callable[[], None]) -> None:
     _deferred_views.append(register)
 
 
+def _escape_what_is_not_utf8() -> None:
+    """A path git gives as bytes that are not UTF-8 (a folder name; Linux allows any) reaches michi's text
+    as lone surrogates. A strict stdout (a UTF-8 locale, the served worker) failed on them after a change
+    had landed (exit 1: repeated, a second task), and surrogateescape (C.UTF-8) wrote the raw byte into
+    --json's output, which no agent can decode. Escaped (`\\udcff`), the output is UTF-8, and valid JSON
+    inside a string."""
+    with contextlib.suppress(AttributeError, ValueError, io.UnsupportedOperation):
+        sys.stdout.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
+
+
 def emit(result: Result, json_mode: bool) -> int:
     """Print `result` once: its JSON, or its view for people in the look the command asked for."""
+    _escape_what_is_not_utf8()
     if json_mode:
         _reset_look()
         serialised = getattr(result, "json_text", None)  # TaskList holds its JSON already (ADR 0008)
@@ -101,6 +112,7 @@ def _to_stdout(write: Callable[[], object]) -> None:
 
 def fail(exc: MichiError, json_mode: bool) -> int:
     _reset_look()
+    _escape_what_is_not_utf8()
     for line in exc.notes:  # as with results: notes on stderr, so stdout stays one JSON document
         note(line)
     if json_mode:

@@ -12,7 +12,7 @@ import tempfile
 import threading
 from collections.abc import Generator, Iterator
 from contextlib import ExitStack, closing, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import IO, Any
@@ -29,6 +29,7 @@ from michi.workflow import journal
 @dataclass(frozen=True)
 class Export(Result):
     records: list[dict[str, Any]]
+    notes: list[str] = field(default_factory=list)  # on stderr: how old the data is, unreadable task files
 
     def to_json(self) -> Any:
         return self.records
@@ -41,7 +42,7 @@ def export(session: Session, *, every_domain: bool, domain: str | None, fetch: b
         ((p, t) for p, t in snap.index.tasks.items() if where is None or domains.domain_of(p) == where),
         key=lambda pt: pt[1].id,
     )
-    return Export([taskwarrior.export_record(t, domains.domain_of(p)) for p, t in found])
+    return Export([taskwarrior.export_record(t, domains.domain_of(p)) for p, t in found], snap.notes)
 
 
 IMPORT_CHUNK = 10_000  # tasks per import commit: 50,000 tasks land as 5 commits (ADR 0015)

@@ -48,7 +48,7 @@ def run(session: Session, *, wait: float | None) -> Synced:
 
     req = TxnRequest(
         repo=session.repo,
-        config=session.with_overrides(lock_wait=wait),
+        config=task_common.lock_config(session, wait),
         command=session.command_line,
         agent=session.resolve_agent(),
         on_wait=session.on_wait,

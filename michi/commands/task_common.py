@@ -31,6 +31,7 @@ from michi.tasks.query import VIEW_KEYS, compact, view_record
 from michi.tasks.table import COLUMNS, Table, table_of
 
 if TYPE_CHECKING:
+    from michi import config as config_mod
     from michi.workflow import Mutation, TxnOutcome
 
 
@@ -165,6 +166,14 @@ def read_table_stamped(session: Session, mode: How = How.AUTO) -> TableRead:
     return TableRead(table, _notes(age, problems), snap.stamp, problems)
 
 
+def lock_config(session: Session, wait: float | None) -> config_mod.Config:
+    """The config with `--wait` over it. The CLI's option refuses a negative wait itself (`usage`); an MCP
+    tool's argument meets only this check, which said `bad_config` until it said the same (ADR 0011)."""
+    if wait is not None and not wait >= 0:
+        raise UsageError(f"--wait {wait:g} is not a number >= 0", hint="pass 0 (one try) or more seconds")
+    return session.with_overrides(lock_wait=wait)
+
+
 def split_tags(values: list[str]) -> list[str]:
     """`-t a,b` is two tags, as Taskwarrior reads them; blanks dropped, first spelling kept, order kept."""
     return list(dict.fromkeys(t.strip() for v in values for t in v.split(",") if t.strip()))
@@ -215,7 +224,7 @@ def transact(
             index.tasks  # noqa: B018
     req = TxnRequest(
         repo=session.repo,
-        config=session.with_overrides(lock_wait=wait),
+        config=lock_config(session, wait),
         command=session.command_line,
         agent=session.resolve_agent(),
         on_wait=session.on_wait,

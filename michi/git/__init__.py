@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from michi.git.core import NO_PROMPT as NO_PROMPT
     from michi.git.core import Head as Head
     from michi.git.core import commit_messages as commit_messages
+    from michi.git.core import fetch_refspecs as fetch_refspecs
     from michi.git.core import head as head
     from michi.git.core import index_holds as index_holds
     from michi.git.core import is_ancestor as is_ancestor
@@ -98,6 +99,7 @@ _HOMES = {
     "ref_oid": "core",
     "remote_default_branch": "core",
     "remote_exists": "core",
+    "fetch_refspecs": "core",
     "remote_names": "core",
     "rev_list": "core",
     "update_ref": "core",

@@ -104,10 +104,12 @@ def config_values(repo: Repo) -> dict[str, str]:
     return dict(repo.memo["config"])
 
 
-# The identity, the remotes' URLs, and what decides whether the checkout move may stage the index
-# (`michi.git.staged`). Changing it means changing `settings.CACHE_NAME`: a kept answer lacks the rest.
+# The identity, the remotes' URLs and fetch refspecs, and what decides whether the checkout move may
+# stage the index (`michi.git.staged`). Changing it means changing `settings.CACHE_NAME`: a kept answer
+# lacks the rest.
 _SETTINGS = (
-    r"^(user\.(name|email)|remote\..*\.url|core\.(fsmonitor|splitindex)|index\.version|feature\.manyfiles)$"
+    r"^(user\.(name|email)|remote\..*\.(url|fetch)|core\.(fsmonitor|splitindex)|index\.version"
+    r"|feature\.manyfiles)$"
 )
 
 
@@ -117,9 +119,16 @@ def _ask_config(repo: Repo) -> dict[str, str]:
     values: dict[str, str] = {}
     for record in out.decode("utf-8", "surrogateescape").split("\0"):
         key, _, value = record.partition("\n")
-        if key:
+        if key.endswith(".fetch") and key in values:
+            values[key] += "\n" + value  # every refspec counts (one a line)
+        elif key:
             values[key] = value  # the last one wins, as with `git config --get`
     return values
+
+
+def fetch_refspecs(repo: Repo, remote: str) -> list[str]:
+    """`remote.<remote>.fetch`, every value."""
+    return [s for s in config_values(repo).get(f"remote.{remote}.fetch", "").split("\n") if s]
 
 
 def remote_exists(repo: Repo, remote: str) -> bool:

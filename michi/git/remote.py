@@ -14,6 +14,7 @@ from michi.git.repo import Repo
 # What git says when it never got to talk to the remote: nothing can have landed.
 _NEVER_CONNECTED = (
     "does not appear to be a git repository",
+    "invalid gitfile format",  # a remote path that is a plain file
     "could not resolve host",
     "connection refused",
     "connection timed out",

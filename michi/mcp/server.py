@@ -71,7 +71,7 @@ class Server:
             except Exception as exc:  # the JSON contract holds for bugs too, as in the CLI
                 return _text(unexpected(exc).to_json(), error=True)
         for note in getattr(result, "notes", None) or []:
-            await ctx.info(note)  # what the CLI says on stderr: how old the data is, what was left alone
+            await ctx.info(_utf8(note))  # the CLI's notes on stderr: how old the data is, what was left alone
         return _text(result.to_json(), error=bool(result.exit_code))
 
 
@@ -110,7 +110,14 @@ def _takes(name: str, known: dict[str, Any]) -> str:
 
 def _text(document: Any, error: bool) -> CallToolResult:
     body = json.dumps(document, ensure_ascii=False, separators=(",", ":"))
-    return CallToolResult(content=[TextContent(type="text", text=body)], is_error=error)
+    return CallToolResult(content=[TextContent(type="text", text=_utf8(body))], is_error=error)
+
+
+def _utf8(text: str) -> str:
+    """`text` with each lone surrogate (a path git gave as bytes that are not UTF-8, e.g. a folder name)
+    as its `\\udcff` escape, as the CLI prints it: sent as it was, it could not be encoded and ended the
+    whole server (every later call of the agent failed)."""
+    return text if text.isascii() else text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _bind(server: Server, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:

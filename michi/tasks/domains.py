@@ -113,6 +113,18 @@ def _own_folder(top: Path, rel: str, shown: str) -> None:
         )
 
 
+def _below(top: Path, path: Path) -> Path:
+    """`path` as a path under `top` when it reaches the repository through a symlink above it (macOS's
+    /tmp, a linked home folder): its part below the repository is kept as given, so a symlink there is
+    still seen (and refused); anything else is returned as it was."""
+    if path.is_relative_to(top):
+        return path
+    for above in reversed(path.parents):  # outermost first: a symlink inside the repository stays seen
+        if os.path.realpath(above) == str(top):
+            return top / path.relative_to(above)
+    return top / "." if os.path.realpath(path) == str(top) else path
+
+
 def resolve(worktree: Path, cwd: Path, given: str | None) -> str:
     """`--domain PATH` (relative to cwd), else the nearest folder at/above cwd with `.tasks/`, else root."""
     top = Path(os.path.realpath(worktree))
@@ -122,7 +134,7 @@ def resolve(worktree: Path, cwd: Path, given: str | None) -> str:
         raw = Path(
             os.path.normpath(Path(os.path.realpath(cwd)) / given)
         )  # lexical first: '..' must not hide behind a symlink
-        rel = _relative(top, raw, given)
+        rel = _relative(top, _below(top, raw), given)
         _no_symlinks(top, rel, given)
         if not (top / rel).is_dir():
             raise BadDomain(f"domain {given!r} is not a folder", hint="create it first, or check the path")

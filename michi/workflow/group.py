@@ -51,7 +51,8 @@ class Offer:
         return self.folder / (self.stem + suffix)
 
     def post(self) -> None:
-        self.folder.mkdir(parents=True, exist_ok=True)
+        """Offer the operation; best effort: where no offer can be written (a file where the folder goes,
+        a full disk) the command waits and lands it itself, as without group commit."""
         e = self.entry
         offer = {
             "txn": e.txn,
@@ -65,7 +66,11 @@ class Offer:
             "ticks": procs.start_ticks(os.getpid()),
             **self.target,
         }
-        write_atomic(self._path(OFFER), json.dumps(offer).encode(), mode=0o600)
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            write_atomic(self._path(OFFER), json.dumps(offer).encode(), mode=0o600)
+        except OSError:
+            return
         self.posted = True
 
     def withdraw(self) -> bool:
@@ -125,7 +130,7 @@ def take(state_dir: Path, target: dict[str, Any], base: str | None, cap: int = C
     folder = state_dir / FOLDER
     try:
         names = sorted(os.listdir(folder))
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # no offers: none could be posted there
         return []
     taken: list[Entry] = []
     for name in names:

@@ -10,12 +10,14 @@ is lost, the branch is just behind, as after a `git fetch`.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Collection, Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from michi import git
 from michi.errors import GitFailed
+from michi.git import environ
 from michi.repo import RepoPaths
 from michi.workflow import faults
 from michi.workflow.target import Target
@@ -40,6 +42,17 @@ def checked_out_elsewhere(paths: RepoPaths, branch: str) -> bool:
     heads = [paths.common_dir / "HEAD", *(paths.common_dir / "worktrees").glob("*/HEAD")]
     own = paths.git_dir / "HEAD"
     return any(h != own and h.is_file() and h.read_text(errors="replace").strip() == want for h in heads)
+
+
+def other_index(paths: RepoPaths) -> str | None:
+    """GIT_INDEX_FILE, when it names another index than this work tree's own. Moving that one (git obeys
+    it) and then the branch left the work tree's index behind: `git status` showed michi's change
+    reverted and staged, for the user's next commit to push."""
+    named = environ.current().get("GIT_INDEX_FILE")
+    if not named:
+        return None
+    where = os.path.realpath(os.path.join(environ.acting_in or os.getcwd(), named))
+    return None if where == os.path.realpath(paths.git_dir / "index") else named
 
 
 def _replay(repo: Repo, base: str, new_tip: str, commits: list[str], drop: Collection[str]) -> str | None:
@@ -155,6 +168,11 @@ def update_local(
                 f"new remote tip; it was left as it was (run `git pull --rebase` when ready)"
             ]
         goal = replayed
+    if here and (index := other_index(paths)) is not None:
+        return [
+            f"local branch {target.branch} was not updated: GIT_INDEX_FILE={index} is not this work "
+            "tree's index; nothing of yours was touched (run `michi sync` without it to catch up)"
+        ]
     if here:
         candidates = interrupted_goals(repo, local, interrupted, drop)
         refused = move_checkout(

@@ -53,7 +53,32 @@ def resolve(repo: Repo, config: Config, offline: bool = False, changing: bool = 
         branch = next((b for b in ("main", "master") if git.ref_oid(repo, f"refs/remotes/{remote}/{b}")), "")
     if not branch:
         branch = git.head(repo).branch or "main"
+    if remote is not None:
+        _check_refspecs(repo, remote, branch)
     return Target(branch=branch, remote=remote, offline=offline and remote is not None)
+
+
+def _check_refspecs(repo: Repo, remote: str, branch: str) -> None:
+    """git updates what the remote's fetch refspecs map a branch onto whenever it fetches or pushes that
+    branch: mapped onto a local branch (a mirror's `+refs/heads/*:refs/heads/*`), michi's push reset the
+    user's branch, unpushed commits and all, and its fetch failed on a checked-out one."""
+    source = f"refs/heads/{branch}"
+    for spec in git.fetch_refspecs(repo, remote):
+        src, _, dst = spec.removeprefix("+").partition(":")
+        if "*" in src and "*" in dst:
+            head, _, tail = src.partition("*")
+            if not (source.startswith(head) and source.endswith(tail) and len(source) >= len(src) - 1):
+                continue
+            dst = dst.replace("*", source[len(head) : len(source) - len(tail)], 1)
+        elif src != source:
+            continue
+        if dst and not dst.startswith("refs/remotes/"):
+            raise ConfigError(
+                f"remote.{remote}.fetch = {spec} makes every fetch and push of {branch} overwrite "
+                f"{dst} (your own ref)",
+                hint=f"map it into refs/remotes/ (git config --replace-all remote.{remote}.fetch "
+                f"'+refs/heads/*:refs/remotes/{remote}/*')",
+            )
 
 
 def inputs(paths: RepoPaths, config: Config) -> tuple[object, ...] | None:
