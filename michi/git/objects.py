@@ -193,7 +193,8 @@ def _refuse(where: str, mode: int, doing: str) -> NotMichisPath:
     return NotMichisPath(
         f"refusing to {doing}: {where} is {_KINDS.get(mode, 'something else')} on the task branch, "
         "and michi only writes its own task files",
-        hint="that path is not michi's: rename or move it, or use another --domain",
+        hint="that path is not michi's: move it out of the tasks folder (git mv) or remove it from the "
+        "branch (git rm), then run the command again; a new task can also go to another --domain",
         path=where,
     )
 
