@@ -322,3 +322,28 @@ def test_an_index_lock_a_killed_michi_held_is_removed_and_no_other(work: Path) -
         assert lock.exists() is not ours
         assert not left.exists()
     assert move_paths(mgit.open_repo(work), old, new) == (True, None)
+
+
+def test_a_clone_whose_pushes_are_being_refused_does_not_stage(
+    cli, remote, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Staging is work done on the bet that the push lands: right after a refused push (other clones
+    landing first) the move is git's restore, and the checkout is moved all the same."""
+    started: list[object] = []
+    real = staged.Staged.__init__
+
+    def spied(self: staged.Staged, *args: object, **kw: object) -> None:
+        started.append(self)
+        real(self, *args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(staged.Staged, "__init__", spied)
+    repo = remote.clone("work")
+    assert cli(repo, "init").exit_code == 0
+    assert cli(repo, "task", "add", "one").exit_code == 0
+    assert started  # staged while pushes land
+    started.clear()
+    (repo / ".git" / "michi" / "contended").touch()  # a push of this clone was refused just now
+    assert cli(repo, "task", "add", "two").exit_code == 0
+    assert started == []
+    assert git(repo, "status", "--porcelain") == ""
+    assert git(repo, "diff-files", "--name-only") == ""

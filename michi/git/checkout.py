@@ -256,17 +256,18 @@ def _already_written(repo: Repo, paths: list[str], goal: _Goal) -> set[str]:
     return ours
 
 
-def check_ahead(repo: Repo, old: str, known: Moves, new: str | None = None) -> None:
+def check_ahead(repo: Repo, old: str, known: Moves, new: str | None = None, stage: bool = True) -> None:
     """Start the check a move from `old` by `known` begins with, so it runs while the caller waits for
     something else (the push); `move_paths` uses its answer when nothing it looked at changed since.
-    With `new`, the move's own `restore` is started too, to wait for its paths (`michi.git.prepared`)."""
+    With `new`, the move's own `restore` is started too, to wait for its paths (`michi.git.prepared`), or,
+    for a large index and unless `stage` is False, the staged move (`michi.git.staged`)."""
     diff = sorted(p for p, (o, n) in known.items() if o != n)
     if diff and len(diff) <= MAX_PATHS and (old, tuple(diff)) not in repo.ahead:
         with contextlib.suppress(OSError):  # no process to spare: the move checks as it always did
             repo.ahead[(old, tuple(diff))] = _Ahead(repo, old, diff)
     if diff and len(diff) <= MAX_PATHS and new is not None:
         specs = _outermost(diff)
-        if _stage(repo, new, {p: known[p] for p in diff}, specs):
+        if stage and _stage(repo, new, {p: known[p] for p in diff}, specs):
             return
         if len(_pathspec_input(specs)) <= prepared.ATOMIC:
             args = [*_RESTORE, f"--source={new}", "--pathspec-from-file=-", "--pathspec-file-nul"]
