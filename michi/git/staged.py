@@ -25,11 +25,12 @@ import shutil
 import stat
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from michi.git import indexfile
+from michi.pids import exists
 
 if TYPE_CHECKING:
     import subprocess
@@ -222,25 +223,15 @@ class Staged:
     def _room(self) -> bool:
         """Is each path a file is written to free or a file? An empty folder there (the move's checks allow
         one) is git's to replace."""
-        for path, _oid in self.written:
-            try:
-                if not stat.S_ISREG(os.lstat(self.top / path).st_mode):
-                    return False
-            except FileNotFoundError:
-                continue
-        return True
+        return _all_are(self.top, [p for p, _oid in self.written], stat.S_ISREG)
 
     def _real_folders(self) -> bool:
         """Is every folder above the moved paths in the work tree a real folder (or not there yet)? A
         rename through a symlinked folder would write outside the work tree."""
         folders = {Path(p).parent for p in [*(p for p, _oid in self.written), *self.deleted]}
-        for folder in sorted({f for p in folders for f in (p, *p.parents) if f.parts}):
-            try:
-                if not stat.S_ISDIR(os.lstat(self.top / folder).st_mode):
-                    return False
-            except FileNotFoundError:
-                continue
-        return True
+        return _all_are(
+            self.top, sorted({f for p in folders for f in (p, *p.parents) if f.parts}), stat.S_ISDIR
+        )
 
     def drop(self) -> None:
         """Forget the staging: its process ends (its input closed) and its folder goes."""
@@ -260,6 +251,17 @@ def _copy(source: int, target: int, size: int) -> None:
         if sent == 0:
             raise OSError("the index ended early")
         done += sent
+
+
+def _all_are(top: Path, paths: Iterable[str | Path], kind: Callable[[int], bool]) -> bool:
+    """Is each of `paths` under `top` of `kind` (by `lstat`: a symlink is a symlink), or not there?"""
+    for path in paths:
+        try:
+            if not kind(os.lstat(top / path).st_mode):
+                return False
+        except FileNotFoundError:
+            continue
+    return True
 
 
 def _folder(git_dir: Path) -> Path:
@@ -282,7 +284,7 @@ def clear_dead(git_dir: Path) -> None:
         return
     for name in names:
         pid = name.partition(".")[0]
-        if not pid.isdigit() or int(pid) == os.getpid() or _alive(int(pid)):
+        if not pid.isdigit() or int(pid) == os.getpid() or exists(int(pid)):
             continue
         with contextlib.suppress(OSError, ValueError):
             dev, ino = (int(v) for v in (folder / name / HELD).read_text().split())
@@ -290,16 +292,6 @@ def clear_dead(git_dir: Path) -> None:
             if (lock.st_dev, lock.st_ino) == (dev, ino):
                 os.unlink(git_dir / "index.lock")
         _clear(folder / name)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True  # someone else's: alive
-    return True
 
 
 def _prune(top: Path, folder: Path) -> None:

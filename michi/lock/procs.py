@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 
+from michi.pids import exists
 from michi.plain import Plain
 
 PROC = "/proc"
@@ -47,22 +48,12 @@ def stat(pid: int) -> Stat | None:
         return None
 
 
-def _exists(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def start_ticks(pid: int) -> int | None:
     """The live process's start ticks; None when it is gone. 0 where /proc is missing but it exists."""
     if pid <= 0:
         return None
     if not HAS_PROC:
-        return 0 if _exists(pid) else None
+        return 0 if exists(pid) else None
     found = stat(pid)
     return found.ticks if found is not None and found.running else None
 
