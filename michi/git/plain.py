@@ -29,10 +29,16 @@ def child_env(
 ) -> dict[str, str]:
     """The environment for a git process: `base` (os.environ) plus `extra`, without SCRUBBED names."""
     env = _scrubbed() if base is None else {k: v for k, v in base.items() if k not in SCRUBBED}
+    here: str | None = None
     for name in PLACES:
         value = env.get(name)
-        if value and not os.path.isabs(value):
-            env[name] = os.path.abspath(os.path.join(environ.acting_in or os.getcwd(), value))
+        if value and not os.path.isabs(value) and name != "GIT_INDEX_FILE":
+            # Read from the folder the command acts in, as git reads it after its `-C`: a real folder
+            # (git's chdir resolved any symlink on the way, and `..` is taken from there).
+            here = here or os.path.realpath(environ.acting_in or os.getcwd())
+            env[name] = os.path.abspath(os.path.join(here, value))
+    # A relative GIT_INDEX_FILE is left as it is: git opens it from the work tree's top, where git runs
+    # once set up, and where michi starts its git processes.
     env.update({k: v for k, v in (extra or {}).items() if k not in SCRUBBED})
     return env
 

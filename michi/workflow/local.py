@@ -51,7 +51,7 @@ def other_index(paths: RepoPaths) -> str | None:
     named = environ.current().get("GIT_INDEX_FILE")
     if not named:
         return None
-    where = os.path.realpath(os.path.join(environ.acting_in or os.getcwd(), named))
+    where = os.path.realpath(os.path.join(paths.worktree, named))  # git reads a relative one from the top
     return None if where == os.path.realpath(paths.git_dir / "index") else named
 
 

@@ -1,10 +1,12 @@
-"""Second review of the s23 change: each test shows a bug found, and fails until it is fixed."""
+"""Relative git places in the environment reach git as git itself reads them: GIT_DIR from the folder
+the command acts in (a real folder: `-C` through a symlink resolves it), GIT_INDEX_FILE from the top of
+the work tree."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from tests.conftest import Remote, git, run_michi
+from conftest import Remote, git, run_michi
 
 
 def test_a_relative_git_index_file_is_read_from_the_top_as_git_reads_it(remote: Remote) -> None:
