@@ -109,6 +109,19 @@ def test_a_child_that_fails_or_lies_costs_only_time(
             lambda there, then, here, sent=sent: (beside(there, then, here)[0], sent, None),
         )
         _same(tree, tmp_path / sent.hex()[:8], monkeypatch)
+
+    class Lying:
+        def read(self) -> bytes:
+            return marshal.dumps({"another half's": ("oid", None, None)})
+
+    # A table not believed: the records sent after it are not believed either (nor cached).
+    for sent in (b"garbage", wrong):
+        monkeypatch.setattr(
+            twocore,
+            "beside_then",
+            lambda there, then, here, sent=sent: (beside(there, then, here)[0], sent, Lying()),
+        )
+        _same(tree, tmp_path / ("lying" + sent.hex()[:8]), monkeypatch)
     # The table sent whole, the records after it not (cut, garbage, another half's): made again by
     # whoever needs them, here for the rows with depends and for the index cache.
     for n, records in enumerate((None, b"garbage", marshal.dumps({}))):

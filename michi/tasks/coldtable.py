@@ -78,6 +78,7 @@ def built(tree: TaskTree, state_dir: Path) -> tuple[table_mod.Table, int, Callab
         their_entries: dict[str, Entry] | None = None
         if theirs is None or rest is None:
             theirs, their_entries = _half(tree, files, second)
+            rest = None  # a table not believed vouches for no records sent after it
         table = _merged(mine[0], theirs[0])
         ids = {**mine[1], **theirs[1]}
 
