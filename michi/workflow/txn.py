@@ -131,6 +131,7 @@ class Transaction:
         # before it was refused (`_Refused`), so the remote has moved and is fetched before applying.
         self.attempt = 0
         self.refusals = 0  # of those, the pushes the remote refused (another clone landed first)
+        self.contended = False  # a push of this clone was refused lately (read before the lock)
         self.pause = 0.0  # the last backoff slept between two rounds (decorrelated jitter)
         self.turn: Turn | None = None  # this clone's turn on the remote, once it had to look (ADR 0004)
         self.prefetched: str | None = None  # the remote tip `_prefetch` saw, for the next round only
@@ -247,7 +248,8 @@ class Transaction:
             m.resolve()  # import the apply functions before the lock (ADR 0002)
         guess = self.target.remote_ref if self.target.online else self.target.local_ref
         guessed = git.ref_oid(self.git, guess) if guess else None
-        if self.target.online and not (fetch or rescue) and self._contended():
+        self.contended = self.target.online and self._contended()
+        if self.contended and not (fetch or rescue):
             with contextlib.suppress(MichiError):  # best effort: a held turn still refuses our push
                 self._turn().wait(want=False)  # another clone's turn: let it land first
             self._prefetch()  # other clones push here often: the last-known tip is likely stale
@@ -469,11 +471,12 @@ class Transaction:
             faults.point("pushing")
             with interruptions_deferred(lambda: self.pushed):
                 pushing = functools.partial(self._pushing, journal, entries, old_remote, start, tip)
+                landed_now = False
                 try:
                     landed_now = self._push(tip, pushing)
-                except BaseException:
-                    git.drop_prepared(self.git)  # the move's processes and staging wait for nothing now
-                    raise
+                finally:
+                    if not landed_now:  # refused or failed: the move's processes and staging wait for nothing
+                        git.drop_prepared(self.git)
                 if landed_now:
                     self.pushed = True
                     faults.point("pushed")
@@ -487,7 +490,6 @@ class Transaction:
                     return self._outcome(
                         result, tip, pushed=True, attempts=attempt, notes=notes, recovered=self._completed()
                     )
-            git.drop_prepared(self.git)  # the move's processes (and a staged index) wait for nothing now
             self._touch(_CONTENDED)
             self.refusals += 1
             if self.refusals >= retries + _TURN_ROUNDS:
@@ -559,7 +561,7 @@ class Transaction:
         if self.known is not None and git.head(self.git).branch == self.target.branch:
             # Staging the index (ADR 0015) is work done on the bet that the push lands: not where pushes
             # are being refused (other clones landing first), where it was CPU wasted round after round.
-            stage = self.refusals == 0 and not self._contended()
+            stage = self.refusals == 0 and not self.contended
             git.check_ahead(self.git, old_remote, self.known, tip, stage=stage)
         git.prepare_update_ref(self.git, self.target.local_ref, tip, old_remote, UPDATE_MESSAGE)
 
