@@ -21,7 +21,7 @@ import stat
 import time
 from collections.abc import Collection, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from michi.git import prepared
 from michi.git.core import _exec, lock_held
@@ -171,7 +171,7 @@ def _hidden_changes(repo: Repo, paths: list[str], listing: str | None = None) ->
     return None
 
 
-def _untracked(repo: Repo, added: list[str], deleted: set[str], goal: _Goal | None = None) -> str | None:
+def _untracked(repo: Repo, added: list[str], deleted: set[str], goal: _Goal) -> str | None:
     """Something of the user's where a file is to be added. A folder is fine when all it holds are files
     this move deletes (a folder that becomes a file, as read-tree allows). A file or symlink where a folder
     of the new file must be refuses too, unless this move deletes it: git's checkout would unlink it.
@@ -197,11 +197,11 @@ def _untracked(repo: Repo, added: list[str], deleted: set[str], goal: _Goal | No
             ]
             if all(p in deleted for p in inside):
                 continue
-        elif goal is not None and stat.S_ISREG(os.lstat(where).st_mode):
+        elif stat.S_ISREG(os.lstat(where).st_mode):
             files.append(path)
             continue
         return f"error: the untracked file {path} would be overwritten"
-    if files and goal is not None:
+    if files:
         ours = _already_written(repo, files, goal)
         theirs = [p for p in files if p not in ours]
         if theirs:
@@ -209,12 +209,12 @@ def _untracked(repo: Repo, added: list[str], deleted: set[str], goal: _Goal | No
     return None
 
 
-class _Goal:
+class _Goal(NamedTuple):
     """What a move writes to each path (None: the path goes), and the commits an interrupted michi may
     have left the work tree at (`own`)."""
 
-    def __init__(self, entries: Mapping[str, PathEntry], own: Collection[str]) -> None:
-        self.entries, self.own = entries, own
+    entries: Mapping[str, PathEntry]
+    own: Collection[str]
 
 
 def _already_written(repo: Repo, paths: list[str], goal: _Goal) -> set[str]:
@@ -285,17 +285,14 @@ def _stage(repo: Repo, new: str, moves: Moves, specs: list[str]) -> bool:
     from michi.git import staged  # only for a large index
     from michi.git.core import config_values
 
-    values = config_values(repo)
-    if not staged.usable(repo, moves, _on(values.get("core.fsmonitor")), values):
+    if not staged.usable(repo, moves, config_values(repo)):
         return False
     args = [*_RESTORE[2:], f"--source={new}", "--pathspec-from-file=-", "--pathspec-file-nul"]
-    for key in [k for k in repo.ahead if isinstance(k, tuple) and k[:1] == ("staged",)]:
-        repo.ahead.pop(key).drop()  # an earlier round's
     try:
         move = staged.Staged(repo, new, moves, args, LITERAL)
     except OSError:
         return False
-    repo.ahead[("staged", new, *specs)] = move
+    prepared.keep(repo, ("staged", new, *specs), move)
     try:
         move.feed(_pathspec_input(specs))
     except OSError:
@@ -315,10 +312,6 @@ def _stage_from() -> int:
         return int(os.environ.get("MICHI_STAGED_INDEX_BYTES", STAGE_FROM_BYTES))
     except ValueError:
         return STAGE_FROM_BYTES
-
-
-def _on(value: str | None) -> bool:
-    return value is not None and value.strip().lower() not in ("", "false", "no", "off", "0")
 
 
 def _staged(repo: Repo, new: str, paths: list[str]) -> tuple[tuple[int, str] | None, bool]:

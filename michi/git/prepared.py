@@ -16,7 +16,7 @@ import contextlib
 import os
 import select
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from michi.git.repo import Repo
@@ -68,20 +68,34 @@ def take(repo: Repo, key: tuple[str, ...]) -> Prepared | None:
     return found if isinstance(found, Prepared) else None
 
 
+@runtime_checkable
+class Droppable(Protocol):
+    """Work started ahead of the step that needs it (a `Prepared` process, a staged move): `drop` ends it
+    unused, changing nothing."""
+
+    def drop(self) -> None: ...
+
+
+def keep(repo: Repo, key: tuple[str, ...], item: Droppable) -> None:
+    """Keep `item` under `key` for the step that needs it; one of the same kind kept before (an earlier
+    push round's) is dropped first."""
+    for old in [k for k in repo.ahead if isinstance(k, tuple) and k[:1] == key[:1]]:
+        stale = repo.ahead.pop(old)
+        if isinstance(stale, Droppable):
+            stale.drop()
+    repo.ahead[key] = item
+
+
 def prepare(repo: Repo, key: tuple[str, ...], args: list[str], env: Mapping[str, str] | None = None) -> None:
     """Start `git <args>` under `key`; one of the same kind prepared before (an earlier push round) is
     dropped. No process to spare: the step simply starts its own later."""
-    for old in [k for k in repo.ahead if isinstance(k, tuple) and k[:1] == key[:1]]:
-        stale = repo.ahead.pop(old)
-        if isinstance(stale, Prepared):
-            stale.drop()
     with contextlib.suppress(OSError):
-        repo.ahead[key] = Prepared(repo, args, env)
+        keep(repo, key, Prepared(repo, args, env))
 
 
 def drop_prepared(repo: Repo) -> None:
-    """Drop every process prepared and not taken (and a staged move's, `michi.git.staged`)."""
-    for key in [k for k, v in repo.ahead.items() if isinstance(v, Prepared) or k[:1] == ("staged",)]:
+    """Drop everything kept ahead and not taken (processes, a staged move)."""
+    for key in [k for k, v in repo.ahead.items() if isinstance(v, Droppable)]:
         repo.ahead.pop(key).drop()
 
 

@@ -253,6 +253,11 @@ def _copy(source: int, target: int, size: int) -> None:
         done += sent
 
 
+def _set(value: str | None) -> bool:
+    """A git setting given and not false (`core.fsmonitor` may also be a hook's path)."""
+    return value is not None and value.strip().lower() not in ("", "false", "no", "off", "0")
+
+
 def _all_are(top: Path, paths: Iterable[str | Path], kind: Callable[[int], bool]) -> bool:
     """Is each of `paths` under `top` of `kind` (by `lstat`: a symlink is a symlink), or not there?"""
     for path in paths:
@@ -304,15 +309,13 @@ def _prune(top: Path, folder: Path) -> None:
         folder = folder.parent
 
 
-def usable(repo: Repo, moves: _Moves, fsmonitor: bool, config: Mapping[str, str]) -> bool:
+def usable(repo: Repo, moves: _Moves, config: Mapping[str, str]) -> bool:
     """May this move be staged? Only for an index in version 2 or 3, plain files, and an index michi may
     replace (`config`: git's settings, keys in lower case). The caller judged the index's size."""
-    if fsmonitor or "GIT_INDEX_FILE" in os.environ:
+    if "GIT_INDEX_FILE" in os.environ or config.get("index.version", "").strip() == "4":
         return False
-    if config.get("index.version", "").strip() == "4" or config.get("core.splitindex", "").lower() == "true":
-        return False
-    if config.get("feature.manyfiles", "").lower() in ("true", "yes", "on", "1"):
-        return False  # its index is version 4
+    if any(_set(config.get(k)) for k in ("core.fsmonitor", "core.splitindex", "feature.manyfiles")):
+        return False  # a watcher of the work tree, a split index, or an index in version 4
     assert repo.working_dir is not None
     git_dir = repo.paths.git_dir
     try:
