@@ -19,7 +19,7 @@ from test_checkout_paths import _exec_runs, _known, _next, _state, make_work
 
 from michi import git as mgit
 from michi.errors import MichiError
-from michi.git import checkout, staged
+from michi.git import checkout, indexfile, staged
 from michi.git.checkout import move_paths
 
 
@@ -69,7 +69,11 @@ def test_the_staged_index_is_installed_with_the_moved_files(
     runs = _exec_runs(monkeypatch, "restore")
     assert move_paths(repo, old, new, known) == (True, None)
     assert runs == []  # no git restore ran: the staged index was installed
-    assert move.proc is None and not move.where.exists()
+    assert move.proc is None
+    # The index it replaced is freed with the staging folder once the lock is let go, not inside it.
+    assert (move.where / "index.old").exists()
+    mgit.tidy()
+    assert not move.where.exists()
     assert (work / ".tasks" / "b.json").read_text() == "b 2\n"
     assert (work / ".tasks" / "d.json").read_text() == "d 1\n"
     assert not (work / ".tasks" / "c.json").exists()
@@ -91,6 +95,7 @@ def test_the_users_git_add_while_the_push_ran_is_kept(work: Path, monkeypatch: p
     runs = _exec_runs(monkeypatch, "restore")
     assert move_paths(repo, old, new, known) == (True, None)
     assert runs  # git's restore did it
+    mgit.tidy()
     assert not move.where.exists()
     assert git(work, "diff-index", "--cached", "--name-only", new).split() == ["staged.txt"]
     assert (work / ".tasks" / "b.json").read_text() == "b 2\n"
@@ -154,6 +159,7 @@ def test_a_staging_never_installed_changes_nothing(work: Path) -> None:
     mgit.drop_prepared(repo)
     assert repo.ahead == {} or all(k[0] != "staged" for k in repo.ahead)
     assert _state(work) == before
+    mgit.tidy()
     assert not move.where.exists()
 
 
@@ -451,3 +457,49 @@ def test_a_push_that_cannot_reach_the_remote_leaves_no_staging(cli, remote, tmp_
     git(repo, "remote", "set-url", "origin", str(tmp_path / "gone.git"))
     assert cli(repo, "task", "add", "two").exit_code != 0
     assert os.listdir(repo / ".git" / "michi" / "stage") == []
+
+
+def _renamed(st: os.stat_result) -> os.stat_result:
+    """`st` as a rename leaves it: the same file, a later ctime."""
+    fields = [*st[:10], st.st_atime, st.st_mtime, st.st_ctime + 7]
+    fields += [st.st_atime_ns, st.st_mtime_ns, st.st_ctime_ns + 7_000_000_123]
+    later = os.stat_result(fields)
+    assert later.st_ctime_ns != st.st_ctime_ns and later.st_mtime_ns == st.st_mtime_ns
+    return later
+
+
+@pytest.mark.parametrize("fmt", ["sha1", "sha256"])
+def test_the_checksum_made_ahead_of_the_first_moved_entry_is_the_whole_files(
+    tmp_path: Path, fmt: str
+) -> None:
+    """The staged index's checksum is made beside the push up to its first moved entry, and after the
+    move only from there: the same bytes as hashing the whole file, wherever the moved entries are (the
+    first, the last, several), and an index git then reads (it verifies the checksum)."""
+    work = tmp_path / "w"
+    git(tmp_path, "init", "-q", "-b", "main", f"--object-format={fmt}", str(work))
+    names = [f".tasks/{i:02x}/{i:03d}.json" for i in range(0, 256, 5)]
+    for name in names:
+        (work / name).parent.mkdir(parents=True, exist_ok=True)
+        (work / name).write_text(f"{name}\n")
+    git(work, "add", "-A")
+    git(work, "commit", "-qm", "many")
+    width = 20 if fmt == "sha1" else 32
+    raw = (work / ".git" / "index").read_bytes()
+    entries = dict(line.split("\t") for line in git(work, "ls-files", "-s").splitlines())
+    oid_of = {path: meta.split()[1] for meta, path in ((m, p) for m, p in entries.items())}
+    for chosen in ([names[0]], [names[-1]], [names[7], names[30], names[-2]]):
+        # A file the move wrote anew: same content and inode, a later ctime (as a rename gives it).
+        moved = [indexfile.Moved(p, oid_of[p], os.lstat(work / p)) for p in chosen]
+        where = indexfile.locate(raw, moved)
+        assert where is not None
+        prefix = indexfile.Prefix(raw, where, width)
+        assert prefix.end == min(where)
+        now = [_renamed(os.lstat(work / p)) for p in chosen]
+        ahead, whole = bytearray(raw), bytearray(raw)
+        patched = indexfile.retime(ahead, moved, where, now, 0, width, prefix)
+        assert patched == indexfile.retime(whole, moved, where, now, 0, width)
+        assert ahead == whole != bytearray(raw)
+        assert bytes(ahead[-width:]) == hashlib.new(fmt, bytes(ahead[:-width])).digest()
+        (work / ".git" / "index").write_bytes(bytes(ahead))
+        assert git(work, "ls-files", "--", chosen[0]).strip() == chosen[0]  # git reads it: checksum good
+        (work / ".git" / "index").write_bytes(raw)

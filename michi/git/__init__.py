@@ -75,6 +75,7 @@ if TYPE_CHECKING:
     from michi.git.plain import staged_paths as staged_paths
     from michi.git.plain import staged_task_paths as staged_task_paths
     from michi.git.prepared import drop_prepared as drop_prepared
+    from michi.git.prepared import tidy as tidy
     from michi.git.remote import PushResult as PushResult
     from michi.git.remote import fetch_branch as fetch_branch
     from michi.git.remote import prefetch_branch as prefetch_branch
@@ -106,6 +107,7 @@ _HOMES = {
     "index_holds": "core",
     "prepare_update_ref": "core",
     "drop_prepared": "prepared",
+    "tidy": "prepared",
     "config_fingerprint": "files",
     "operation_in_progress": "files",
     "read_ref": "files",

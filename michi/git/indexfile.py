@@ -15,6 +15,7 @@ import os
 import stat
 import struct
 from dataclasses import dataclass
+from typing import Any
 
 _STAT = struct.Struct(">10I")  # ctime s, ns; mtime s, ns; dev; ino; mode; uid; gid; size (git truncates each)
 _U32 = 0xFFFFFFFF
@@ -59,6 +60,22 @@ def locate(data: bytes | bytearray, moved: list[Moved]) -> list[int] | None:
     return found
 
 
+class Prefix:
+    """The checksum of an index file's bytes before its first moved entry, made while nothing waits for it
+    (the push runs): after the move only the bytes from that entry on are hashed, half the file on average
+    (entries are sorted by path and a task's path is random)."""
+
+    def __init__(self, data: bytes | bytearray, where: list[int], width: int) -> None:
+        self.end = min(where, default=0)
+        self.width = width
+        self.hash = _hasher(width, len(data))(memoryview(data)[: self.end])
+
+    def digest(self, data: bytes | bytearray) -> bytes:
+        whole = self.hash.copy()
+        whole.update(memoryview(data)[self.end : len(data) - self.width])
+        return bytes(whole.digest())
+
+
 def retime(
     data: bytearray,
     moved: list[Moved],
@@ -66,6 +83,7 @@ def retime(
     now: list[os.stat_result],
     settled_before_ns: int,
     width: int,
+    prefix: Prefix | None = None,
 ) -> list[tuple[int, bytes]] | None:
     """Give the entries `locate` found at `where` in `data` their files' stat data as they now are (`now`:
     moved by a rename, so the same files, only their ctime new), and make the trailing checksum again,
@@ -73,7 +91,8 @@ def retime(
     unchanged, when a file is not the one staged. A size git blanked (a file as new as the index it read:
     "racily clean") is filled in only for a file last modified before `settled_before_ns`, which the index
     written now is surely newer than; otherwise it stays blank and git compares the content, as it would.
-    `width`: the checksum's bytes (20 for SHA-1, 32 for SHA-256)."""
+    `width`: the checksum's bytes (20 for SHA-1, 32 for SHA-256); `prefix`: the checksum of the bytes before
+    the first of `where`, made ahead (`Prefix`)."""
     for item, after in zip(moved, now, strict=True):
         st = item.staged
         same = (after.st_ino, after.st_dev, after.st_size, after.st_mtime_ns)
@@ -89,7 +108,10 @@ def retime(
         _STAT.pack_into(data, start, *fields)
         written.append((start, bytes(data[start : start + _STAT.size])))
     if written and any(data[-width:]):  # git 2.40's index.skipHash leaves it zero, and so does this
-        data[-width:] = _digest(width, memoryview(data)[:-width])
+        if prefix is not None and prefix.width == width and prefix.end <= min(where):
+            data[-width:] = prefix.digest(data)
+        else:
+            data[-width:] = _digest(width, memoryview(data)[:-width])
         written.append((len(data) - width, bytes(data[-width:])))
     return written
 
@@ -103,20 +125,19 @@ def _times(ns: int, nsec: bool) -> tuple[int, int]:
 _OPENSSL_FROM = 1 << 20
 
 
-def ready(size: int) -> None:
-    """Load what checksumming `size` bytes needs, while nothing waits for it."""
-    if size >= _OPENSSL_FROM:
-        import hashlib  # noqa: F401
-
-
 def _digest(width: int, data: memoryview) -> bytes:
-    if len(data) >= _OPENSSL_FROM:
+    return bytes(_hasher(width, len(data))(data).digest())
+
+
+def _hasher(width: int, size: int) -> Any:
+    """The hash git's index of `width`-byte checksums uses, as the quickest constructor for `size` bytes."""
+    if size >= _OPENSSL_FROM:
         import hashlib
 
-        return (hashlib.sha1 if width == 20 else hashlib.sha256)(data).digest()
+        return hashlib.sha1 if width == 20 else hashlib.sha256
     try:
         from _sha1 import sha1  # type: ignore[import-not-found]
         from _sha256 import sha256  # type: ignore[import-not-found]
     except ImportError:  # pragma: no cover - other interpreters
         from hashlib import sha1, sha256
-    return bytes((sha1 if width == 20 else sha256)(data).digest())
+    return sha1 if width == 20 else sha256

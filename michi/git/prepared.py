@@ -12,10 +12,11 @@ changes nothing: `restore` with no path refuses, `update-ref` with no command do
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import select
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
@@ -97,6 +98,25 @@ def drop_prepared(repo: Repo) -> None:
     """Drop everything kept ahead and not taken (processes, a staged move)."""
     for key in [k for k, v in repo.ahead.items() if isinstance(v, Droppable)]:
         repo.ahead.pop(key).drop()
+
+
+_LATER: list[Callable[[], None]] = []  # work that waits until the lock is let go (`tidy`)
+
+
+def later(work: Callable[[], None]) -> None:
+    """Do `work` once the lock is let go (`tidy`), or when this process exits, whichever comes first:
+    what nobody waits for (removing a staging folder) need not lengthen the lock's hold."""
+    if not _LATER:
+        atexit.unregister(tidy)
+        atexit.register(tidy)
+    _LATER.append(work)
+
+
+def tidy() -> None:
+    """Do the work `later` put off (its failures are ignored: it only tidies up)."""
+    while _LATER:
+        with contextlib.suppress(OSError):
+            _LATER.pop(0)()
 
 
 def run(repo: Repo, key: tuple[str, ...], data: bytes) -> tuple[int, bytes, bytes] | None:

@@ -297,6 +297,7 @@ class Transaction:
                         self._prefetch()
                     finally:
                         lock.close()  # its guard file's descriptor: an MCP server runs many of these
+                        git.tidy()  # what the hold put off (a staged move's folder, ADR 0015)
                 locked = released - sum(holds)  # the wait: everything but the holds, backoff included
             except Answered:
                 locked = released = time.monotonic()
