@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -310,14 +311,40 @@ def _exec_runs(monkeypatch: pytest.MonkeyPatch, command: str) -> list[tuple[str,
     return runs
 
 
+def _settled(work: Path) -> None:
+    """Every tracked file last modified well before the index was written (none racily clean), as a
+    work tree is some time after a checkout."""
+    then = os.stat(work / ".git" / "index").st_mtime_ns - 10 * 10**9
+    for path in git(work, "ls-files", "-z").split("\0"):
+        if path:
+            os.utime(work / path, ns=(then, then))
+    git(work, "update-index", "-q", "--refresh")
+
+
+def _kind_of_check(monkeypatch: pytest.MonkeyPatch, kind: str) -> type:
+    """Force the check beside the push to be git's processes (`_Ahead`) or the index read (`_Read`)."""
+    if kind == "git":
+        monkeypatch.setattr(checkout._Read, "made", classmethod(lambda cls, *a: None))
+        return checkout._Ahead
+    return checkout._Read
+
+
+@pytest.mark.parametrize("kind", ["read", "git"])
 def test_a_check_started_ahead_stands_in_for_the_first_one(
-    work: Path, monkeypatch: pytest.MonkeyPatch
+    work: Path, monkeypatch: pytest.MonkeyPatch, kind: str
 ) -> None:
     monkeypatch.setattr(checkout, "_SETTLED_NS", 0)  # the fixture's files are fresh; no need to wait
+    expected = _kind_of_check(monkeypatch, kind)
     old, new = _next(work)
+    _settled(work)
     repo = mgit.open_repo(work)
+    started: list[tuple[str, ...]] = []
+    real_start = repo.start
+    monkeypatch.setattr(repo, "start", lambda args, **kw: started.append(args) or real_start(args, **kw))
     checkout.check_ahead(repo, old, _known(work, old, new))
-    assert repo.ahead, "the check did not start"
+    (ahead,) = repo.ahead.values()
+    assert isinstance(ahead, expected), "the check did not start"
+    assert (started == []) is (kind == "read")  # read from the index: no git process
     runs = _exec_runs(monkeypatch, "diff-index")
     assert move_paths(repo, old, new, _known(work, old, new)) == (True, None)
     assert runs == []  # its answer was used
@@ -325,19 +352,22 @@ def test_a_check_started_ahead_stands_in_for_the_first_one(
     assert (work / ".tasks" / "b.json").read_text() == "b 2\n"
 
 
+@pytest.mark.parametrize("kind", ["read", "git"])
 @pytest.mark.parametrize("case", ["edited", "staged", "created"])
 def test_a_check_started_ahead_counts_for_nothing_once_the_user_touched_a_path(
-    work: Path, monkeypatch: pytest.MonkeyPatch, case: str
+    work: Path, monkeypatch: pytest.MonkeyPatch, case: str, kind: str
 ) -> None:
     """The user's edit lands after the check ran clean (the push was still running): same size, so only
     the stat data tells; it must be found, and nothing of it lost."""
     monkeypatch.setattr(checkout, "_SETTLED_NS", 0)
+    expected = _kind_of_check(monkeypatch, kind)
     old, new = _next(work)
+    _settled(work)
     repo = mgit.open_repo(work)
     checkout.check_ahead(repo, old, _known(work, old, new))
     (ahead,) = repo.ahead.values()
-    assert ahead.procs
-    for proc in ahead.procs:
+    assert isinstance(ahead, expected)
+    for proc in getattr(ahead, "procs", []):
         proc.wait()  # it has answered "clean" by now
     if case == "edited":
         (work / ".tasks" / "b.json").write_text("b X\n")  # as long as what michi's check saw
@@ -363,7 +393,7 @@ def test_no_check_ahead_on_files_changed_too_recently_to_judge_by_stat(
     (work / ".tasks" / "b.json").write_text("b 1\n")  # rewritten just now, same content
     checkout.check_ahead(repo, old, known)
     (ahead,) = repo.ahead.values()
-    assert not ahead.procs
+    assert isinstance(ahead, checkout._Ahead) and not ahead.procs
     assert move_paths(repo, old, new, known) == (True, None)
 
 
@@ -558,3 +588,59 @@ def test_a_hand_edit_staged_between_the_check_and_the_move_is_kept(
     move_paths(repo, old, new)
     assert git(work, "show", ":.tasks/b.json") == "staged by hand meanwhile"
     assert (work / ".tasks" / "b.json").read_text() == "staged by hand meanwhile\n"
+
+
+def _conflicted(work: Path, path: str) -> None:
+    oid = git(work, "rev-parse", f"HEAD:{path}").strip()
+    lines = f"0 {'0' * len(oid)}\t{path}\n" + "".join(f"100644 {oid} {n}\t{path}\n" for n in (1, 2, 3))
+    subprocess.run(["git", "update-index", "--index-info"], cwd=work, input=lines, text=True, check=True)
+
+
+_STATES = {
+    "clean": lambda w: None,
+    "edited, same size": lambda w: (w / ".tasks/b.json").write_text("b X\n"),
+    "edited, longer": lambda w: (w / ".tasks/b.json").write_text("b 1 and more\n"),
+    "touched": lambda w: os.utime(w / ".tasks/b.json"),
+    "made executable": lambda w: os.chmod(w / ".tasks/b.json", 0o755),
+    "deleted": lambda w: (w / ".tasks/c.json").unlink(),
+    "replaced by a symlink": lambda w: (
+        (w / ".tasks/b.json").unlink(),
+        (w / ".tasks/b.json").symlink_to("a.json"),
+    ),
+    "staged": lambda w: ((w / ".tasks/b.json").write_text("b X\n"), git(w, "add", ".tasks/b.json")),
+    "removed from the index": lambda w: git(w, "rm", "-q", "--cached", ".tasks/c.json"),
+    "added path staged": lambda w: ((w / ".tasks/d.json").write_text("d\n"), git(w, "add", ".tasks/d.json")),
+    "added path intent-to-add": lambda w: (
+        (w / ".tasks/d.json").write_text("d\n"),
+        git(w, "add", "-N", ".tasks/d.json"),
+    ),
+    "assume-unchanged": lambda w: git(w, "update-index", "--assume-unchanged", ".tasks/b.json"),
+    "skip-worktree": lambda w: git(w, "update-index", "--skip-worktree", ".tasks/b.json"),
+    "conflicted": lambda w: _conflicted(w, ".tasks/b.json"),
+    "index version 4": lambda w: git(w, "update-index", "--index-version", "4"),
+    "racily clean": lambda w: (
+        os.utime(w / ".tasks/b.json", ns=(2 * 10**18, 2 * 10**18)),  # newer than the index
+        git(w, "update-index", "-q", "--refresh"),
+    ),
+}
+
+
+@pytest.mark.parametrize("state", list(_STATES))
+def test_the_index_read_says_clean_only_where_git_does(
+    work: Path, monkeypatch: pytest.MonkeyPatch, state: str
+) -> None:
+    """`_Read` stands in for git's `diff-index` and `ls-files -v`: where it says clean, git must too
+    (nothing staged, nothing stat-dirty, nothing git was told not to look at); every other state (and a
+    racily clean file, which git would have to read) is left to git."""
+    monkeypatch.setattr(checkout, "_SETTLED_NS", 0)
+    old, new = _next(work)
+    _settled(work)
+    _STATES[state](work)
+    known = _known(work, old, new)
+    paths = sorted(known)
+    read = checkout._Read.made(mgit.open_repo(work), paths, {p: known[p][0] for p in paths})
+    checked = git(work, "diff-index", "-z", "--name-only", old, "--", *paths, check=False)
+    tags = {line.split(" ")[0] for line in git(work, "ls-files", "-v", "--", *paths).splitlines()}
+    git_clean = checked == "" and tags <= {"H"}
+    assert (read is not None) == (state == "clean")
+    assert read is None or git_clean

@@ -75,6 +75,49 @@ class _Ahead:
         return listing.decode("utf-8", "surrogateescape")
 
 
+class _Read:
+    """The same answer as `_Ahead`'s, read from the index file in this process: its entries for the paths
+    are `old`'s, without flags, and their files match them by stat data, not racily (`indexfile.unchanged`).
+    Two git processes (each reading the whole index: 6 MB at 50,000 tasks) fewer beside the push; when
+    this cannot tell, `_Ahead` runs them as before. Its answer too counts only if nothing changed since."""
+
+    def __init__(self, repo: Repo, paths: list[str], before: list[tuple[int, ...] | None]) -> None:
+        self.repo, self.paths, self.before = repo, paths, before
+
+    @classmethod
+    def made(cls, repo: Repo, paths: list[str], old: Mapping[str, PathEntry]) -> _Read | None:
+        """The check, when the index says clean now; None when git must decide."""
+        before = _stats(repo, paths)
+        if before is None or before[0] is None:
+            return None
+        assert repo.working_dir is not None
+        from michi.git import indexfile
+
+        try:
+            with open(repo.paths.git_dir / "index", "rb") as index:
+                found = os.fstat(index.fileno())
+                if _stat_key(found) != before[0]:
+                    return None
+                data = index.read()
+            files = {p: _lstat(Path(repo.working_dir, p)) for p in paths}
+        except OSError:
+            return None
+        if not indexfile.unchanged(data, found.st_mtime_ns, old, files):
+            return None
+        return cls(repo, paths, before)
+
+    def clean(self) -> str | None:
+        """An empty listing (no path among them git was told not to look at) while nothing changed."""
+        return "" if _stats(self.repo, self.paths) == self.before else None
+
+
+def _lstat(path: Path) -> os.stat_result | None:
+    try:
+        return os.lstat(path)
+    except FileNotFoundError:
+        return None
+
+
 def _stats(repo: Repo, paths: list[str]) -> list[tuple[int, ...] | None] | None:
     """Stat data of the index file and of each path (None: nothing there); None when equal stat data
     later could not prove them untouched: another index file (`GIT_INDEX_FILE`), a file changed too
@@ -94,8 +137,12 @@ def _stats(repo: Repo, paths: list[str]) -> list[tuple[int, ...] | None] | None:
             return None
         if st.st_ctime_ns > settled or st.st_ctime_ns % 1_000_000 == 0:
             return None
-        found.append((st.st_mode, st.st_ino, st.st_dev, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+        found.append(_stat_key(st))
     return found
+
+
+def _stat_key(st: os.stat_result) -> tuple[int, ...]:
+    return (st.st_mode, st.st_ino, st.st_dev, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def _refusal(
@@ -108,7 +155,7 @@ def _refusal(
     # must not block michi, as it does not block read-tree). Started during the push when it could be,
     # with the listing that finds the changes git was told not to look for.
     ahead = repo.ahead.pop((old, tuple(paths)), None)
-    if isinstance(ahead, _Ahead):
+    if isinstance(ahead, _Ahead | _Read):
         listing = ahead.clean()
         if listing is not None:
             return _hidden_changes(repo, paths, listing) or _untracked(repo, added, deleted, goal)
@@ -264,7 +311,8 @@ def check_ahead(repo: Repo, old: str, known: Moves, new: str | None = None, stag
     diff = sorted(p for p, (o, n) in known.items() if o != n)
     if diff and len(diff) <= MAX_PATHS and (old, tuple(diff)) not in repo.ahead:
         with contextlib.suppress(OSError):  # no process to spare: the move checks as it always did
-            repo.ahead[(old, tuple(diff))] = _Ahead(repo, old, diff)
+            quick = _Read.made(repo, diff, {p: known[p][0] for p in diff})
+            repo.ahead[(old, tuple(diff))] = quick or _Ahead(repo, old, diff)
     if diff and len(diff) <= MAX_PATHS and new is not None:
         specs = _outermost(diff)
         if stage and _stage(repo, new, {p: known[p] for p in diff}, specs):

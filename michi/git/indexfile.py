@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import stat
 import struct
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -114,6 +115,55 @@ def retime(
             data[-width:] = _digest(width, memoryview(data)[:-width])
         written.append((len(data) - width, bytes(data[-width:])))
     return written
+
+
+def unchanged(
+    data: bytes | bytearray,
+    index_mtime_ns: int,
+    entries: Mapping[str, tuple[int, str] | None],
+    files: Mapping[str, os.stat_result | None],
+) -> bool:
+    """Does the index file `data` (last modified at `index_mtime_ns`) hold exactly `entries` (path ->
+    (mode, object id) in stage 0 without flags; None: no entry at all), and does each of their work tree
+    files (`files`: None when absent) match its entry's stat data, field for field and not racily (the
+    file modified before the index was written)? What `diff-index <commit> -- <paths>` would find clean
+    and `ls-files -v` would show untagged; False whenever that cannot be told this way (git decides)."""
+    if len(data) < 12 or data[:4] != b"DIRC" or int.from_bytes(data[4:8], "big") not in (2, 3):
+        return False
+    for path, entry in entries.items():
+        name = path.encode("utf-8", "surrogateescape")
+        if entry is None:
+            if name + b"\0" in data:  # every entry's name ends in a NUL: none ends here
+                return False
+            continue
+        key = bytes.fromhex(entry[1]) + min(len(name), 0xFFF).to_bytes(2, "big") + name + b"\0"
+        at = data.find(key, 12)
+        if at < 12 + _STAT.size or data.find(key, at + 1) != -1:
+            return False
+        fields = _STAT.unpack_from(data, at - _STAT.size)
+        st = files.get(path)
+        if st is None or fields[6] != entry[0] or not _matches(fields, st, index_mtime_ns):
+            return False
+    return True
+
+
+def _matches(fields: tuple[int, ...], st: os.stat_result, index_mtime_ns: int) -> bool:
+    ctime_s, ctime_ns, mtime_s, mtime_ns, dev, ino, mode, uid, gid, size = fields
+    nsec = mtime_ns != 0 or ctime_ns != 0
+    executable = 0o100755 if st.st_mode & 0o100 else 0o100644
+    return (
+        stat.S_ISREG(st.st_mode)
+        and mode == executable
+        and (mtime_s, mtime_ns) == _times(st.st_mtime_ns, nsec)
+        and (ctime_s, ctime_ns) == _times(st.st_ctime_ns, nsec)
+        and (dev, ino, uid, gid) == tuple(v & _U32 for v in (st.st_dev, st.st_ino, st.st_uid, st.st_gid))
+        and size == st.st_size & _U32
+        and _before(st.st_mtime_ns, index_mtime_ns, nsec)  # else racily clean: git would read the file
+    )
+
+
+def _before(file_ns: int, index_ns: int, nsec: bool) -> bool:
+    return file_ns < index_ns if nsec else file_ns // 1_000_000_000 < index_ns // 1_000_000_000
 
 
 def _times(ns: int, nsec: bool) -> tuple[int, int]:
