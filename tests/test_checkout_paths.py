@@ -618,6 +618,12 @@ _STATES = {
     "skip-worktree": lambda w: git(w, "update-index", "--skip-worktree", ".tasks/b.json"),
     "conflicted": lambda w: _conflicted(w, ".tasks/b.json"),
     "index version 4": lambda w: git(w, "update-index", "--index-version", "4"),
+    "split index, added path staged": lambda w: (
+        (w / ".tasks/d.json").write_text("d\n"),
+        git(w, "add", ".tasks/d.json"),
+        git(w, "update-index", "--split-index"),
+    ),
+    "sparse checkout": lambda w: git(w, "sparse-checkout", "set", "--no-cone", "/.tasks/", "/notes.txt"),
     "racily clean": lambda w: (
         os.utime(w / ".tasks/b.json", ns=(2 * 10**18, 2 * 10**18)),  # newer than the index
         git(w, "update-index", "-q", "--refresh"),

@@ -93,8 +93,15 @@ class _Read:
         assert repo.working_dir is not None
         from michi.git import indexfile
 
+        git_dir = repo.paths.git_dir
         try:
-            with open(repo.paths.git_dir / "index", "rb") as index:
+            # A split index keeps entries in another file, a sparse one whole folders in one entry: there
+            # "no entry named so" cannot be read from this file alone.
+            if (git_dir / "info" / "sparse-checkout").exists() or any(
+                name.startswith("sharedindex.") for name in os.listdir(git_dir)
+            ):
+                return None
+            with open(git_dir / "index", "rb") as index:
                 found = os.fstat(index.fileno())
                 if _stat_key(found) != before[0]:
                     return None
