@@ -165,8 +165,8 @@ def _refusal(
     if isinstance(ahead, _Ahead | _Read):
         listing = ahead.clean()
         if listing is not None:
-            return _hidden_changes(repo, paths, listing) or _untracked(repo, added, deleted, goal)
-    hidden = _hidden_changes(repo, paths)
+            return _hidden_changes(repo, paths, listing, added) or _untracked(repo, added, deleted, goal)
+    hidden = _hidden_changes(repo, paths, added=added)
     if hidden is not None:
         return hidden
     status, out, err = _exec(repo, *_CHECK, old, "--", *paths, env=LITERAL)
@@ -193,11 +193,15 @@ def _refusal(
     return _untracked(repo, added, deleted, goal)
 
 
-def _hidden_changes(repo: Repo, paths: list[str], listing: str | None = None) -> str | None:
+def _hidden_changes(
+    repo: Repo, paths: list[str], listing: str | None = None, added: Collection[str] = ()
+) -> str | None:
     """A local change git was told not to look for: `update-index --assume-unchanged` or `--skip-worktree`
     (the usual way to keep a local tweak) hide it from `diff-index`, yet git's own checkout refuses to
     overwrite such a file. Its content is compared with the index here (one `ls-files`; a `hash-object`
-    only when such a file is among `paths`)."""
+    only when such a file is among `paths`). And an entry `old` lacks (at one of `added`, or inside one of
+    `paths`: a folder that becomes a file): staged, though `diff-index old` misses it once its file is
+    gone from the work tree; `git restore --staged` would drop it."""
     assert repo.working_dir is not None
     if listing is None:  # not listed beside the push (`_Ahead`)
         status, out, err = _exec(repo, *_LISTING, *paths, env=LITERAL)
@@ -205,8 +209,11 @@ def _hidden_changes(repo: Repo, paths: list[str], listing: str | None = None) ->
             return err.strip() or f"ls-files exited {status}"
         listing = str(out)
     flagged: list[tuple[str, str, str]] = []  # (path, mode, oid) of the entries git does not stat
+    named, absent = set(paths), set(added)
     for record in _names(listing):
         meta, _, path = record.partition("\t")
+        if path in absent or path not in named:
+            return f"error: your staged changes to {path} would be overwritten"
         tag, mode, oid, _stage = meta.split(" ")
         if (tag == "S" or tag.islower()) and os.path.lexists(Path(repo.working_dir, path)):
             flagged.append((path, mode, oid))

@@ -124,14 +124,17 @@ def unchanged(
     files: Mapping[str, os.stat_result | None],
 ) -> bool:
     """Does the index file `data` (last modified at `index_mtime_ns`) hold exactly `entries` (path ->
-    (mode, object id) in stage 0 without flags; None: no entry at all), and does each of their work tree
-    files (`files`: None when absent) match its entry's stat data, field for field and not racily (the
-    file modified before the index was written)? What `diff-index <commit> -- <paths>` would find clean
-    and `ls-files -v` would show untagged; False whenever that cannot be told this way (git decides)."""
+    (mode, object id) in stage 0 without flags; None: no entry at all; and none inside it, as in a folder
+    that becomes a file), and does each of their work tree files (`files`: None when absent) match its
+    entry's stat data, field for field and not racily (the file modified before the index was written)?
+    What `diff-index <commit> -- <paths>` would find clean and `ls-files -v` would show untagged; False
+    whenever that cannot be told this way (git decides)."""
     if len(data) < 12 or data[:4] != b"DIRC" or int.from_bytes(data[4:8], "big") not in (2, 3):
         return False
     for path, entry in entries.items():
         name = path.encode("utf-8", "surrogateescape")
+        if name + b"/" in data:  # an entry inside it, maybe: git's pathspec `path` names those too
+            return False
         if entry is None:
             if name + b"\0" in data:  # every entry's name ends in a NUL: none ends here
                 return False
