@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
+import struct
 import subprocess
 from pathlib import Path
 
@@ -598,6 +600,30 @@ def _conflicted(work: Path, path: str) -> None:
     subprocess.run(["git", "update-index", "--index-info"], cwd=work, input=lines, text=True, check=True)
 
 
+def _racy_within_the_second(work: Path) -> None:
+    """b.json edited (same size) with its index entry given the edited file's very stat data, as when the
+    edit lands in the same clock tick as git's stat of the file, the index written a tick later but in the
+    same second: equal stat data prove nothing then, and a git comparing times by the second (built
+    without USE_NSEC, as most are) reads the file and finds the edit."""
+    path = work / ".tasks" / "b.json"
+    second = os.stat(work / ".git" / "index").st_mtime_ns // 10**9 * 10**9  # the others settled before
+    path.write_text("b X\n")
+    os.utime(path, ns=(second + 100_000_000, second + 100_000_000))
+    st = os.stat(path)
+    index = work / ".git" / "index"
+    data = bytearray(index.read_bytes())
+    name = b".tasks/b.json"
+    oid = bytes.fromhex(git(work, "rev-parse", ":.tasks/b.json").strip())
+    start = data.index(oid + len(name).to_bytes(2, "big") + name + b"\0") - 40
+    fields = (st.st_ctime_ns // 10**9, st.st_ctime_ns % 10**9, st.st_mtime_ns // 10**9, st.st_mtime_ns % 10**9)
+    fields += (st.st_dev, st.st_ino, 0o100644, st.st_uid, st.st_gid, st.st_size)
+    struct.pack_into(">10I", data, start, *(v & 0xFFFFFFFF for v in fields))
+    data[-20:] = hashlib.sha1(data[:-20]).digest()
+    (work / ".git" / "index.new").write_bytes(data)
+    os.utime(work / ".git" / "index.new", ns=(second + 500_000_000, second + 500_000_000))
+    os.rename(work / ".git" / "index.new", index)
+
+
 _STATES = {
     "clean": lambda w: None,
     "edited, same size": lambda w: (w / ".tasks/b.json").write_text("b X\n"),
@@ -630,10 +656,17 @@ _STATES = {
         os.utime(w / ".tasks/b.json", ns=(2 * 10**18, 2 * 10**18)),  # newer than the index
         git(w, "update-index", "-q", "--refresh"),
     ),
+    "racily clean within the second": _racy_within_the_second,
 }
 
 
-@pytest.mark.parametrize("state", list(_STATES))
+_RACY_BY_THE_NS = pytest.mark.xfail(strict=True, reason="_Read judges racily clean by the ns, git by the second")
+
+
+@pytest.mark.parametrize(
+    "state",
+    [pytest.param(s, marks=_RACY_BY_THE_NS) if s == "racily clean within the second" else s for s in _STATES],
+)
 def test_the_index_read_says_clean_only_where_git_does(
     work: Path, monkeypatch: pytest.MonkeyPatch, state: str
 ) -> None:
