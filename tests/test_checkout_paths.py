@@ -615,7 +615,7 @@ def _racy_within_the_second(work: Path) -> None:
     name = b".tasks/b.json"
     oid = bytes.fromhex(git(work, "rev-parse", ":.tasks/b.json").strip())
     start = data.index(oid + len(name).to_bytes(2, "big") + name + b"\0") - 40
-    fields = (st.st_ctime_ns // 10**9, st.st_ctime_ns % 10**9, st.st_mtime_ns // 10**9, st.st_mtime_ns % 10**9)
+    fields = (*divmod(st.st_ctime_ns, 10**9), *divmod(st.st_mtime_ns, 10**9))
     fields += (st.st_dev, st.st_ino, 0o100644, st.st_uid, st.st_gid, st.st_size)
     struct.pack_into(">10I", data, start, *(v & 0xFFFFFFFF for v in fields))
     data[-20:] = hashlib.sha1(data[:-20]).digest()
@@ -660,13 +660,7 @@ _STATES = {
 }
 
 
-_RACY_BY_THE_NS = pytest.mark.xfail(strict=True, reason="_Read judges racily clean by the ns, git by the second")
-
-
-@pytest.mark.parametrize(
-    "state",
-    [pytest.param(s, marks=_RACY_BY_THE_NS) if s == "racily clean within the second" else s for s in _STATES],
-)
+@pytest.mark.parametrize("state", list(_STATES))
 def test_the_index_read_says_clean_only_where_git_does(
     work: Path, monkeypatch: pytest.MonkeyPatch, state: str
 ) -> None:
