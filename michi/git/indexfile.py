@@ -126,9 +126,9 @@ def unchanged(
     """Does the index file `data` (last modified at `index_mtime_ns`) hold exactly `entries` (path ->
     (mode, object id) in stage 0 without flags; None: no entry at all; and none inside it, as in a folder
     that becomes a file), and does each of their work tree files (`files`: None when absent) match its
-    entry's stat data, field for field and not racily (the file last modified in an earlier second than the index)?
-    What `diff-index <commit> -- <paths>` would find clean and `ls-files -v` would show untagged; False
-    whenever that cannot be told this way (git decides)."""
+    entry's stat data, field for field and not racily (the file last modified in an earlier second than
+    the index)? What `diff-index <commit> -- <paths>` would find clean and `ls-files -v` would show
+    untagged; False whenever that cannot be told this way (git decides)."""
     if len(data) < 12 or data[:4] != b"DIRC" or int.from_bytes(data[4:8], "big") not in (2, 3):
         return False
     for path, entry in entries.items():
