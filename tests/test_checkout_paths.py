@@ -600,14 +600,13 @@ def _conflicted(work: Path, path: str) -> None:
     subprocess.run(["git", "update-index", "--index-info"], cwd=work, input=lines, text=True, check=True)
 
 
-def _racy_within_the_second(work: Path) -> None:
-    """b.json edited (same size) with its index entry given the edited file's very stat data, as when the
-    edit lands in the same clock tick as git's stat of the file, the index written a tick later but in the
-    same second: equal stat data prove nothing then, and a git comparing times by the second (built
-    without USE_NSEC, as most are) reads the file and finds the edit."""
+def _edited_in_gits_tick(work: Path, text: str, index_after_ns: int) -> None:
+    """b.json rewritten to `text` with its index entry given the new file's very stat data, as when the
+    edit lands in the same clock tick as git's stat of the file; the index written `index_after_ns` after
+    the file."""
     path = work / ".tasks" / "b.json"
     second = os.stat(work / ".git" / "index").st_mtime_ns // 10**9 * 10**9  # the others settled before
-    path.write_text("b X\n")
+    path.write_text(text)
     os.utime(path, ns=(second + 100_000_000, second + 100_000_000))
     st = os.stat(path)
     index = work / ".git" / "index"
@@ -620,7 +619,8 @@ def _racy_within_the_second(work: Path) -> None:
     struct.pack_into(">10I", data, start, *(v & 0xFFFFFFFF for v in fields))
     data[-20:] = hashlib.sha1(data[:-20]).digest()
     (work / ".git" / "index.new").write_bytes(data)
-    os.utime(work / ".git" / "index.new", ns=(second + 500_000_000, second + 500_000_000))
+    then = second + 100_000_000 + index_after_ns
+    os.utime(work / ".git" / "index.new", ns=(then, then))
     os.rename(work / ".git" / "index.new", index)
 
 
@@ -656,11 +656,21 @@ _STATES = {
         os.utime(w / ".tasks/b.json", ns=(2 * 10**18, 2 * 10**18)),  # newer than the index
         git(w, "update-index", "-q", "--refresh"),
     ),
-    "racily clean within the second": _racy_within_the_second,
+    # Equal stat data prove nothing then; a git comparing times by the second (built without USE_NSEC, as
+    # most are) reads the file and finds the edit.
+    "racily clean within the second": lambda w: _edited_in_gits_tick(w, "b X\n", 400_000_000),
+    # A size of 0 is git's mark of an entry it could not judge by stat data ("smudged"): unless its blob
+    # is empty, git calls it changed, whatever the file.
+    "emptied, size 0 in the index": lambda w: _edited_in_gits_tick(w, "", 1_400_000_000),
 }
 
 
-@pytest.mark.parametrize("state", list(_STATES))
+_SIZE_0 = pytest.mark.xfail(strict=True, reason="_Read takes a size of 0 for an empty file's, git for a smudge")
+
+
+@pytest.mark.parametrize(
+    "state", [pytest.param(s, marks=_SIZE_0) if s.startswith("emptied") else s for s in _STATES]
+)
 def test_the_index_read_says_clean_only_where_git_does(
     work: Path, monkeypatch: pytest.MonkeyPatch, state: str
 ) -> None:
