@@ -665,12 +665,7 @@ _STATES = {
 }
 
 
-_SIZE_0 = pytest.mark.xfail(strict=True, reason="_Read takes a size of 0 for an empty file's, git for a smudge")
-
-
-@pytest.mark.parametrize(
-    "state", [pytest.param(s, marks=_SIZE_0) if s.startswith("emptied") else s for s in _STATES]
-)
+@pytest.mark.parametrize("state", list(_STATES))
 def test_the_index_read_says_clean_only_where_git_does(
     work: Path, monkeypatch: pytest.MonkeyPatch, state: str
 ) -> None:

@@ -161,6 +161,7 @@ def _matches(fields: tuple[int, ...], st: os.stat_result, index_mtime_ns: int) -
         and (ctime_s, ctime_ns) == _times(st.st_ctime_ns, nsec)
         and (dev, ino, uid, gid) == tuple(v & _U32 for v in (st.st_dev, st.st_ino, st.st_uid, st.st_gid))
         and size == st.st_size & _U32
+        and size != 0  # git's mark of an entry it must read (smudged racily clean), unless its blob is empty
         # Else racily clean: git would read the file. By the second, as git built without USE_NSEC (most
         # builds) judges it: a file edited in the tick git took its stat data in has the same stat data.
         and st.st_mtime_ns // 1_000_000_000 < index_mtime_ns // 1_000_000_000
