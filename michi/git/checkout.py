@@ -109,13 +109,47 @@ class _Read:
             files = {p: _lstat(Path(repo.working_dir, p)) for p in paths}
         except OSError:
             return None
-        if not indexfile.unchanged(data, found.st_mtime_ns, old, files):
+        top = Path(repo.working_dir)
+        if not indexfile.unchanged(
+            data, found.st_mtime_ns, old, files, lambda p, st: _small_file(top / p, st)
+        ):
             return None
         return cls(repo, paths, before)
 
     def clean(self) -> str | None:
         """An empty listing (no path among them git was told not to look at) while nothing changed."""
         return "" if _stats(self.repo, self.paths) == self.before else None
+
+
+# A racily clean file is read whole by the index read only up to this size (task files are ~1 KB).
+_READ_UP_TO = 1 << 16
+
+
+def _small_file(path: Path, st: os.stat_result) -> bytes | None:
+    """The bytes of the regular file `st` describes at `path` (never through a symlink, never a FIFO
+    opened), None when it is larger than `_READ_UP_TO`, is another file by now, or cannot be read."""
+    if st.st_size > _READ_UP_TO:
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        now = os.fstat(fd)
+        if not stat.S_ISREG(now.st_mode) or (now.st_ino, now.st_dev) != (st.st_ino, st.st_dev):
+            return None
+        chunks, size = [], 0
+        while size <= st.st_size:
+            chunk = os.read(fd, st.st_size + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        return b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def _lstat(path: Path) -> os.stat_result | None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import stat
 import struct
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -122,13 +122,16 @@ def unchanged(
     index_mtime_ns: int,
     entries: Mapping[str, tuple[int, str] | None],
     files: Mapping[str, os.stat_result | None],
+    content: Callable[[str, os.stat_result], bytes | None],
 ) -> bool:
     """Does the index file `data` (last modified at `index_mtime_ns`) hold exactly `entries` (path ->
     (mode, object id) in stage 0 without flags; None: no entry at all; and none inside it, as in a folder
     that becomes a file), and does each of their work tree files (`files`: None when absent) match its
-    entry's stat data, field for field and not racily (the file last modified in an earlier second than
-    the index)? What `diff-index <commit> -- <paths>` would find clean and `ls-files -v` would show
-    untagged; False whenever that cannot be told this way (git decides)."""
+    entry's stat data, field for field, and, when it is racily clean (last modified in the index's second
+    or later: by the second, as git built without USE_NSEC, most builds, judges it), hold its blob's
+    bytes (`content`: the file's bytes, None when not read)? What `diff-index <commit> -- <paths>` would
+    find clean and `ls-files -v` would show untagged; False whenever that cannot be told this way (git
+    decides)."""
     if len(data) < 12 or data[:4] != b"DIRC" or int.from_bytes(data[4:8], "big") not in (2, 3):
         return False
     for path, entry in entries.items():
@@ -145,12 +148,26 @@ def unchanged(
             return False
         fields = _STAT.unpack_from(data, at - _STAT.size)
         st = files.get(path)
-        if st is None or fields[6] != entry[0] or not _matches(fields, st, index_mtime_ns):
+        if st is None or fields[6] != entry[0] or not _matches(fields, st):
+            return False
+        # Racily clean (last modified in the index's second or later): equal stat data prove nothing, as
+        # an edit in the tick git took them in leaves them equal. git reads such a file; so does this.
+        racy = st.st_mtime_ns // 1_000_000_000 >= index_mtime_ns // 1_000_000_000
+        if racy and not _holds(content(path, st), bytes.fromhex(entry[1])):
             return False
     return True
 
 
-def _matches(fields: tuple[int, ...], st: os.stat_result, index_mtime_ns: int) -> bool:
+def _holds(found: bytes | None, oid: bytes) -> bool:
+    """Are `found` (a file's bytes; None: not read) the blob `oid` names, byte for byte?"""
+    if found is None:
+        return False
+    blob = _hasher(len(oid), len(found))(b"blob %d\0" % len(found))
+    blob.update(found)
+    return bytes(blob.digest()) == oid
+
+
+def _matches(fields: tuple[int, ...], st: os.stat_result) -> bool:
     ctime_s, ctime_ns, mtime_s, mtime_ns, dev, ino, mode, uid, gid, size = fields
     nsec = mtime_ns != 0 or ctime_ns != 0
     executable = 0o100755 if st.st_mode & 0o100 else 0o100644
@@ -162,9 +179,6 @@ def _matches(fields: tuple[int, ...], st: os.stat_result, index_mtime_ns: int) -
         and (dev, ino, uid, gid) == tuple(v & _U32 for v in (st.st_dev, st.st_ino, st.st_uid, st.st_gid))
         and size == st.st_size & _U32
         and size != 0  # git's mark of an entry it must read (smudged racily clean), unless its blob is empty
-        # Else racily clean: git would read the file. By the second, as git built without USE_NSEC (most
-        # builds) judges it: a file edited in the tick git took its stat data in has the same stat data.
-        and st.st_mtime_ns // 1_000_000_000 < index_mtime_ns // 1_000_000_000
     )
 
 
