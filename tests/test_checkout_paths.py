@@ -671,12 +671,9 @@ _STATES = {
 
 # Racily clean but unchanged: the read compares the file's bytes with its blob, as git does.
 _CLEAN = {"clean", "racily clean"}
-_SYMLINKED = pytest.mark.xfail(strict=True, reason="_Read's lstat follows a symlinked folder on the way")
 
 
-@pytest.mark.parametrize(
-    "state", [pytest.param(s, marks=_SYMLINKED) if "symlink to it" in s else s for s in _STATES]
-)
+@pytest.mark.parametrize("state", list(_STATES))
 def test_the_index_read_says_clean_only_where_git_does(
     work: Path, monkeypatch: pytest.MonkeyPatch, state: str
 ) -> None:
@@ -727,7 +724,6 @@ def test_a_staged_file_gone_from_the_work_tree_where_the_move_adds_one_is_kept(
     assert git(work, "show", f":{mine}") == "mine"
 
 
-@pytest.mark.xfail(strict=True, reason="the check ahead's stat data follow a folder swapped for a symlink")
 @pytest.mark.parametrize("kind", ["read", "git"])
 def test_a_task_folder_swapped_for_a_symlink_during_the_push_is_kept(
     work: Path, monkeypatch: pytest.MonkeyPatch, kind: str

@@ -70,7 +70,7 @@ class _Ahead:
         (check, _), (listing, _) = (proc.communicate() for proc in self.procs)
         if any(proc.returncode != 0 for proc in self.procs) or check:
             return None
-        if _stats(self.repo, list(self.key[1])) != self.before:
+        if _stats(self.repo, list(self.key[1])) != self.before or not _real_folders(self.repo, self.key[1]):
             return None
         return listing.decode("utf-8", "surrogateescape")
 
@@ -88,7 +88,7 @@ class _Read:
     def made(cls, repo: Repo, paths: list[str], old: Mapping[str, PathEntry]) -> _Read | None:
         """The check, when the index says clean now; None when git must decide."""
         before = _stats(repo, paths)
-        if before is None or before[0] is None:
+        if before is None or before[0] is None or not _real_folders(repo, paths):
             return None
         assert repo.working_dir is not None
         from michi.git import indexfile
@@ -118,7 +118,24 @@ class _Read:
 
     def clean(self) -> str | None:
         """An empty listing (no path among them git was told not to look at) while nothing changed."""
-        return "" if _stats(self.repo, self.paths) == self.before else None
+        unchanged = _stats(self.repo, self.paths) == self.before and _real_folders(self.repo, self.paths)
+        return "" if unchanged else None
+
+
+def _real_folders(repo: Repo, paths: Collection[str]) -> bool:
+    """Is every folder on the way to `paths` a real folder (or not there)? `_stats` follows a symlinked
+    one (a folder moved and a symlink to it put in its place leaves its files' stat data as they were),
+    where git sees no file at all and its restore replaces the symlink by a folder."""
+    assert repo.working_dir is not None
+    for folder in {f for p in paths for f in Path(p).parents if f.parts}:
+        try:
+            if not stat.S_ISDIR(os.lstat(Path(repo.working_dir, folder)).st_mode):
+                return False
+        except FileNotFoundError:
+            continue
+        except OSError:
+            return False
+    return True
 
 
 # A racily clean file is read whole by the index read only up to this size (task files are ~1 KB).

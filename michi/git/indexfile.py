@@ -136,10 +136,11 @@ def unchanged(
         return False
     for path, entry in entries.items():
         name = path.encode("utf-8", "surrogateescape")
-        if name + b"/" in data:  # an entry inside it, maybe: git's pathspec `path` names those too
-            return False
         if entry is None:
-            if name + b"\0" in data:  # every entry's name ends in a NUL: none ends here
+            # Every entry's name ends in a NUL: none ends here. Nor is one inside it (git's pathspec `path`
+            # names those too): a folder that becomes a file. (A file's path has none inside: git keeps
+            # no folder and file of one name.)
+            if name + b"\0" in data or name + b"/" in data:
                 return False
             continue
         key = bytes.fromhex(entry[1]) + min(len(name), 0xFFF).to_bytes(2, "big") + name + b"\0"
