@@ -152,6 +152,8 @@ def test_corrupt_files_reported_never_overwritten(cli, ready: Path, remote) -> N
     assert "michi doctor" in cli(ready, "export").stderr
     report = cli(ready, "doctor", "--json").json()
     assert report["ok"] is False and uuid in report["problems"][0]["path"]
+    said = cli(ready, "doctor").stdout
+    assert said.count(uuid) == 1 and "conflict markers" in said  # the path named once, then the cause
     refused = cli(ready, "task", "done", uuid[:13], "--json")
     assert refused.exit_code == 4 and refused.json()["error"]["code"] == "corrupt_task"
     assert cli(ready, "task", "done", "1", "--json").exit_code == 0

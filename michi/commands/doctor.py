@@ -24,10 +24,10 @@ class Report(Result):
         if not self.problems:
             return f"no problems in {self.tasks} task file(s)"
         lines = [f"{len(self.problems)} problem(s):"]
-        lines += [
-            f"  {p.get('path') or p.get('id') or p.get('uuid') or 'dependencies'}: {p['problem']}"
-            for p in self.problems
-        ]
+        for p in self.problems:
+            where = str(p.get("path") or p.get("id") or p.get("uuid") or "dependencies")
+            problem = str(p["problem"])  # a file's problem may name its path first: said once
+            lines.append(f"  {where}: {problem.removeprefix(where + ': ')}")
         return "\n".join(lines)
 
 
