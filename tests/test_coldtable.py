@@ -220,3 +220,19 @@ def test_a_cold_list_prints_and_caches_what_one_process_does(
         assert cold(*args) == two
         monkeypatch.delenv("MICHI_ONE_CORE")
     assert used == [True, False] * 2 and '"depends":[5]' in two[0]
+
+
+def test_the_index_cache_is_written_in_pieces_as_the_joined_bytes(tmp_path: Path) -> None:
+    """`save_cache` writes the records' dump without joining it to the head (it is ~17 MB at 50,000
+    tasks): the file is `dump_parts`'s layout, and loads back whole."""
+    import marshal
+
+    entries = {".tasks/a.json": ("1" * 40, None, "x"), ".tasks/b.json": ("2" * 40, {"michi_id": 1}, None)}
+    built = index.Index("t" * 40, entries)  # type: ignore[arg-type]
+    index.save_cache(tmp_path, built)
+    written = (tmp_path / index.CACHE_NAME).read_bytes()
+    dumped = marshal.dumps(entries)
+    assert len(written) == len(index.dump_parts("t" * 40, 2, [dumped]))
+    assert written.startswith(b"".join(index.cache_pieces("t" * 40, 2, [dumped])[:2]))
+    loaded = index.load_cache(tmp_path)
+    assert loaded is not None and loaded.tree == "t" * 40 and loaded.entries == entries

@@ -723,3 +723,27 @@ def test_tree_deltas_michi_remembers_are_what_git_diff_tree_says(
     want = objects.diff_task_files(git_repo, str(old), str(new))
     monkeypatch.setattr(objects, "diff_trees", lambda *a: pytest.fail("git was asked"))
     assert objects.diff_task_files(git_repo, str(old), str(new)) == want != {}
+
+
+@pytest.mark.parametrize("with_folders", [False, True])
+def test_a_tree_is_in_gits_order_with_and_without_folders(plain_repo: Repo, with_folders: bool) -> None:
+    """Names that sort differently as a folder (compared as "name/") and as a file: `git mktree` of the
+    same entries gives the same tree (ADR 0015: a folder of files only is sorted by name alone)."""
+    work = Path(plain_repo.working_dir)
+    blob = objects.write_blob(plain_repo, b"x")
+    names = ["a", "a.b", "a-b", "a0", "ab", "b", "a b", "A", "z.json", "\u00e9.json", "a.json"]
+    changes: dict[str, tuple[int, str] | None] = {n: (objects.BLOB_MODE, blob) for n in names}
+    changes["run.sh"] = (0o100755, blob)
+    changes["link"] = (0o120000, blob)
+    if with_folders:
+        changes.pop("a")
+        changes["a/inner"] = (objects.BLOB_MODE, blob)
+        changes["a.b/x"] = (objects.BLOB_MODE, blob)
+        changes["b"] = None
+        changes["b/x"] = (objects.BLOB_MODE, blob)
+    tree = objects.edit_tree(plain_repo, None, changes, strict=False)
+    listed = subprocess.run(["git", "ls-tree", "-z", tree], cwd=work, capture_output=True, check=True).stdout
+    again = subprocess.run(["git", "mktree", "-z"], cwd=work, input=listed, capture_output=True, check=True)
+    assert again.stdout.decode().strip() == tree  # mktree sorts its input itself
+    assert (b"040000 tree" in listed) == with_folders
+    git(work, "fsck", "--strict", "--no-dangling", tree)

@@ -153,11 +153,13 @@ class Links:
         self.depends: dict[str, list[str]] = {}  # open imported tasks with dependencies
 
     def add(self, record: dict[str, Any]) -> None:
-        from michi.tasks.links import OPEN_STATUSES
-
         self.uuids.add(record["uuid"])
         depends = record.get("depends")
-        if record.get("status", "pending") in OPEN_STATUSES and isinstance(depends, list) and depends:
+        if not (isinstance(depends, list) and depends):
+            return  # most tasks: no `import` statement per task (~8 us of 50,000, ADR 0015)
+        from michi.tasks.links import OPEN_STATUSES
+
+        if record.get("status", "pending") in OPEN_STATUSES:
             self.depends[record["uuid"]] = [d.lower() for d in depends if isinstance(d, str)]
 
     def refuse_cycles(self, session: Session) -> None:

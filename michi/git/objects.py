@@ -172,7 +172,12 @@ def _entry_mode_oid(entry: bytes) -> tuple[int, str]:
 
 
 def _write_raw_tree(repo: Repo, entries: dict[bytes, bytes]) -> str:
-    # git sorts tree entries by name, with a sub-tree's name compared as if it ended in '/'.
+    # git sorts tree entries by name, with a sub-tree's name compared as if it ended in '/'. A folder of
+    # files only (an import's 256 fan-out folders of ~200 tasks, each chunk) sorts by name alone: ~3x
+    # quicker than a key per entry (ADR 0015). Only a tree's mode begins with "4" (40000).
+    if not [e for e in entries.values() if e[0] == 0x34]:
+        return _store(repo, b"tree", b"".join([e for _n, e in sorted(entries.items())]))
+
     def key(item: tuple[bytes, bytes]) -> bytes:
         return item[0] + b"/" if item[1].startswith(b"40000 ") else item[0]
 
