@@ -451,3 +451,34 @@ def test_a_push_that_cannot_reach_the_remote_leaves_no_staging(cli, remote, tmp_
     git(repo, "remote", "set-url", "origin", str(tmp_path / "gone.git"))
     assert cli(repo, "task", "add", "two").exit_code != 0
     assert os.listdir(repo / ".git" / "michi" / "stage") == []
+
+
+@pytest.mark.parametrize("link", ["michi", "michi/stage"])
+def test_a_symlinked_staging_folder_is_neither_written_nor_cleared_through(
+    work: Path, tmp_path: Path, link: str
+) -> None:
+    """`.git/michi` or its `stage` a symlink to a folder outside the repository: the staging would have
+    been made there, and a dead michi's staging folder (a name starting with a pid no process has)
+    cleared there, deleting whatever of the user's had such a name. git's restore moves instead."""
+    elsewhere = tmp_path / "elsewhere"
+    dead = subprocess.Popen(["true"])
+    dead.wait()  # its pid names no process now
+    precious = elsewhere / "stage" / f"{dead.pid}.photos" / "keep.txt"
+    precious.parent.mkdir(parents=True)
+    precious.write_text("the user's\n")
+    (work / ".git" / "michi").mkdir(exist_ok=True)
+    if link == "michi":
+        (work / ".git" / "michi").rmdir()
+        (work / ".git" / "michi").symlink_to(elsewhere)
+    else:
+        (work / ".git" / "michi" / "stage").symlink_to(elsewhere / "stage")
+    old, new = _next(work)
+    repo, known = mgit.open_repo(work), _known(work, old, new)
+    checkout.check_ahead(repo, old, known, new)
+    staged_through = any(k[0] == "staged" for k in repo.ahead)
+    assert move_paths(repo, old, new, known) == (True, None)
+    mgit.drop_prepared(repo)
+    assert precious.read_text() == "the user's\n"
+    assert os.listdir(elsewhere / "stage") == [f"{dead.pid}.photos"]
+    assert not staged_through
+    assert (work / ".tasks" / "b.json").read_text() == "b 2\n"

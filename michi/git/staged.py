@@ -74,6 +74,8 @@ class Staged:
             raise
 
     def _start(self, repo: Repo, restore: list[str], env: Mapping[str, str]) -> None:
+        if not _own_folder(self.git_dir):
+            raise NotADirectoryError(f"{_folder(self.git_dir)} is not a folder of michi's")
         clear_dead(self.git_dir)
         (self.where / "wt").mkdir(parents=True)
         # A copy, not a link: a link would give the user's index a new ctime, which the move's first
@@ -273,6 +275,13 @@ def _folder(git_dir: Path) -> Path:
     return git_dir / "michi" / "stage"
 
 
+def _own_folder(git_dir: Path) -> bool:
+    """Are `<git dir>/michi` and its `stage` real folders (or not there yet)? Through a symlink the staging
+    would be written, and dead michis' staging folders cleared, in whatever folder it names: outside the
+    repository, deleting a folder of the user's whose name starts with a number no process has."""
+    return _all_are(git_dir, ["michi", "michi/stage"], stat.S_ISDIR)
+
+
 def _clear(where: Path) -> None:
     with contextlib.suppress(FileNotFoundError):
         shutil.rmtree(where)
@@ -284,6 +293,8 @@ def clear_dead(git_dir: Path) -> None:
     take for a git still writing the index."""
     folder = _folder(git_dir)
     try:
+        if not _own_folder(git_dir):
+            return
         names = os.listdir(folder)
     except OSError:
         return
@@ -291,6 +302,8 @@ def clear_dead(git_dir: Path) -> None:
         pid = name.partition(".")[0]
         if not pid.isdigit() or int(pid) == os.getpid() or exists(int(pid)):
             continue
+        if not _all_are(folder, [name], stat.S_ISDIR):
+            continue  # not a staging folder (a symlink, a file): not michi's to remove
         with contextlib.suppress(OSError, ValueError):
             dev, ino = (int(v) for v in (folder / name / HELD).read_text().split())
             lock = os.lstat(git_dir / "index.lock")
