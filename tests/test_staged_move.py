@@ -482,3 +482,38 @@ def test_a_symlinked_staging_folder_is_neither_written_nor_cleared_through(
     assert os.listdir(elsewhere / "stage") == [f"{dead.pid}.photos"]
     assert not staged_through
     assert (work / ".tasks" / "b.json").read_text() == "b 2\n"
+
+
+def test_a_smudge_filter_run_from_the_work_tree_smudges_the_moved_files(work: Path) -> None:
+    """A filter command named relative to the work tree (`tools/smudge`, as a repository ships its own)
+    runs where git runs it, the top of the work tree: in the staging tree it was not found, git wrote
+    the file unsmudged, and the index recorded it as clean. git's restore moves such paths."""
+    (work / "tools").mkdir()
+    (work / "tools" / "smudge").write_text('#!/bin/sh\nsed "s/^/smudged: /"\n')
+    (work / "tools" / "smudge").chmod(0o755)
+    (work / ".gitattributes").write_text("*.json filter=mine\n")
+    git(work, "add", "tools", ".gitattributes")
+    git(work, "commit", "-qm", "a filter of the repository's")
+    git(work, "config", "filter.mine.smudge", "tools/smudge")
+    git(work, "config", "filter.mine.clean", 'sed "s/^smudged: //"')
+    old, new = _next(work)
+    repo, known = mgit.open_repo(work), _known(work, old, new)
+    checkout.check_ahead(repo, old, known, new)
+    assert move_paths(repo, old, new, known) == (True, None)
+    mgit.drop_prepared(repo)
+    assert (work / ".tasks" / "b.json").read_text() == "smudged: b 2\n"
+    assert (work / ".tasks" / "d.json").read_text() == "smudged: d 1\n"
+    assert git(work, "diff", "--name-only", "--", ".tasks") == ""
+
+
+def test_a_filter_the_moved_paths_do_not_use_leaves_the_move_staged(work: Path) -> None:
+    """A smudge filter for other files (`*.psd filter=lfs`): the task files' move is still staged."""
+    (work / ".gitattributes").write_text("*.psd filter=lfs\n")
+    git(work, "add", ".gitattributes")
+    git(work, "commit", "-qm", "large files")
+    git(work, "config", "filter.lfs.process", "git-lfs filter-process")
+    old, new = _next(work)
+    repo, known = mgit.open_repo(work), _known(work, old, new)
+    _stage(repo, old, new, known)
+    assert move_paths(repo, old, new, known) == (True, None)
+    assert (work / ".tasks" / "b.json").read_text() == "b 2\n"

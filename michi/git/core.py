@@ -109,7 +109,7 @@ def config_values(repo: Repo) -> dict[str, str]:
 # lacks the rest.
 _SETTINGS = (
     r"^(user\.(name|email)|remote\..*\.(url|fetch)|core\.(fsmonitor|splitindex)|index\.version"
-    r"|feature\.manyfiles)$"
+    r"|feature\.manyfiles|filter\..+\.(smudge|process))$"
 )
 
 

@@ -347,4 +347,22 @@ def usable(repo: Repo, moves: _Moves, config: Mapping[str, str]) -> bool:
             return False
         if any(parent.as_posix() in paths for parent in Path(path).parents):
             return False  # a folder that becomes a file, or the reverse: git's move, not this one
-    return True
+    return not _smudged(repo, [p for p, (_o, n) in moves.items() if n is not None], config)
+
+
+def _smudged(repo: Repo, written: list[str], config: Mapping[str, str]) -> bool:
+    """Does a filter command run for one of the `written` paths (its `filter` attribute names a driver
+    with a smudge or process command)? git runs it at the top of the work tree it writes, here the
+    staging tree: a command or file named relative to the user's (`tools/smudge`) is not found there,
+    and git writes the file unsmudged. One `check-attr`, only where such a command is configured."""
+    drivers = set()
+    for key, value in config.items():
+        if key.startswith("filter.") and key.endswith((".smudge", ".process")) and value.strip():
+            drivers.add(key[len("filter.") :].rpartition(".")[0])
+    if not drivers or not written:
+        return False
+    status, out, _err = repo.execute(["check-attr", "-z", "filter", "--", *written])
+    if status != 0:
+        return True  # not known: git's restore, which runs the filters where they belong
+    fields = out.decode("utf-8", "surrogateescape").split("\0")
+    return any(value in drivers for value in fields[2::3])
