@@ -517,3 +517,20 @@ def test_a_filter_the_moved_paths_do_not_use_leaves_the_move_staged(work: Path) 
     _stage(repo, old, new, known)
     assert move_paths(repo, old, new, known) == (True, None)
     assert (work / ".tasks" / "b.json").read_text() == "b 2\n"
+
+
+def test_attributes_from_a_relative_attributes_file_apply_to_the_moved_files(
+    work: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`core.attributesFile` named relative to the work tree, where git reads it from: the staging git,
+    at the top of the staging tree, found nothing there and wrote LF where git writes CRLF."""
+    (work / ".myattributes").write_text("*.json text eol=crlf\n")
+    git(work, "config", "core.attributesFile", ".myattributes")
+    old, new = _next(work)
+    repo, known = mgit.open_repo(work), _known(work, old, new)
+    _stage(repo, old, new, known)
+    runs = _exec_runs(monkeypatch, "restore")
+    assert move_paths(repo, old, new, known) == (True, None)
+    assert runs == []
+    assert (work / ".tasks" / "b.json").read_bytes() == b"b 2\r\n"
+    assert (work / ".tasks" / "d.json").read_bytes() == b"d 1\r\n"

@@ -350,6 +350,17 @@ def usable(repo: Repo, moves: _Moves, config: Mapping[str, str]) -> bool:
     return not _smudged(repo, [p for p, (_o, n) in moves.items() if n is not None], config)
 
 
+def from_the_top(repo: Repo, config: Mapping[str, str]) -> list[str]:
+    """git's settings naming a file relative to the work tree, as `-c` options naming it from anywhere:
+    the staging git runs at the top of the staging tree, where a relative `core.attributesFile` names
+    nothing (the moved files were written without its line endings and filters)."""
+    named = config.get("core.attributesfile", "")
+    if not named or named.startswith(("/", "~", "%(")):
+        return []
+    assert repo.working_dir is not None
+    return ["-c", f"core.attributesFile={os.path.join(repo.working_dir, named)}"]
+
+
 def _smudged(repo: Repo, written: list[str], config: Mapping[str, str]) -> bool:
     """Does a filter command run for one of the `written` paths (its `filter` attribute names a driver
     with a smudge or process command)? git runs it at the top of the work tree it writes, here the
