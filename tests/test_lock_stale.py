@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from conftest import CliResult
 from lockkit import CTX, age, dead_pid, held_worker, new_lock, write_record
 
+from michi.errors import StorageFailed
 from michi.lock import LockContention, LockLost, LockPathInvalid
 from michi.lock.record import MISSING_RECORD_GRACE, OWNER_FILE, read_owner
 
@@ -158,3 +161,29 @@ def test_read_only_repository_is_a_clear_error(local_repo: Path) -> None:
         _immutable(local_repo, False)
     assert caught.value.code == "lock_unwritable"
     assert caught.value.exit_code == 2
+
+
+def test_a_full_disk_is_storage_failed_not_a_read_only_repository(
+    local_repo: Path, monkeypatch: pytest.MonkeyPatch, cli: Callable[..., CliResult]
+) -> None:
+    """No space left (ENOSPC) where the lock's folder is made: exit 5 `storage_failed` (free space, then
+    retry), as for every other write of michi's there. It said exit 2 `lock_unwritable`, a usage error,
+    with "check permissions, or a read-only mount": the wrong cause, and an agent stops on exit 2."""
+    new_lock(local_repo).acquire(0)  # state dir and exclude entry exist, as in any used clone
+    shutil.rmtree(local_repo / ".michi.lock")
+    real = os.mkdir
+
+    def full(path: str | os.PathLike[str], *args: int, **kw: int) -> None:
+        if os.fspath(path).endswith(".michi.lock"):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), os.fspath(path))
+        real(path, *args, **kw)
+
+    monkeypatch.setattr(os, "mkdir", full)
+    with pytest.raises(StorageFailed) as caught:
+        new_lock(local_repo).acquire(0)
+    assert caught.value.code == "storage_failed" and caught.value.exit_code == 5
+    result = cli(local_repo, "--json", "task", "add", "x")
+    assert result.exit_code == 5, result.stdout + result.stderr
+    error = result.json()["error"]
+    assert error["code"] == "storage_failed" and "No space left" in error["message"]
+    assert "free space" in error["hint"]
