@@ -21,6 +21,7 @@ from michi.git.names import git_refuses
 from michi.host import hostname
 from michi.unique import uuid4_hex
 from michi.workflow import faults, group, orphans, recovery, stranded
+from michi.workflow.attributes import AttributeFiles
 from michi.workflow.journal import OFFLINE, PUSHING, Entry, Journal
 from michi.workflow.local import UPDATE_MESSAGE, held_elsewhere, move_checkout, update_local
 from michi.workflow.mutation import ApplyContext, Change, Mutation
@@ -115,6 +116,7 @@ class Transaction:
                 hint="finish or abort it (e.g. `git rebase --continue` / `git merge --abort`), then retry",
             )
         self.git: Repo = git.open_repo(req.repo.worktree)
+        self.attributes = AttributeFiles(req.repo.worktree)
         self.target: Target = resolve(self.git, req.config, req.offline, changing=True)
         author = git.signature(self.git, "author")
         committer = git.signature(self.git, "committer")
@@ -168,6 +170,7 @@ class Transaction:
 
     def _build(self, parent: str | None, change: Change, entry: Entry) -> str:
         paths = [_safe_path(p) for p in change.writes]
+        self.attributes.check([*paths, *change.links])
         oids = git.write_blobs(self.git, list(change.writes.values()))
         changes: dict[str, tuple[int, str] | None] = {
             p: (git.BLOB_MODE, oid) for p, oid in zip(paths, oids, strict=True)
