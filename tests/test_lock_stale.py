@@ -187,3 +187,46 @@ def test_a_full_disk_is_storage_failed_not_a_read_only_repository(
     error = result.json()["error"]
     assert error["code"] == "storage_failed" and "No space left" in error["message"]
     assert "free space" in error["hint"]
+
+
+def _in_own_pid_namespace() -> list[str] | None:
+    """A command prefix running a program in a PID namespace of its own (and its own /proc), or None
+    where this machine allows none (no `unshare`, no user namespaces for this user)."""
+    if shutil.which("unshare") is None:
+        return None
+    for prefix in (
+        ["unshare", "--pid", "--fork", "--mount-proc"],
+        ["unshare", "--user", "--map-root-user", "--pid", "--fork", "--mount-proc"],
+    ):
+        if subprocess.run([*prefix, "true"], capture_output=True).returncode == 0:
+            return prefix
+    return None
+
+
+def test_a_holder_in_another_pid_namespace_is_not_judged_by_its_pid(local_repo: Path) -> None:
+    """Two sandboxes on one host (bubblewrap's `--unshare-pid`, containers sharing the host's name and
+    kernel) share the repository but not their PIDs: the holder's PID 1 there is another process here
+    (or none), so its lock was "taken over" while it ran. Its PID means nothing here: only its lease
+    decides, as for a holder on another host."""
+    prefix = _in_own_pid_namespace()
+    if prefix is None:
+        pytest.skip("no PID namespace can be made here")
+    hold = "import sys; print('held', flush=True); sys.stdin.read()"
+    holder = subprocess.Popen(
+        [*prefix, sys.executable, "-m", "michi", "lock", "run", "--", sys.executable, "-c", hold],
+        cwd=local_repo,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        lock = new_lock(local_repo)
+        with pytest.raises(LockContention):
+            lock.acquire(0)
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.close()
+        holder.wait()
+    assert holder.returncode == 0
+    new_lock(local_repo).acquire(0)  # released by its holder: free
