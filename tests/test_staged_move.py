@@ -534,3 +534,24 @@ def test_attributes_from_a_relative_attributes_file_apply_to_the_moved_files(
     assert runs == []
     assert (work / ".tasks" / "b.json").read_bytes() == b"b 2\r\n"
     assert (work / ".tasks" / "d.json").read_bytes() == b"d 1\r\n"
+
+
+def test_a_symlink_among_the_staging_folders_is_left_alone(work: Path, tmp_path: Path) -> None:
+    """A symlink named as a dead michi's staging folder: not followed (its target's `index.lock.held`
+    read, the target removed), not removed either; and the move goes on (rmtree refused the symlink with
+    an error that ended every move: the local branch was never updated again)."""
+    target = tmp_path / "elsewhere"
+    target.mkdir()
+    (target / "keep.txt").write_text("the user's\n")
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    stage = work / ".git" / "michi" / "stage"
+    stage.mkdir(parents=True)
+    (stage / f"{dead.pid}.0").symlink_to(target)
+    old, new = _next(work)
+    repo, known = mgit.open_repo(work), _known(work, old, new)
+    _stage(repo, old, new, known)
+    assert move_paths(repo, old, new, known) == (True, None)
+    assert (target / "keep.txt").read_text() == "the user's\n"
+    assert (stage / f"{dead.pid}.0").is_symlink()
+    assert (work / ".tasks" / "b.json").read_text() == "b 2\n"
