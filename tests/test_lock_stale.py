@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from conftest import CliResult
 from lockkit import CTX, age, dead_pid, held_worker, new_lock, write_record
 
+from michi.errors import StorageFailed
 from michi.lock import LockContention, LockLost, LockPathInvalid
 from michi.lock.record import MISSING_RECORD_GRACE, OWNER_FILE, read_owner
 
@@ -158,3 +161,72 @@ def test_read_only_repository_is_a_clear_error(local_repo: Path) -> None:
         _immutable(local_repo, False)
     assert caught.value.code == "lock_unwritable"
     assert caught.value.exit_code == 2
+
+
+def test_a_full_disk_is_storage_failed_not_a_read_only_repository(
+    local_repo: Path, monkeypatch: pytest.MonkeyPatch, cli: Callable[..., CliResult]
+) -> None:
+    """No space left (ENOSPC) where the lock's folder is made: exit 5 `storage_failed` (free space, then
+    retry), as for every other write of michi's there. It said exit 2 `lock_unwritable`, a usage error,
+    with "check permissions, or a read-only mount": the wrong cause, and an agent stops on exit 2."""
+    new_lock(local_repo).acquire(0)  # state dir and exclude entry exist, as in any used clone
+    shutil.rmtree(local_repo / ".michi.lock")
+    real = os.mkdir
+
+    def full(path: str | os.PathLike[str], *args: int, **kw: int) -> None:
+        if os.fspath(path).endswith(".michi.lock"):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), os.fspath(path))
+        real(path, *args, **kw)
+
+    monkeypatch.setattr(os, "mkdir", full)
+    with pytest.raises(StorageFailed) as caught:
+        new_lock(local_repo).acquire(0)
+    assert caught.value.code == "storage_failed" and caught.value.exit_code == 5
+    result = cli(local_repo, "--json", "task", "add", "x")
+    assert result.exit_code == 5, result.stdout + result.stderr
+    error = result.json()["error"]
+    assert error["code"] == "storage_failed" and "No space left" in error["message"]
+    assert "free space" in error["hint"]
+
+
+def _in_own_pid_namespace() -> list[str] | None:
+    """A command prefix running a program in a PID namespace of its own (and its own /proc), or None
+    where this machine allows none (no `unshare`, no user namespaces for this user)."""
+    if shutil.which("unshare") is None:
+        return None
+    for prefix in (
+        ["unshare", "--pid", "--fork", "--mount-proc"],
+        ["unshare", "--user", "--map-root-user", "--pid", "--fork", "--mount-proc"],
+    ):
+        if subprocess.run([*prefix, "true"], capture_output=True).returncode == 0:
+            return prefix
+    return None
+
+
+def test_a_holder_in_another_pid_namespace_is_not_judged_by_its_pid(local_repo: Path) -> None:
+    """Two sandboxes on one host (bubblewrap's `--unshare-pid`, containers sharing the host's name and
+    kernel) share the repository but not their PIDs: the holder's PID 1 there is another process here
+    (or none), so its lock was "taken over" while it ran. Its PID means nothing here: only its lease
+    decides, as for a holder on another host."""
+    prefix = _in_own_pid_namespace()
+    if prefix is None:
+        pytest.skip("no PID namespace can be made here")
+    hold = "import sys; print('held', flush=True); sys.stdin.read()"
+    holder = subprocess.Popen(
+        [*prefix, sys.executable, "-m", "michi", "lock", "run", "--", sys.executable, "-c", hold],
+        cwd=local_repo,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        lock = new_lock(local_repo)
+        with pytest.raises(LockContention):
+            lock.acquire(0)
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.close()
+        holder.wait()
+    assert holder.returncode == 0
+    new_lock(local_repo).acquire(0)  # released by its holder: free

@@ -5,14 +5,16 @@ never replaced by a folder (ADR 0004, ADR 0006)."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
 import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Remote, git
+from conftest import Remote, git, spawn_michi
 
 from michi import git as mgit
 from michi.errors import MichiError
@@ -421,3 +423,42 @@ def test_michis_own_paths_may_be_committed(path: str) -> None:
 def test_nothing_else_is_ever_committed(path: str) -> None:
     with pytest.raises(MichiError, match="not a file of michi's"):
         _safe_path(path)
+
+
+@pytest.mark.parametrize(
+    ("where", "folder"), [(".", ".tasks"), (".", "."), ("api", "api"), ("api", "."), ("api", "api/.tasks")]
+)
+def test_a_fifo_named_gitattributes_along_a_task_path_is_refused_not_waited_on(
+    cli, remote: Remote, repo: Path, where: str, folder: str
+) -> None:
+    """git reads `.gitattributes` in every folder along a path it packs or checks out (the push's
+    `pack-objects` asks each blob's `delta` attribute), opening it as a file: a FIFO there makes it wait
+    for a writer for ever. michi hung holding the repo lock (every other command then timed out on it),
+    deaf to SIGTERM while its push ran. Refused before anything is built, naming the file."""
+    (repo / where / ".tasks").mkdir(parents=True, exist_ok=True)
+    assert cli(repo, "init").exit_code == 0
+    fifo = repo / folder / ".gitattributes"
+    os.mkfifo(fifo)
+    before = remote.head()
+    proc = spawn_michi(repo, "--json", "task", "add", "x", "--domain", where)
+    try:
+        out, err = proc.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        _release_readers(fifo)  # the git processes waiting to open it go on, and end
+        proc.kill()
+        proc.communicate()
+        pytest.fail("michi waited on the FIFO")
+    assert proc.returncode == 2, out + err
+    error = json.loads(out)["error"]
+    assert error["code"] == "bad_domain"
+    assert str(fifo.relative_to(repo)) in error["message"] and "rm " in error["hint"]
+    assert remote.head() == before
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+def _release_readers(fifo: Path) -> None:
+    for _ in range(100):
+        try:
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        except OSError:
+            return

@@ -503,3 +503,107 @@ def test_the_checksum_made_ahead_of_the_first_moved_entry_is_the_whole_files(
         (work / ".git" / "index").write_bytes(bytes(ahead))
         assert git(work, "ls-files", "--", chosen[0]).strip() == chosen[0]  # git reads it: checksum good
         (work / ".git" / "index").write_bytes(raw)
+
+
+@pytest.mark.parametrize("link", ["michi", "michi/stage"])
+def test_a_symlinked_staging_folder_is_neither_written_nor_cleared_through(
+    work: Path, tmp_path: Path, link: str
+) -> None:
+    """`.git/michi` or its `stage` a symlink to a folder outside the repository: the staging would have
+    been made there, and a dead michi's staging folder (a name starting with a pid no process has)
+    cleared there, deleting whatever of the user's had such a name. git's restore moves instead."""
+    elsewhere = tmp_path / "elsewhere"
+    dead = subprocess.Popen(["true"])
+    dead.wait()  # its pid names no process now
+    precious = elsewhere / "stage" / f"{dead.pid}.photos" / "keep.txt"
+    precious.parent.mkdir(parents=True)
+    precious.write_text("the user's\n")
+    (work / ".git" / "michi").mkdir(exist_ok=True)
+    if link == "michi":
+        (work / ".git" / "michi").rmdir()
+        (work / ".git" / "michi").symlink_to(elsewhere)
+    else:
+        (work / ".git" / "michi" / "stage").symlink_to(elsewhere / "stage")
+    old, new = _next(work)
+    repo, known = mgit.open_repo(work), _known(work, old, new)
+    checkout.check_ahead(repo, old, known, new)
+    staged_through = any(k[0] == "staged" for k in repo.ahead)
+    assert move_paths(repo, old, new, known) == (True, None)
+    mgit.drop_prepared(repo)
+    assert precious.read_text() == "the user's\n"
+    assert os.listdir(elsewhere / "stage") == [f"{dead.pid}.photos"]
+    assert not staged_through
+    assert (work / ".tasks" / "b.json").read_text() == "b 2\n"
+
+
+def test_a_smudge_filter_run_from_the_work_tree_smudges_the_moved_files(work: Path) -> None:
+    """A filter command named relative to the work tree (`tools/smudge`, as a repository ships its own)
+    runs where git runs it, the top of the work tree: in the staging tree it was not found, git wrote
+    the file unsmudged, and the index recorded it as clean. git's restore moves such paths."""
+    (work / "tools").mkdir()
+    (work / "tools" / "smudge").write_text('#!/bin/sh\nsed "s/^/smudged: /"\n')
+    (work / "tools" / "smudge").chmod(0o755)
+    (work / ".gitattributes").write_text("*.json filter=mine\n")
+    git(work, "add", "tools", ".gitattributes")
+    git(work, "commit", "-qm", "a filter of the repository's")
+    git(work, "config", "filter.mine.smudge", "tools/smudge")
+    git(work, "config", "filter.mine.clean", 'sed "s/^smudged: //"')
+    old, new = _next(work)
+    repo, known = mgit.open_repo(work), _known(work, old, new)
+    checkout.check_ahead(repo, old, known, new)
+    assert move_paths(repo, old, new, known) == (True, None)
+    mgit.drop_prepared(repo)
+    assert (work / ".tasks" / "b.json").read_text() == "smudged: b 2\n"
+    assert (work / ".tasks" / "d.json").read_text() == "smudged: d 1\n"
+    assert git(work, "diff", "--name-only", "--", ".tasks") == ""
+
+
+def test_a_filter_the_moved_paths_do_not_use_leaves_the_move_staged(work: Path) -> None:
+    """A smudge filter for other files (`*.psd filter=lfs`): the task files' move is still staged."""
+    (work / ".gitattributes").write_text("*.psd filter=lfs\n")
+    git(work, "add", ".gitattributes")
+    git(work, "commit", "-qm", "large files")
+    git(work, "config", "filter.lfs.process", "git-lfs filter-process")
+    old, new = _next(work)
+    repo, known = mgit.open_repo(work), _known(work, old, new)
+    _stage(repo, old, new, known)
+    assert move_paths(repo, old, new, known) == (True, None)
+    assert (work / ".tasks" / "b.json").read_text() == "b 2\n"
+
+
+def test_attributes_from_a_relative_attributes_file_apply_to_the_moved_files(
+    work: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`core.attributesFile` named relative to the work tree, where git reads it from: the staging git,
+    at the top of the staging tree, found nothing there and wrote LF where git writes CRLF."""
+    (work / ".myattributes").write_text("*.json text eol=crlf\n")
+    git(work, "config", "core.attributesFile", ".myattributes")
+    old, new = _next(work)
+    repo, known = mgit.open_repo(work), _known(work, old, new)
+    _stage(repo, old, new, known)
+    runs = _exec_runs(monkeypatch, "restore")
+    assert move_paths(repo, old, new, known) == (True, None)
+    assert runs == []
+    assert (work / ".tasks" / "b.json").read_bytes() == b"b 2\r\n"
+    assert (work / ".tasks" / "d.json").read_bytes() == b"d 1\r\n"
+
+
+def test_a_symlink_among_the_staging_folders_is_left_alone(work: Path, tmp_path: Path) -> None:
+    """A symlink named as a dead michi's staging folder: not followed (its target's `index.lock.held`
+    read, the target removed), not removed either; and the move goes on (rmtree refused the symlink with
+    an error that ended every move: the local branch was never updated again)."""
+    target = tmp_path / "elsewhere"
+    target.mkdir()
+    (target / "keep.txt").write_text("the user's\n")
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    stage = work / ".git" / "michi" / "stage"
+    stage.mkdir(parents=True)
+    (stage / f"{dead.pid}.0").symlink_to(target)
+    old, new = _next(work)
+    repo, known = mgit.open_repo(work), _known(work, old, new)
+    _stage(repo, old, new, known)
+    assert move_paths(repo, old, new, known) == (True, None)
+    assert (target / "keep.txt").read_text() == "the user's\n"
+    assert (stage / f"{dead.pid}.0").is_symlink()
+    assert (work / ".tasks" / "b.json").read_text() == "b 2\n"

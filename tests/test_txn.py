@@ -512,6 +512,37 @@ def test_offline_refuses_a_branch_checked_out_in_another_worktree(remote: Remote
     assert git(remote.root / "wt", "status", "--porcelain") == ""
 
 
+@pytest.mark.parametrize("where", ["linked", "main"])
+def test_a_branch_being_rebased_in_another_worktree_is_left_alone(
+    remote: Remote, repo: Path, where: str
+) -> None:
+    """A rebase of the task branch stopped in another work tree (HEAD detached there) ends by moving the
+    branch from where it started; git refuses to move such a branch (`git branch -f`: "used by
+    worktree"). michi moved it, and the user's `git rebase --continue` failed: "cannot lock ref"."""
+    git(repo, "checkout", "-qb", "feature")
+    git(repo, "worktree", "add", "-q", str(remote.root / "wt"), "main")
+    rebasing, michi_in = (remote.root / "wt", repo) if where == "linked" else (repo, remote.root / "wt")
+    if where == "main":  # the main work tree rebases main, michi runs in the linked one
+        git(rebasing, "checkout", "-q", "--detach")
+        git(michi_in, "checkout", "-q", "-b", "other")
+        git(rebasing, "checkout", "-q", "main")
+    (rebasing / "mine.txt").write_text("my work\n")
+    git(rebasing, "add", "mine.txt")
+    git(rebasing, "commit", "-qm", "my work")
+    git(rebasing, "rebase", "-q", "-i", "HEAD~1", env={"GIT_SEQUENCE_EDITOR": "sed -i 1s/^pick/edit/"})
+    before = git(repo, "rev-parse", "main")
+    proc = drive(michi_in, "a")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert names_on(remote.bare) == ["a"]
+    assert "being rebased in another work tree" in " ".join(json.loads(proc.stdout)["notes"])
+    offline = drive(michi_in, "b", "--offline")  # would commit to main itself: refused
+    assert offline.returncode == 5, offline.stdout + offline.stderr
+    assert "being rebased in another work tree" in json.loads(offline.stdout)["error"]["message"]
+    assert git(repo, "rev-parse", "main") == before
+    git(rebasing, "rebase", "--continue")
+    assert git(rebasing, "log", "-1", "--format=%s", "main") == "my work"
+
+
 def test_sigkill_between_index_and_branch_update_without_remote(local_repo: Path) -> None:
     killed = drive(local_repo, "a", env={"MICHI_FAULT": "local"})
     assert killed.returncode == -signal.SIGKILL

@@ -398,9 +398,11 @@ def _stage(repo: Repo, new: str, moves: Moves, specs: list[str]) -> bool:
     from michi.git import staged  # only for a large index
     from michi.git.core import config_values
 
-    if not staged.usable(repo, moves, config_values(repo)):
+    config = config_values(repo)
+    if not staged.usable(repo, moves, config):
         return False
-    args = [*_RESTORE[2:], f"--source={new}", "--pathspec-from-file=-", "--pathspec-file-nul"]
+    args = [*staged.from_the_top(repo, config), *_RESTORE[2:], f"--source={new}"]
+    args += ["--pathspec-from-file=-", "--pathspec-file-nul"]
     try:
         move = staged.Staged(repo, new, moves, args, LITERAL)
     except OSError:

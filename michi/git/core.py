@@ -108,8 +108,8 @@ def config_values(repo: Repo) -> dict[str, str]:
 # stage the index (`michi.git.staged`). Changing it means changing `settings.CACHE_NAME`: a kept answer
 # lacks the rest.
 _SETTINGS = (
-    r"^(user\.(name|email)|remote\..*\.(url|fetch)|core\.(fsmonitor|splitindex)|index\.version"
-    r"|feature\.manyfiles)$"
+    r"^(user\.(name|email)|remote\..*\.(url|fetch)|core\.(fsmonitor|splitindex|attributesfile)|index\.version"
+    r"|feature\.manyfiles|filter\..+\.(smudge|process))$"
 )
 
 

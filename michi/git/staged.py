@@ -75,6 +75,8 @@ class Staged:
             raise
 
     def _start(self, repo: Repo, restore: list[str], env: Mapping[str, str]) -> None:
+        if not _own_folder(self.git_dir):
+            raise NotADirectoryError(f"{_folder(self.git_dir)} is not a folder of michi's")
         clear_dead(self.git_dir)
         (self.where / "wt").mkdir(parents=True)
         # A copy, not a link: a link would give the user's index a new ctime, which the move's first
@@ -277,6 +279,13 @@ def _folder(git_dir: Path) -> Path:
     return git_dir / "michi" / "stage"
 
 
+def _own_folder(git_dir: Path) -> bool:
+    """Are `<git dir>/michi` and its `stage` real folders (or not there yet)? Through a symlink the staging
+    would be written, and dead michis' staging folders cleared, in whatever folder it names: outside the
+    repository, deleting a folder of the user's whose name starts with a number no process has."""
+    return _all_are(git_dir, ["michi", "michi/stage"], stat.S_ISDIR)
+
+
 def _clear(where: Path) -> None:
     with contextlib.suppress(FileNotFoundError):
         shutil.rmtree(where)
@@ -288,6 +297,8 @@ def clear_dead(git_dir: Path) -> None:
     take for a git still writing the index."""
     folder = _folder(git_dir)
     try:
+        if not _own_folder(git_dir):
+            return
         names = os.listdir(folder)
     except OSError:
         return
@@ -295,6 +306,8 @@ def clear_dead(git_dir: Path) -> None:
         pid = name.partition(".")[0]
         if not pid.isdigit() or int(pid) == os.getpid() or exists(int(pid)):
             continue
+        if not _all_are(folder, [name], stat.S_ISDIR):
+            continue  # not a staging folder (a symlink, a file): not michi's to remove
         with contextlib.suppress(OSError, ValueError):
             dev, ino = (int(v) for v in (folder / name / HELD).read_text().split())
             lock = os.lstat(git_dir / "index.lock")
@@ -338,4 +351,33 @@ def usable(repo: Repo, moves: _Moves, config: Mapping[str, str]) -> bool:
             return False
         if any(parent.as_posix() in paths for parent in Path(path).parents):
             return False  # a folder that becomes a file, or the reverse: git's move, not this one
-    return True
+    return not _smudged(repo, [p for p, (_o, n) in moves.items() if n is not None], config)
+
+
+def from_the_top(repo: Repo, config: Mapping[str, str]) -> list[str]:
+    """git's settings naming a file relative to the work tree, as `-c` options naming it from anywhere:
+    the staging git runs at the top of the staging tree, where a relative `core.attributesFile` names
+    nothing (the moved files were written without its line endings and filters)."""
+    named = config.get("core.attributesfile", "")
+    if not named or named.startswith(("/", "~", "%(")):
+        return []
+    assert repo.working_dir is not None
+    return ["-c", f"core.attributesFile={os.path.join(repo.working_dir, named)}"]
+
+
+def _smudged(repo: Repo, written: list[str], config: Mapping[str, str]) -> bool:
+    """Does a filter command run for one of the `written` paths (its `filter` attribute names a driver
+    with a smudge or process command)? git runs it at the top of the work tree it writes, here the
+    staging tree: a command or file named relative to the user's (`tools/smudge`) is not found there,
+    and git writes the file unsmudged. One `check-attr`, only where such a command is configured."""
+    drivers = set()
+    for key, value in config.items():
+        if key.startswith("filter.") and key.endswith((".smudge", ".process")) and value.strip():
+            drivers.add(key[len("filter.") :].rpartition(".")[0])
+    if not drivers or not written:
+        return False
+    status, out, _err = repo.execute(["check-attr", "-z", "filter", "--", *written])
+    if status != 0:
+        return True  # not known: git's restore, which runs the filters where they belong
+    fields = out.decode("utf-8", "surrogateescape").split("\0")
+    return any(value in drivers for value in fields[2::3])

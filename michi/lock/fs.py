@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from michi.atomic import read_regular
+from michi.errors import MichiError, storage_error
 from michi.lock.errors import LockPathInvalid
 from michi.lock.record import OWNER_FILE
 
@@ -23,7 +24,14 @@ GUARD_FILE = "lock.guard"
 EXCLUDE_LINES = {".michi.lock", "/.michi.lock", ".michi.lock/", "/.michi.lock/"}
 
 
-def unwritable(path: Path, exc: OSError) -> LockPathInvalid:
+def unwritable(path: Path, exc: OSError) -> MichiError:
+    """Why the lock at `path` could not be made or removed: a full disk (or quota) is `storage_failed`
+    (exit 5: free space and retry), as for every other write of michi's; anything else is the
+    repository not writable (`lock_unwritable`, exit 2)."""
+    if exc.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)):
+        full = storage_error(exc)
+        if full is not None:
+            return full
     return LockPathInvalid(
         f"cannot create the repo lock at {path}: {exc.strerror or exc}",
         hint="michi needs a writable repository (check permissions, or a read-only mount)",

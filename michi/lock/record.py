@@ -67,6 +67,22 @@ def boot_id() -> str:
     return _boot_id_cache
 
 
+_pid_namespace_cache: str | None = None
+
+
+def pid_namespace() -> str:
+    """This process's PID namespace (`pid:[4026531836]`), "" where unknown: a PID recorded in another
+    one (a sandbox's `--unshare-pid`, a container sharing the host's name and kernel) names another
+    process here, or none."""
+    global _pid_namespace_cache
+    if _pid_namespace_cache is None:
+        try:
+            _pid_namespace_cache = os.readlink("/proc/self/ns/pid")
+        except OSError:
+            _pid_namespace_cache = ""
+    return _pid_namespace_cache
+
+
 def process_start(pid: int) -> float | None:
     """Start time of `pid` as psutil reports it, or None when there is no such (live) process. On Linux
     it is read from /proc as psutil reads it: every acquire records its own start time, and importing
@@ -150,6 +166,7 @@ class Owner(Stamped):
     pgid: int | None = None  # `lock run`: the process group its command runs in
     pgid_ticks: int | None = None  # that group leader's start ticks (tells the group from a later one)
     version: int = RECORD_VERSION
+    pidns: str = ""  # the PID namespace its PIDs are numbers in (`pid_namespace`); "" in older records
 
     @classmethod
     def new(
@@ -167,6 +184,7 @@ class Owner(Stamped):
             command=command,
             agent=agent,
             fence=fence,
+            pidns=pid_namespace(),
         )
 
     @classmethod
@@ -188,6 +206,7 @@ class Owner(Stamped):
                 pgid=_opt_int(data.get("pgid")),
                 pgid_ticks=_opt_int(data.get("pgid_ticks")),
                 version=int(data.get("version", RECORD_VERSION)),
+                pidns=str(data.get("pidns") or ""),
             )
             owner.created_ts  # noqa: B018 - validates the timestamps now, not later
             owner.expires_ts  # noqa: B018
@@ -269,8 +288,12 @@ class Judgement(Plain):
 
 
 def same_machine(owner: Owner) -> bool:
-    """Same host and, where known, same boot: only then do its PIDs mean anything here."""
-    return owner.host == hostname() and not (owner.boot_id and boot_id() and owner.boot_id != boot_id())
+    """Same host and, where known, same boot and PID namespace: only then do its PIDs mean anything here."""
+    return (
+        owner.host == hostname()
+        and not (owner.boot_id and boot_id() and owner.boot_id != boot_id())
+        and not (owner.pidns and pid_namespace() and owner.pidns != pid_namespace())
+    )
 
 
 def judge(owner: Owner | None, *, lock_mtime: float, now: float | None = None) -> Judgement:
@@ -285,7 +308,8 @@ def judge(owner: Owner | None, *, lock_mtime: float, now: float | None = None) -
             return Judgement(False, "publishing")
         return Judgement(True, "no_record")
     expires = owner.expires_ts
-    if owner.host != hostname():
+    if owner.host != hostname() or (owner.pidns and pid_namespace() and owner.pidns != pid_namespace()):
+        # Another host's PIDs, or another PID namespace's on this one: only the lease can tell.
         return (
             Judgement(True, "expired") if expires is not None and now >= expires else Judgement(False, "live")
         )

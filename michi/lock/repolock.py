@@ -22,7 +22,17 @@ from michi.lock.errors import Answered, LockContention, LockLost, LockTimeout
 from michi.lock.interface import LockInterface
 from michi.lock.keeper import Keeper, sigterm_raises
 from michi.lock.queue import Queue, Ticket
-from michi.lock.record import TOKEN_ENV, CorruptRecord, Judgement, Owner, boot_id, iso, judge, read_owner
+from michi.lock.record import (
+    TOKEN_ENV,
+    CorruptRecord,
+    Judgement,
+    Owner,
+    boot_id,
+    iso,
+    judge,
+    pid_namespace,
+    read_owner,
+)
 from michi.lock.record import write_owner as publish
 from michi.lock.wake import POLL_CAP, WATCH_CAP, Backoff, Waker, is_flocked, wait_flock
 from michi.repo import RepoPaths
@@ -136,6 +146,7 @@ class RepoLock(LockInterface):
             command=self.command,
             agent=self.agent,
             fence=fence,
+            pidns=pid_namespace(),
         )
 
     def _attempt(self, ticket: Ticket | None) -> tuple[bool, Owner | None, str | None]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Collection, Iterable, Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from michi import git
@@ -36,12 +37,26 @@ def michi_txn(message: bytes) -> str | None:
     return found.group(1).decode() if found else None
 
 
-def checked_out_elsewhere(paths: RepoPaths, branch: str) -> bool:
-    """Is `branch` the HEAD of another work tree of this repository? Then its index is not ours to move."""
-    want = f"ref: refs/heads/{branch}"
-    heads = [paths.common_dir / "HEAD", *(paths.common_dir / "worktrees").glob("*/HEAD")]
-    own = paths.git_dir / "HEAD"
-    return any(h != own and h.is_file() and h.read_text(errors="replace").strip() == want for h in heads)
+def held_elsewhere(paths: RepoPaths, branch: str) -> str | None:
+    """How another work tree of this repository holds `branch`, if one does: "checked out" (its HEAD: its
+    index is not ours to move) or "being rebased" (a rebase stopped there ends by moving the branch from
+    where it started: git refuses to move such a branch, and the rebase could not end after michi did)."""
+    ref = f"refs/heads/{branch}"
+    for folder in [paths.common_dir, *(paths.common_dir / "worktrees").glob("*")]:
+        if folder == paths.git_dir:
+            continue
+        if _read(folder / "HEAD") == f"ref: {ref}":
+            return "checked out"
+        if any(_read(folder / rebase / "head-name") == ref for rebase in ("rebase-merge", "rebase-apply")):
+            return "being rebased"
+    return None
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text(errors="replace").strip() if path.is_file() else None
+    except OSError:
+        return None
 
 
 def other_index(paths: RepoPaths) -> str | None:
@@ -141,8 +156,8 @@ def update_local(
     here = head.branch == target.branch
     if local == new_tip:
         return []
-    if not here and checked_out_elsewhere(paths, target.branch):
-        return [f"branch {target.branch} is checked out in another work tree; it was not moved"]
+    if not here and (held := held_elsewhere(paths, target.branch)) is not None:
+        return [f"branch {target.branch} is {held} in another work tree; it was not moved"]
     if local is None:
         if not here:
             return []  # no local task branch: reads use the remote-tracking branch

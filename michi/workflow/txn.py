@@ -21,8 +21,9 @@ from michi.git.names import git_refuses
 from michi.host import hostname
 from michi.unique import uuid4_hex
 from michi.workflow import faults, group, orphans, recovery, stranded
+from michi.workflow.attributes import AttributeFiles
 from michi.workflow.journal import OFFLINE, PUSHING, Entry, Journal
-from michi.workflow.local import UPDATE_MESSAGE, checked_out_elsewhere, move_checkout, update_local
+from michi.workflow.local import UPDATE_MESSAGE, held_elsewhere, move_checkout, update_local
 from michi.workflow.mutation import ApplyContext, Change, Mutation
 from michi.workflow.request import TxnOutcome, TxnRequest
 from michi.workflow.signals import interruptions_deferred
@@ -115,6 +116,7 @@ class Transaction:
                 hint="finish or abort it (e.g. `git rebase --continue` / `git merge --abort`), then retry",
             )
         self.git: Repo = git.open_repo(req.repo.worktree)
+        self.attributes = AttributeFiles(req.repo.worktree)
         self.target: Target = resolve(self.git, req.config, req.offline, changing=True)
         author = git.signature(self.git, "author")
         committer = git.signature(self.git, "committer")
@@ -168,6 +170,7 @@ class Transaction:
 
     def _build(self, parent: str | None, change: Change, entry: Entry) -> str:
         paths = [_safe_path(p) for p in change.writes]
+        self.attributes.check([*paths, *change.links])
         oids = git.write_blobs(self.git, list(change.writes.values()))
         changes: dict[str, tuple[int, str] | None] = {
             p: (git.BLOB_MODE, oid) for p, oid in zip(paths, oids, strict=True)
@@ -745,11 +748,15 @@ class Transaction:
         ref = self.target.local_ref
         local = git.ref_oid(self.git, ref)
         here = git.head(self.git).branch == self.target.branch
-        if not here and checked_out_elsewhere(self.req.repo, self.target.branch):
+        if not here and (held := held_elsewhere(self.req.repo, self.target.branch)) is not None:
+            checked_out = held == "checked out"
+            harm = "leave that work tree's index behind" if checked_out else "leave the rebase unable to end"
             raise GitFailed(
-                f"branch {self.target.branch} is checked out in another work tree; "
-                "committing to it from here would leave that work tree's index behind",
-                hint="run michi in that work tree, or set `branch` in .michi.toml to another branch",
+                f"branch {self.target.branch} is {held} in another work tree; committing to it from here "
+                f"would {harm}",
+                hint="run michi in that work tree, or set `branch` in .michi.toml to another branch"
+                if checked_out
+                else "finish the rebase there (`git rebase --continue` or `--abort`), then retry",
             )
         tip, built, results, errors = self._apply_all(local, self._pending(leftover, local), mine)
         for entry in mine:
