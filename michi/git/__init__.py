@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from michi.git.checkout import PathEntry as PathEntry
     from michi.git.checkout import check_ahead as check_ahead
     from michi.git.core import NO_PROMPT as NO_PROMPT
+    from michi.git.courtesy import yielding as yielding
     from michi.git.core import Head as Head
     from michi.git.core import commit_messages as commit_messages
     from michi.git.core import fetch_refspecs as fetch_refspecs
@@ -106,6 +107,7 @@ _HOMES = {
     "index_holds": "core",
     "prepare_update_ref": "core",
     "drop_prepared": "prepared",
+    "yielding": "courtesy",
     "config_fingerprint": "files",
     "operation_in_progress": "files",
     "read_ref": "files",

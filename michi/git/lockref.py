@@ -19,6 +19,7 @@ from pathlib import Path
 
 from michi.atomic import write_atomic
 from michi.errors import GitFailed, RemoteRejected, RemoteUnreachable
+from michi.git import courtesy
 from michi.git.core import NO_PROMPT
 from michi.git.plain import child_env
 from michi.git.remote import _REF_RACES, _rejection_reasons, _remote_failure
@@ -43,7 +44,7 @@ def _git(
 ) -> subprocess.CompletedProcess[str]:
     try:
         return subprocess.run(
-            ["git", *args],
+            courtesy.argv(list(args)),  # a turn's polls yield to lock holders (ADR 0015)
             cwd=cwd,
             input=stdin,
             capture_output=True,
