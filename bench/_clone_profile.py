@@ -14,7 +14,7 @@ from typing import Any
 
 from michi import git
 from michi.lock import RepoLock
-from michi.workflow import group, journal, local, orphans, txn, turn
+from michi.workflow import group, journal, local, orphans, turn, txn
 
 _spans: list[dict[str, Any]] = []
 _depth = [0]
@@ -103,7 +103,11 @@ try:
 finally:
     _end = os.times()
     with open(os.environ["MICHI_BENCH_PROFILE"], "a") as out:
-        cpu = {"boot": _boot.user + _boot.system, "cpu": _end.user + _end.system, "child": _end.children_user + _end.children_system}
+        cpu = {
+            "boot": _boot.user + _boot.system,
+            "cpu": _end.user + _end.system,
+            "child": _end.children_user + _end.children_system,
+        }
         out.write(json.dumps({"started": _started, "ended": time.time(), "spans": _spans, **cpu}))
         out.write("\n")
 raise SystemExit(code)

@@ -51,7 +51,8 @@ def report(root: Path, agents: int) -> list[str]:
             parts["other"] = wall - sum(parts.values())
             used = {k: sum(s["cpu"] + s["child"] for s in inner if s["step"] == k) for k in STEPS}
             mid = (r["t0"] + r["t1"]) / 2
-            others = [_phase(p, mid) for j, p in enumerate(procs) if j != i and p["started"] <= mid <= p["ended"]]
+            alive = [p for j, p in enumerate(procs) if j != i and p["started"] <= mid <= p["ended"]]
+            others = [_phase(p, mid) for p in alive]
             holds.append(
                 {
                     "wall": wall,

@@ -21,7 +21,6 @@ if TYPE_CHECKING:
     from michi.git.checkout import PathEntry as PathEntry
     from michi.git.checkout import check_ahead as check_ahead
     from michi.git.core import NO_PROMPT as NO_PROMPT
-    from michi.git.courtesy import yielding as yielding
     from michi.git.core import Head as Head
     from michi.git.core import commit_messages as commit_messages
     from michi.git.core import fetch_refspecs as fetch_refspecs
@@ -39,6 +38,7 @@ if TYPE_CHECKING:
     from michi.git.core import remote_names as remote_names
     from michi.git.core import rev_list as rev_list
     from michi.git.core import update_ref as update_ref
+    from michi.git.courtesy import yielding as yielding
     from michi.git.deltas import remember_delta as remember_delta
     from michi.git.files import config_fingerprint as config_fingerprint
     from michi.git.files import operation_in_progress as operation_in_progress

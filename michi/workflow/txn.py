@@ -569,6 +569,7 @@ class Transaction:
         if errors or tip is None or tip == start or len(built) != 1:
             return
         self.prebuilt = _Prebuilt(start, entry.txn, tip, dict(built[0].ids), results[entry.txn], changed)
+        faults.point("prebuilt")
 
     def _use_prebuilt(
         self, pre: _Prebuilt, start: str | None, pending: list[Entry], mine: list[Entry]
