@@ -18,6 +18,7 @@ STEPS = (
     "orphans.settle",
     "lock.ensure_held",
     "git.push",
+    "git.drop_prepared",  # after a refused push: the checkout move's processes started beside it
     "finish",
     "answer",
 )
@@ -46,6 +47,10 @@ def report(root: Path, agents: int) -> list[str]:
         rounds = sorted((s for s in proc["spans"] if s["step"] == "locked"), key=lambda s: s["t0"])
         for n, r in enumerate(rounds):
             inner = [s for s in proc["spans"] if r["t0"] <= s["t0"] and s["t1"] <= r["t1"]]
+            # steps inside others (the move's drop in `finish`, the save naming the push in `git.push`)
+            # are counted there
+            nested = {"git.drop_prepared", "journal.save"}
+            inner = [s for s in inner if s["step"] not in nested or s["depth"] <= r["depth"] + 2]
             parts = {k: sum(s["t1"] - s["t0"] for s in inner if s["step"] == k) for k in STEPS}
             wall = r["t1"] - r["t0"]
             parts["other"] = wall - sum(parts.values())
