@@ -38,7 +38,6 @@ if TYPE_CHECKING:
     from michi.git.core import remote_names as remote_names
     from michi.git.core import rev_list as rev_list
     from michi.git.core import update_ref as update_ref
-    from michi.git.courtesy import yielding as yielding
     from michi.git.deltas import remember_delta as remember_delta
     from michi.git.files import config_fingerprint as config_fingerprint
     from michi.git.files import operation_in_progress as operation_in_progress
@@ -107,7 +106,6 @@ _HOMES = {
     "index_holds": "core",
     "prepare_update_ref": "core",
     "drop_prepared": "prepared",
-    "yielding": "courtesy",
     "config_fingerprint": "files",
     "operation_in_progress": "files",
     "read_ref": "files",

@@ -19,7 +19,6 @@ from pathlib import Path
 
 from michi.atomic import write_atomic
 from michi.errors import GitFailed, RemoteRejected, RemoteUnreachable
-from michi.git import courtesy
 from michi.git.core import NO_PROMPT
 from michi.git.plain import child_env
 from michi.git.remote import _REF_RACES, _rejection_reasons, _remote_failure
@@ -44,7 +43,7 @@ def _git(
 ) -> subprocess.CompletedProcess[str]:
     try:
         return subprocess.run(
-            courtesy.argv(list(args)),  # a turn's polls yield to lock holders (ADR 0015)
+            ["git", *args],
             cwd=cwd,
             input=stdin,
             capture_output=True,

@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import IO, Any
 
 from michi.errors import GitFailed
-from michi.git import courtesy
 from michi.git.plain import child_env
 from michi.objectid import object_id
 from michi.repo import RepoPaths, find_repo
@@ -141,7 +140,7 @@ class Repo:
         """`git <args>`; `data`, when given, on its stdin (written while its output is read: no pipe
         deadlock)."""
         proc = subprocess.run(
-            courtesy.argv(args),  # lowered while michi waits for its turn (ADR 0015)
+            ["git", *args],
             cwd=self.working_dir,
             env=self.env(env),
             stdin=subprocess.DEVNULL if data is None else None,

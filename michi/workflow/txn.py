@@ -272,10 +272,9 @@ class Transaction:
         guessed = git.ref_oid(self.git, guess) if guess else None
         self.contended = self.target.online and self._contended()
         if self.contended and not (fetch or rescue):
-            with git.yielding():  # waiting work: other clones' lock holders get the CPU first (ADR 0015)
-                with contextlib.suppress(MichiError):  # best effort: a held turn still refuses our push
-                    self._turn().wait(want=False)  # another clone's turn: let it land first
-                self._prefetch()  # other clones push here often: the last-known tip is likely stale
+            with contextlib.suppress(MichiError):  # best effort: a held turn still refuses our push
+                self._turn().wait(want=False)  # another clone's turn: let it land first
+            self._prefetch()  # other clones push here often: the last-known tip is likely stale
         git.warm_up(self.git, self.prefetched or guessed)
         cfg = self.req.config
         offer = None
@@ -320,11 +319,8 @@ class Transaction:
                     except _Refused:
                         faults.point("refused")
                         handover = None  # settled in the first round; later rounds only take the lock
-                        with git.yielding():
-                            self._between_rounds()
-                        # Holding the turn, the other clones wait for this one: its fetch yields nothing.
-                        with git.yielding(self.turn is None or self.turn.mine is None):
-                            self._prefetch()
+                        self._between_rounds()
+                        self._prefetch()
                         if prebuild:
                             self._prebuild(mutations[0])
                     finally:
