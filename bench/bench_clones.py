@@ -11,7 +11,9 @@ pushes that had to be retried.
 The repositories are `bench_scale`'s cached ones. `MICHI_BENCH_CLONE_SCALE` (default 100,50000),
 `MICHI_BENCH_CLONE_AGENTS` (8), `MICHI_BENCH_CLONE_ADDS` (adds per agent; default 10 up to 10,000
 tasks, 4 above) and `MICHI_BENCH_CLONE_PAUSE` (an agent's mean pause between two adds, one run per value:
-default 0,2) change the run.
+default 0,2) change the run. `MICHI_BENCH_CLONE_RETRIES` sets the agents' `push_retries`;
+`MICHI_BENCH_CLONE_PROFILE=1` runs every command under `_clone_profile.py` and prints what the holds were
+made of (`_clone_report.py`: steps, CPU, CPU pressure, the other clones' doings).
 """
 
 from __future__ import annotations
