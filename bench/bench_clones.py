@@ -11,7 +11,9 @@ pushes that had to be retried.
 The repositories are `bench_scale`'s cached ones. `MICHI_BENCH_CLONE_SCALE` (default 100,50000),
 `MICHI_BENCH_CLONE_AGENTS` (8), `MICHI_BENCH_CLONE_ADDS` (adds per agent; default 10 up to 10,000
 tasks, 4 above) and `MICHI_BENCH_CLONE_PAUSE` (an agent's mean pause between two adds, one run per value:
-default 0,2) change the run.
+default 0,2) change the run. `MICHI_BENCH_CLONE_RETRIES` sets the agents' `push_retries`;
+`MICHI_BENCH_CLONE_PROFILE=1` runs every command under `_clone_profile.py` and prints what the holds were
+made of (`_clone_report.py`: steps, CPU, CPU pressure, the other clones' doings).
 """
 
 from __future__ import annotations
@@ -25,10 +27,16 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
+import _clone_report
 from _startup import MICHI, interpreter_note, prepared_env
 from _util import isolated_git_env, p95, sh, tempdir, threads_elapsed
-from bench_scale import DRIVER, build
+from bench_scale import DRIVER, HERE, PYTHON, build
+
+# `MICHI_BENCH_CLONE_PROFILE=1`: every command also writes its steps' timings (`_clone_profile.py`)
+PROFILE = os.environ.get("MICHI_BENCH_CLONE_PROFILE") == "1"
+COMMAND = [PYTHON, str(HERE / "_clone_profile.py")] if PROFILE else DRIVER
 
 
 def _clones(cached: Path, root: Path, agents: int, env: dict[str, str]) -> list[Path]:
@@ -57,12 +65,15 @@ def _swarm(
 
     def agent(a: int) -> None:
         mine = {**env, "MICHI_BENCH_TIMINGS": str(root / f"t{a}.jsonl"), "MICHI_AGENT": f"agent{a}"}
+        mine["MICHI_BENCH_PROFILE"] = str(root / f"p{a}.jsonl")
+        if os.environ.get("MICHI_BENCH_CLONE_RETRIES"):  # refused pushes before a clone takes its turn
+            mine["MICHI_PUSH_RETRIES"] = os.environ["MICHI_BENCH_CLONE_RETRIES"]
         rng = random.Random(a)
         for n in range(adds):
             time.sleep(rng.uniform(0, 2 * pause))
             what = f"agent {a} op {n}"
             proc = subprocess.run(
-                [*DRIVER, "--json", "task", "add", what],
+                [*COMMAND, "--json", "task", "add", what],
                 cwd=works[a],
                 env=mine,
                 capture_output=True,
@@ -105,7 +116,7 @@ def _landed(bare: Path, base: str, env: dict[str, str]) -> list[dict[str, object
     return tasks
 
 
-def run_size(count: int, agents: int, adds: int, pause: float, env: dict[str, str]) -> dict[str, float]:
+def run_size(count: int, agents: int, adds: int, pause: float, env: dict[str, str]) -> dict[str, Any]:
     cached = build(count, env, None)
     root = tempdir(f"clones-{count}")
     try:
@@ -149,6 +160,7 @@ def run_size(count: int, agents: int, adds: int, pause: float, env: dict[str, st
             "retried": sum(1 for t in timings if t.get("attempts", 1) > 1),
             "attempts_max": max(t.get("attempts", 1) for t in timings),
             "once_med": statistics.median(once) * 1000,
+            "profile": "\n".join(_clone_report.report(root, agents)) if PROFILE else "",
         }
     finally:
         shutil.rmtree(root, ignore_errors=True)
@@ -177,6 +189,8 @@ def main() -> None:
                 f"once (at most {r['attempts_max']:.0f} times); held median {r['once_med']:.0f} ms "
                 "when the first push landed"
             )
+            if r["profile"]:
+                print(r["profile"])
     load = os.getloadavg()
     print(f"(machine load: {load[0]:.1f} {load[1]:.1f} {load[2]:.1f})")
 

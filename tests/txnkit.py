@@ -26,6 +26,11 @@ def append(tree: TaskTree, params: Mapping[str, Any], ctx: ApplyContext) -> Chan
     raw = tree.read(LOG)
     names: list[str] = json.loads(raw) if raw else []
     name = str(params["name"])
+    witness = os.environ.get("TXNKIT_WITNESS")  # each application: was the clone's lock held then?
+    if witness:
+        held = Path(os.environ["TXNKIT_LOCK"]).exists()
+        with open(witness, "a") as out:
+            out.write(f"{name} {'locked' if held else 'free'}\n")
     if params.get("refuse_if_present") and name in names:
         raise Conflict(f"{name} is already there")
     names.append(name)

@@ -13,7 +13,7 @@ import functools
 import re
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from michi import git
 from michi.errors import GitFailed, Interrupted, MichiError, RemoteUnreachable, RepoBusy
@@ -80,6 +80,20 @@ class _Refused(Exception):
 # (tracking tip, tip fetched without the lock, path -> (entry in the one, entry in the other)).
 _Moves = tuple[str, str, "git.Moves"]
 
+
+class _Prebuilt(NamedTuple):
+    """This run's operation applied without the lock on `start` (ADR 0015): its commit `tip`, what the
+    apply returned, and the paths it changed. Used under the lock only when the round builds on `start`
+    with nothing to apply before it; the journal and the push treat it as a commit made there."""
+
+    start: str
+    txn: str
+    tip: str
+    ids: dict[str, Any]
+    result: Any
+    changed: dict[str, tuple[git.PathEntry, git.PathEntry]]
+
+
 # Marks a refused push (its time); for this many seconds after one, commands fetch before the lock.
 _CONTENDED = "contended"
 _CONTENDED_FOR = 60.0
@@ -139,6 +153,8 @@ class Transaction:
         self.prefetched: str | None = None  # the remote tip `_prefetch` saw, for the next round only
         self.prefetch_moves: _Moves | None = None  # (tracking tip then, `prefetched`, what differs)
         self.adopted: Entry | None = None  # our operation, taken by a holder that died or failed
+        self.txn_id: str | None = None  # this run's one operation's txn, when chosen before the lock
+        self.prebuilt: _Prebuilt | None = None  # its commit, built before the lock (ADR 0015)
         self.stranded: list[stranded.Stranded] = []  # sync only: michi commits no journal entry names
         self.rescued: set[str] = set()  # txns of those that this run completes (or found landed)
         self.pushed = False  # this run's push landed: its journal entry must survive a late failure
@@ -189,17 +205,23 @@ class Transaction:
         )
 
     def _apply_all(
-        self, base: str | None, leftover: list[Entry], mine: list[Entry], handed: list[Entry] | None = None
+        self,
+        base: str | None,
+        leftover: list[Entry],
+        mine: list[Entry],
+        handed: list[Entry] | None = None,
+        changed: dict[str, tuple[git.PathEntry, git.PathEntry]] | None = None,
     ) -> tuple[str | None, list[Entry], dict[str, Any], dict[str, MichiError]]:
         """Apply each entry's mutation in order, each on the tree the previous one produced: (tip, the
         entries built, results and refusals by txn). A refusal leaves the others to go on: a leftover
         entry's is also reported and the entry dropped (the caller raises its own command's).
-        `self.report` describes this application (the last one is the one that lands)."""
+        `self.report` describes this application (the last one is the one that lands). `changed`: what
+        commits before `base` in this application changed (a prebuilt one's), to which `self.changed` adds."""
         tip, built = base, []
         results: dict[str, Any] = {}
         errors: dict[str, MichiError] = {}
         report = recovery.Report()
-        self.changed = {}
+        self.changed = changed if changed is not None else {}
         for entry in leftover + mine + (handed or []):
             ctx = ApplyContext(
                 now=time.time(), agent=entry.agent, host=self.host, state_dir=str(self.req.repo.state_dir)
@@ -269,6 +291,10 @@ class Transaction:
             self.group_target = group.target_of(self.target.remote, self.target.branch, where, self.identity)
             entry = Entry(uuid4_hex(), mutations[0], self.req.command, self.req.agent, base=guessed)
             offer = group.Offer(self.req.repo.state_dir, entry, self.group_target)
+        prebuild = self.target.online and not (fetch or rescue or self.req.push_all) and len(mutations) == 1
+        if prebuild:
+            self.txn_id = offer.entry.txn if offer is not None else uuid4_hex()
+            self._prebuild(mutations[0])
         prepared = time.monotonic()
         holds: list[float] = []
         handover = offer
@@ -298,6 +324,8 @@ class Transaction:
                         handover = None  # settled in the first round; later rounds only take the lock
                         self._between_rounds()
                         self._prefetch()
+                        if prebuild:
+                            self._prebuild(mutations[0])
                     finally:
                         lock.close()  # its guard file's descriptor: an MCP server runs many of these
                         git.tidy()  # what the hold put off (a staged move's folder, ADR 0015)
@@ -352,7 +380,8 @@ class Transaction:
         tracking = git.ref_oid(self.git, self.target.remote_ref) if self.target.remote_ref else None
         txn = offer.entry.txn if offer is not None else None
         mine = [
-            Entry(txn or uuid4_hex(), m, self.req.command, self.req.agent, base=tracking) for m in mutations
+            Entry(txn or self.txn_id or uuid4_hex(), m, self.req.command, self.req.agent, base=tracking)
+            for m in mutations
         ]
         if settled == group.TAKEN_STATE:
             assert offer is not None
@@ -438,7 +467,14 @@ class Transaction:
             self.known = None
             pending = self._not_landed(leftover, base) if leftover else []
             start = self._rescue(base) if self.stranded else base
-            tip, built, results, errors = self._apply_all(start, pending, mine, handed)
+            pre, self.prebuilt = self.prebuilt, None  # a guess for one round only
+            if pre is not None and self._use_prebuilt(pre, start, pending, mine):
+                # Our operation applied before the lock on this very tip; the waiters' go on top.
+                tip, built, results, errors = self._apply_all(pre.tip, [], [], handed, dict(pre.changed))
+                built = [mine[0].but(commit=pre.tip, ids=dict(pre.ids)), *built]
+                results[mine[0].txn] = pre.result
+            else:
+                tip, built, results, errors = self._apply_all(start, pending, mine, handed)
             if not fetched and any(e.txn in errors for e in mine + handed):
                 base, fetched = self._fetch(), True  # refuse only on fresh state
                 continue
@@ -510,6 +546,40 @@ class Transaction:
             f"the remote kept moving: push rejected {self.refusals} times",
             code="push_retries_exhausted",
             hint="other clones are pushing heavily and nothing of this command landed: retry it",
+        )
+
+    def _prebuild(self, mutation: Mutation) -> None:
+        """Without the lock: apply this run's operation on the tip its next round will likely build on
+        (the one fetched without the lock, else the remote-tracking one) and write its commit, so that
+        the round under the lock only checks that it builds on that tip and pushes (ADR 0015). Objects
+        written for nothing are unreferenced (git's gc collects them); a refusal here is only a guess on
+        possibly stale state: the round under the lock applies again and decides."""
+        self.prebuilt = None
+        assert self.txn_id is not None and self.target.remote_ref
+        start = self.prefetched or git.ref_oid(self.git, self.target.remote_ref)
+        if start is None:
+            return
+        entry = Entry(self.txn_id, mutation, self.req.command, self.req.agent, base=start)
+        try:
+            tip, built, results, errors = self._apply_all(start, [], [entry])
+        except (MichiError, OSError):
+            return  # only a guess: the round under the lock applies it and says what is wrong
+        finally:
+            changed, self.changed = self.changed, {}
+        if errors or tip is None or tip == start or len(built) != 1:
+            return
+        self.prebuilt = _Prebuilt(start, entry.txn, tip, dict(built[0].ids), results[entry.txn], changed)
+        faults.point("prebuilt")
+
+    def _use_prebuilt(
+        self, pre: _Prebuilt, start: str | None, pending: list[Entry], mine: list[Entry]
+    ) -> bool:
+        """The prebuilt commit is this round's: built on `start` for this very operation, with nothing to
+        apply before it (a dead holder's entries, stranded commits, an adopted operation rebuild all)."""
+        return (
+            pre.start == start
+            and not (pending or self.stranded or self.adopted)
+            and [e.txn for e in mine] == [pre.txn]
         )
 
     def _turn(self) -> Turn:

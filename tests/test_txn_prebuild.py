@@ -1,0 +1,94 @@
+"""The operation's commit built before the lock (ADR 0015): used under the lock only when the round
+builds on the tip it was built on, never a commitment (nothing is journaled or pushed before the lock),
+and every operation still lands exactly once."""
+
+from __future__ import annotations
+
+import json
+import signal
+from pathlib import Path
+
+from conftest import Remote, git
+from txnkit import drive, michi_commits, txn_of
+
+
+def names_on(where: Path, ref: str = "main") -> list[str]:
+    out = git(where, "show", f"{ref}:.tasks/log.json", check=False)
+    return json.loads(out) if out else []
+
+
+def assert_exactly_once(bare: Path) -> None:
+    """Every operation on one commit of the remote, and on one only (its `Michi-Txn`, its subject)."""
+    commits = michi_commits(bare)
+    txns = [txn_of(message) for _oid, message in commits]
+    assert None not in txns and len(set(txns)) == len(txns)
+    subjects = [message.splitlines()[0] for _oid, message in commits]
+    assert len(set(subjects)) == len(subjects), subjects
+
+
+def _witnessed(clone: Path, tmp_path: Path) -> tuple[dict[str, str], Path]:
+    log = tmp_path / f"{clone.name}-applied.txt"
+    return {"TXNKIT_WITNESS": str(log), "TXNKIT_LOCK": str(clone / ".michi.lock")}, log
+
+
+def test_a_lone_operation_is_applied_before_the_lock_and_only_pushed_under_it(
+    remote: Remote, tmp_path: Path
+) -> None:
+    one = remote.clone("one")
+    env, log = _witnessed(one, tmp_path)
+    proc = drive(one, "a", env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert log.read_text().splitlines() == ["a free"]  # applied once, and not under the lock
+    assert json.loads(proc.stdout)["result"] == {"name": "a", "count": 1}
+    assert names_on(remote.bare) == ["a"]
+    assert git(one, "rev-parse", "HEAD") == remote.head()
+    assert git(one, "status", "--porcelain") == ""
+    assert_exactly_once(remote.bare)
+
+
+def test_a_commit_built_on_a_stale_tip_is_refused_and_built_again_on_the_fresh_one(
+    remote: Remote, tmp_path: Path
+) -> None:
+    one, two = remote.clone("one"), remote.clone("two")
+    assert drive(one, "a").returncode == 0
+    assert drive(two, "b").returncode == 0  # one's tracking tip is stale: its first commit is refused
+    env, log = _witnessed(one, tmp_path)
+    proc = drive(one, "c", env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["attempts"] == 2 and out["result"] == {"name": "c", "count": 3}
+    assert log.read_text().splitlines() == ["c free", "c free"]  # each round's commit built unlocked
+    assert names_on(remote.bare) == ["a", "b", "c"]
+    assert names_on(one, "HEAD") == ["a", "b", "c"]
+    assert_exactly_once(remote.bare)
+
+
+def test_a_refusal_seen_before_the_lock_is_decided_again_under_it(remote: Remote, tmp_path: Path) -> None:
+    one, two = remote.clone("one"), remote.clone("two")
+    assert drive(one, "x").returncode == 0
+    assert drive(two, "y").returncode == 0
+    env, log = _witnessed(one, tmp_path)
+    # one refused lately: it fetches before the lock, and its prebuilt commit lands as built
+    assert drive(one, "z", env=env).returncode == 0
+    assert drive(two, "w").returncode == 0
+    proc = drive(one, "w", "--refuse", env=env)  # the prebuild on the fetched tip sees `w`: only a guess
+    assert proc.returncode == 4, proc.stdout + proc.stderr
+    assert json.loads(proc.stdout)["error"]["code"] == "conflict"
+    assert log.read_text().splitlines()[-1] == "w locked"  # the refusal itself was decided under the lock
+    assert names_on(remote.bare) == ["x", "y", "z", "w"]
+    assert not (one / ".git/michi/journal.json").exists()
+
+
+def test_killed_after_building_before_the_lock_nothing_landed(remote: Remote) -> None:
+    one = remote.clone("one")
+    assert drive(one, "a").returncode == 0
+    before = remote.head()
+    killed = drive(one, "b", env={"MICHI_FAULT": "prebuilt"})
+    assert killed.returncode == -signal.SIGKILL, killed.stdout + killed.stderr
+    assert remote.head() == before  # nothing pushed
+    assert not (one / ".git/michi/journal.json").exists()  # nor journaled: nothing to recover
+    assert not (one / ".michi.lock").exists()  # the lock was never taken
+    again = json.loads(drive(one, "b").stdout)
+    assert again["pushed"] and again["recovered"] == 0
+    assert names_on(remote.bare) == ["a", "b"]
+    assert_exactly_once(remote.bare)
