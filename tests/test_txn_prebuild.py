@@ -5,11 +5,16 @@ and every operation still lands exactly once."""
 from __future__ import annotations
 
 import json
+import re
 import signal
+import subprocess
+import time
+from collections.abc import Callable
 from pathlib import Path
 
-from conftest import Remote, git
-from txnkit import drive, michi_commits, txn_of
+import pytest
+from conftest import Remote, git, spawn_michi
+from txnkit import drive, michi_commits, start, txn_of
 
 
 def names_on(where: Path, ref: str = "main") -> list[str]:
@@ -91,4 +96,46 @@ def test_killed_after_building_before_the_lock_nothing_landed(remote: Remote) ->
     again = json.loads(drive(one, "b").stdout)
     assert again["pushed"] and again["recovered"] == 0
     assert names_on(remote.bare) == ["a", "b"]
+    assert_exactly_once(remote.bare)
+
+
+def _until(done: Callable[[], bool], *procs: subprocess.Popen[str]) -> None:
+    """Wait for `done`, failing at once if one of `procs` ended first (or after a minute)."""
+    deadline = time.monotonic() + 60
+    while not done():
+        ended = [p for p in procs if p.poll() is not None]
+        assert not ended, ended[0].communicate()
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the prebuilt commit keeps the clock read before the lock wait: a claim's lease, `modified` and "
+    "the commit dates are as old as the wait (seconds, up to lock_wait) when it lands",
+)
+def test_a_commit_built_before_a_long_lock_wait_reads_the_clock_again_under_the_lock(
+    remote: Remote, tmp_path: Path
+) -> None:
+    one = remote.clone("one")
+    go = tmp_path / "go"
+    holder = spawn_michi(one, "lock", "run", "--", "sh", "-c", f"until [ -e {go} ]; do sleep 0.01; done")
+    _until(lambda: (one / ".michi.lock").exists(), holder)
+    env, log = _witnessed(one, tmp_path)
+    waiter = start(one, "a", env={**env, "TXNKIT_STAMP": "1", "MICHI_LOCK_WAIT": "60"})
+    _until(lambda: log.exists() and log.read_text() != "", holder, waiter)  # built before the lock
+    # A script holds the clone's lock for seconds (tests, a build): the clock is what passes here.
+    time.sleep(1.5)
+    released = time.time()
+    go.touch()
+    assert holder.wait(timeout=120) == 0
+    out, err = waiter.communicate(timeout=120)
+    assert waiter.returncode == 0, out + err
+    (_oid, message), *_ = michi_commits(remote.bare)
+    found = re.search(r"^Txnkit-Now: (\S+)$", message, re.MULTILINE)
+    assert found is not None, message
+    # The operation happens when it takes the lock, not when its command started waiting for it: a claim
+    # taken with `--ttl 10` after a 30 s wait would land expired, and another agent claim it at once.
+    assert float(found.group(1)) >= released
+    assert names_on(remote.bare) == ["a"]
     assert_exactly_once(remote.bare)
