@@ -12,9 +12,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import pytest
 from conftest import Remote, git, spawn_michi
 from txnkit import drive, michi_commits, start, txn_of
+
+from michi.workflow import txn
 
 
 def names_on(where: Path, ref: str = "main") -> list[str]:
@@ -109,11 +110,6 @@ def _until(done: Callable[[], bool], *procs: subprocess.Popen[str]) -> None:
         time.sleep(0.01)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the prebuilt commit keeps the clock read before the lock wait: a claim's lease, `modified` and "
-    "the commit dates are as old as the wait (seconds, up to lock_wait) when it lands",
-)
 def test_a_commit_built_before_a_long_lock_wait_reads_the_clock_again_under_the_lock(
     remote: Remote, tmp_path: Path
 ) -> None:
@@ -125,7 +121,7 @@ def test_a_commit_built_before_a_long_lock_wait_reads_the_clock_again_under_the_
     waiter = start(one, "a", env={**env, "TXNKIT_STAMP": "1", "MICHI_LOCK_WAIT": "60"})
     _until(lambda: log.exists() and log.read_text() != "", holder, waiter)  # built before the lock
     # A script holds the clone's lock for seconds (tests, a build): the clock is what passes here.
-    time.sleep(1.5)
+    time.sleep(txn._PREBUILT_FOR + 0.5)
     released = time.time()
     go.touch()
     assert holder.wait(timeout=120) == 0
