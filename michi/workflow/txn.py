@@ -325,11 +325,7 @@ class Transaction:
                     except _Refused:
                         faults.point("refused")
                         handover = None  # settled in the first round; later rounds only take the lock
-                        with git.yielding():
-                            self._between_rounds()
-                        # Holding the turn, the other clones wait for this one: its fetch yields nothing.
-                        with git.yielding(self.turn is None or self.turn.mine is None):
-                            self._prefetch()
+                        self._next_round()
                         if prebuild:
                             self._prebuild(mutations[0])
                     finally:
@@ -606,6 +602,16 @@ class Transaction:
 
         self.pause = backoff(self.pause)
         time.sleep(self.pause)
+
+    def _next_round(self) -> None:
+        """After a refused push, without the lock: wait for the next round and fetch what it builds on.
+        Waiting work yields the CPU to other clones' lock holders (ADR 0015), but not while this clone
+        holds the turn: the other clones wait for this one then, so its polls and fetch would only make
+        their wait longer."""
+        with git.yielding(self.turn is None or self.turn.mine is None):
+            self._between_rounds()
+        with git.yielding(self.turn is None or self.turn.mine is None):
+            self._prefetch()
 
     def _between_rounds(self) -> None:
         """After a refused push, before the next round builds: back off, or, after `push_retries`
