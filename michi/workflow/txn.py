@@ -87,7 +87,7 @@ class _Prebuilt(NamedTuple):
 
     start: str
     txn: str
-    made: float  # `time.monotonic()` before it was applied: its clock is older than that
+    made: float  # `time.monotonic()` once built: what passed since then is time its clock lost
     tip: str
     ids: dict[str, Any]
     result: Any
@@ -561,7 +561,6 @@ class Transaction:
         if start is None:
             return
         entry = Entry(self.txn_id, mutation, self.req.command, self.req.agent, base=start)
-        made = time.monotonic()
         try:
             tip, built, results, errors = self._apply_all(start, [], [entry])
         except (MichiError, OSError):
@@ -570,6 +569,9 @@ class Transaction:
             changed, self.changed = self.changed, {}
         if errors or tip is None or tip == start or len(built) != 1:
             return
+        # Measured from here, not from before the apply: an apply under the lock, as long, reads the
+        # clock as early before its push; what must not count is the wait for the lock.
+        made = time.monotonic()
         self.prebuilt = _Prebuilt(
             start, entry.txn, made, tip, dict(built[0].ids), results[entry.txn], changed
         )
