@@ -12,10 +12,17 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from conftest import Remote, git, spawn_michi
 from txnkit import drive, michi_commits, start, txn_of
 
-from michi.workflow import txn
+from michi.config import load
+from michi.git import repo as git_proc
+from michi.repo import find_repo
+from michi.unique import uuid4_hex
+from michi.workflow import Mutation, TxnRequest, group, txn
+from michi.workflow.journal import Entry
+from michi.workflow.mutation import allow
 
 
 def names_on(where: Path, ref: str = "main") -> list[str]:
@@ -134,4 +141,40 @@ def test_a_commit_built_before_a_long_lock_wait_reads_the_clock_again_under_the_
     # taken with `--ttl 10` after a 30 s wait would land expired, and another agent claim it at once.
     assert float(found.group(1)) >= released
     assert names_on(remote.bare) == ["a"]
+    assert_exactly_once(remote.bare)
+
+
+def test_operations_taken_from_waiters_go_on_top_of_the_prebuilt_commit(
+    remote: Remote, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    one = remote.clone("one")
+    env, log = _witnessed(one, tmp_path)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    allow("txnkit:append")  # the offer names it
+    paths = find_repo(one)
+    req = TxnRequest(repo=paths, config=load(paths.config_file), command="append b", agent="driver")
+    holder = txn.Transaction(req)
+    # A waiter of this clone (this very process: alive) has handed over its operation (ADR 0017).
+    target = group.target_of(holder.target.remote, holder.target.branch, str(paths.git_dir), holder.identity)
+    waiting = Entry(uuid4_hex(), Mutation("txnkit:append", {"name": "c"}), "append c", "driver")
+    offer = group.Offer(paths.state_dir, waiting, target)
+    offer.post()
+    try:
+        outcome = holder.run([Mutation("txnkit:append", {"name": "b"})])
+    finally:
+        git_proc.forget()
+    # b applied once, before the lock: its prebuilt commit was used, and c was applied on top of it
+    assert log.read_text().splitlines() == ["b free", "c locked"]
+    assert outcome.pushed and outcome.result == {"name": "b", "count": 1}
+    assert names_on(remote.bare) == ["b", "c"]
+    (c_oid, c_message), (b_oid, _b_message) = michi_commits(remote.bare)
+    assert txn_of(c_message) == waiting.txn and git(remote.bare, "rev-parse", f"{c_oid}^") == b_oid
+    assert outcome.commit == c_oid
+    assert offer.answered()
+    answer = offer.outcome()
+    assert answer.pushed and answer.commit == c_oid and answer.result == {"name": "c", "count": 2}
+    offer.close()
+    assert not (one / ".git/michi/journal.json").exists()
+    assert git(one, "rev-parse", "HEAD") == remote.head() and git(one, "status", "--porcelain") == ""
     assert_exactly_once(remote.bare)
