@@ -5,11 +5,24 @@ and every operation still lands exactly once."""
 from __future__ import annotations
 
 import json
+import re
 import signal
+import subprocess
+import time
+from collections.abc import Callable
 from pathlib import Path
 
-from conftest import Remote, git
-from txnkit import drive, michi_commits, txn_of
+import pytest
+from conftest import Remote, git, spawn_michi
+from txnkit import drive, michi_commits, start, txn_of
+
+from michi.config import load
+from michi.git import repo as git_proc
+from michi.repo import find_repo
+from michi.unique import uuid4_hex
+from michi.workflow import Mutation, TxnRequest, group, txn
+from michi.workflow.journal import Entry
+from michi.workflow.mutation import allow
 
 
 def names_on(where: Path, ref: str = "main") -> list[str]:
@@ -91,4 +104,77 @@ def test_killed_after_building_before_the_lock_nothing_landed(remote: Remote) ->
     again = json.loads(drive(one, "b").stdout)
     assert again["pushed"] and again["recovered"] == 0
     assert names_on(remote.bare) == ["a", "b"]
+    assert_exactly_once(remote.bare)
+
+
+def _until(done: Callable[[], bool], *procs: subprocess.Popen[str]) -> None:
+    """Wait for `done`, failing at once if one of `procs` ended first (or after a minute)."""
+    deadline = time.monotonic() + 60
+    while not done():
+        ended = [p for p in procs if p.poll() is not None]
+        assert not ended, ended[0].communicate()
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
+
+
+def test_a_commit_built_before_a_long_lock_wait_reads_the_clock_again_under_the_lock(
+    remote: Remote, tmp_path: Path
+) -> None:
+    one = remote.clone("one")
+    go = tmp_path / "go"
+    holder = spawn_michi(one, "lock", "run", "--", "sh", "-c", f"until [ -e {go} ]; do sleep 0.01; done")
+    _until(lambda: (one / ".michi.lock").exists(), holder)
+    env, log = _witnessed(one, tmp_path)
+    waiter = start(one, "a", env={**env, "TXNKIT_STAMP": "1", "MICHI_LOCK_WAIT": "60"})
+    _until(lambda: log.exists() and log.read_text() != "", holder, waiter)  # built before the lock
+    # A script holds the clone's lock for seconds (tests, a build): the clock is what passes here.
+    time.sleep(txn._PREBUILT_FOR + 0.5)
+    released = time.time()
+    go.touch()
+    assert holder.wait(timeout=120) == 0
+    out, err = waiter.communicate(timeout=120)
+    assert waiter.returncode == 0, out + err
+    (_oid, message), *_ = michi_commits(remote.bare)
+    found = re.search(r"^Txnkit-Now: (\S+)$", message, re.MULTILINE)
+    assert found is not None, message
+    # The operation happens when it takes the lock, not when its command started waiting for it: a claim
+    # taken with `--ttl 10` after a 30 s wait would land expired, and another agent claim it at once.
+    assert float(found.group(1)) >= released
+    assert names_on(remote.bare) == ["a"]
+    assert_exactly_once(remote.bare)
+
+
+def test_operations_taken_from_waiters_go_on_top_of_the_prebuilt_commit(
+    remote: Remote, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    one = remote.clone("one")
+    env, log = _witnessed(one, tmp_path)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    allow("txnkit:append")  # the offer names it
+    paths = find_repo(one)
+    req = TxnRequest(repo=paths, config=load(paths.config_file), command="append b", agent="driver")
+    holder = txn.Transaction(req)
+    # A waiter of this clone (this very process: alive) has handed over its operation (ADR 0017).
+    target = group.target_of(holder.target.remote, holder.target.branch, str(paths.git_dir), holder.identity)
+    waiting = Entry(uuid4_hex(), Mutation("txnkit:append", {"name": "c"}), "append c", "driver")
+    offer = group.Offer(paths.state_dir, waiting, target)
+    offer.post()
+    try:
+        outcome = holder.run([Mutation("txnkit:append", {"name": "b"})])
+    finally:
+        git_proc.forget()
+    # b applied once, before the lock: its prebuilt commit was used, and c was applied on top of it
+    assert log.read_text().splitlines() == ["b free", "c locked"]
+    assert outcome.pushed and outcome.result == {"name": "b", "count": 1}
+    assert names_on(remote.bare) == ["b", "c"]
+    (c_oid, c_message), (b_oid, _b_message) = michi_commits(remote.bare)
+    assert txn_of(c_message) == waiting.txn and git(remote.bare, "rev-parse", f"{c_oid}^") == b_oid
+    assert outcome.commit == c_oid
+    assert offer.answered()
+    answer = offer.outcome()
+    assert answer.pushed and answer.commit == c_oid and answer.result == {"name": "c", "count": 2}
+    offer.close()
+    assert not (one / ".git/michi/journal.json").exists()
+    assert git(one, "rev-parse", "HEAD") == remote.head() and git(one, "status", "--porcelain") == ""
     assert_exactly_once(remote.bare)

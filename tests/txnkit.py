@@ -34,10 +34,13 @@ def append(tree: TaskTree, params: Mapping[str, Any], ctx: ApplyContext) -> Chan
     if params.get("refuse_if_present") and name in names:
         raise Conflict(f"{name} is already there")
     names.append(name)
+    trailers = {"Michi-Item": name}
+    if os.environ.get("TXNKIT_STAMP"):  # the clock the application read, as a claim's lease or `modified`
+        trailers["Txnkit-Now"] = repr(ctx.now)
     return Change(
         subject=f"append {name}",
         writes={LOG: (json.dumps(names, indent=0) + "\n").encode()},
-        trailers={"Michi-Item": name},
+        trailers=trailers,
         result={"name": name, "count": len(names)},
     )
 

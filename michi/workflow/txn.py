@@ -88,11 +88,16 @@ class _Prebuilt(NamedTuple):
 
     start: str
     txn: str
+    made: float  # `time.monotonic()` once built: what passed since then is time its clock lost
     tip: str
     ids: dict[str, Any]
     result: Any
     changed: dict[str, tuple[git.PathEntry, git.PathEntry]]
 
+
+# A prebuilt commit older than this is applied again under the lock: its apply read the clock (a claim's
+# lease, `modified`, the commit's dates) before the lock wait, which may last up to `lock_wait`.
+_PREBUILT_FOR = 1.0
 
 # Marks a refused push (its time); for this many seconds after one, commands fetch before the lock.
 _CONTENDED = "contended"
@@ -568,16 +573,23 @@ class Transaction:
             changed, self.changed = self.changed, {}
         if errors or tip is None or tip == start or len(built) != 1:
             return
-        self.prebuilt = _Prebuilt(start, entry.txn, tip, dict(built[0].ids), results[entry.txn], changed)
+        # Measured from here, not from before the apply: an apply under the lock, as long, reads the
+        # clock as early before its push; what must not count is the wait for the lock.
+        made = time.monotonic()
+        self.prebuilt = _Prebuilt(
+            start, entry.txn, made, tip, dict(built[0].ids), results[entry.txn], changed
+        )
         faults.point("prebuilt")
 
     def _use_prebuilt(
         self, pre: _Prebuilt, start: str | None, pending: list[Entry], mine: list[Entry]
     ) -> bool:
         """The prebuilt commit is this round's: built on `start` for this very operation, with nothing to
-        apply before it (a dead holder's entries, stranded commits, an adopted operation rebuild all)."""
+        apply before it (a dead holder's entries, stranded commits, an adopted operation rebuild all), and
+        lately enough that the clock its apply read is still about now (not before a long lock wait)."""
         return (
             pre.start == start
+            and time.monotonic() - pre.made <= _PREBUILT_FOR
             and not (pending or self.stranded or self.adopted)
             and [e.txn for e in mine] == [pre.txn]
         )
