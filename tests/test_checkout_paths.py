@@ -7,6 +7,7 @@ import hashlib
 import os
 import struct
 import subprocess
+import threading
 from pathlib import Path
 
 import pytest
@@ -468,7 +469,56 @@ def test_a_restore_started_ahead_and_never_fed_changes_nothing(work: Path) -> No
     checkout.check_ahead(repo, old, _known(work, old, new), new)
     (waiting,) = (p for k, p in repo.ahead.items() if k[0] == "restore")
     mgit.drop_prepared(repo)
+    mgit.tidy()  # it is reaped once the lock is let go
     assert waiting.proc.returncode not in (None, 0)  # git refused: no path to restore
+    assert _state(work) == before
+
+
+def _blocked_git(repo: mgit.Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every `restore` `repo` starts from now on blocks at its start, opening its trace file (a FIFO
+    nobody reads), until the test opens the FIFO: a git still at work when michi drops it."""
+    fifo = tmp_path / "trace.fifo"
+    os.mkfifo(fifo)
+    real = repo.start
+
+    def start(args: list[str], env: dict[str, str] | None = None, fed: bool = False) -> object:
+        if "restore" in args:
+            env = {**(env or {}), "GIT_TRACE2": str(fifo)}
+        return real(args, env=env, fed=fed)
+
+    monkeypatch.setattr(repo, "start", start)
+    return fifo
+
+
+def _release(fifo: Path) -> int:
+    """Let the blocked gits go on: their trace gets a reader (its descriptor, for the caller to close once
+    they ended; a trace is a few KB, within the pipe's buffer)."""
+    return os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+
+
+def test_dropping_a_process_started_ahead_does_not_wait_for_it(
+    work: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A push refused: the `restore` and `update-ref` started beside it are dropped inside the lock. They
+    change nothing unfed, so the lock's holder does not wait for them to exit (on a busy machine that
+    was up to 200 ms inside the lock); they are reaped once it is let go (`tidy`)."""
+    _old, new = _next(work)
+    repo = mgit.open_repo(work)
+    before = _state(work)
+    fifo = _blocked_git(repo, tmp_path, monkeypatch)
+    prepared.prepare(repo, ("restore", new, ".tasks/b.json"), ["restore", "--pathspec-from-file=-"])
+    (waiting,) = repo.ahead.values()
+    dropped = threading.Thread(target=mgit.drop_prepared, args=(repo,), daemon=True)
+    dropped.start()
+    dropped.join(timeout=30)
+    alive = dropped.is_alive()
+    reader = _release(fifo)
+    try:
+        assert not alive, "dropping waited for the process"
+        mgit.tidy()
+    finally:
+        os.close(reader)
+    assert waiting.proc.returncode not in (None, 0)
     assert _state(work) == before
 
 

@@ -11,6 +11,7 @@ import signal
 import stat
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -607,3 +608,32 @@ def test_a_symlink_among_the_staging_folders_is_left_alone(work: Path, tmp_path:
     assert (target / "keep.txt").read_text() == "the user's\n"
     assert (stage / f"{dead.pid}.0").is_symlink()
     assert (work / ".tasks" / "b.json").read_text() == "b 2\n"
+
+
+def test_a_staging_still_at_work_when_dropped_is_killed_not_waited_for(
+    work: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The push refused while the staging git still writes its 6 MB copy of the index: the lock's holder
+    kills it (it writes only in the staging folder) instead of waiting for it; the user's index and files
+    are untouched and the folder goes once the lock is let go."""
+    from test_checkout_paths import _blocked_git, _release
+
+    old, new = _next(work)
+    repo = mgit.open_repo(work)
+    before = _state(work)
+    fifo = _blocked_git(repo, tmp_path, monkeypatch)
+    move = _stage(repo, old, new, _known(work, old, new))
+    dropped = threading.Thread(target=mgit.drop_prepared, args=(repo,), daemon=True)
+    dropped.start()
+    dropped.join(timeout=30)
+    alive = dropped.is_alive()
+    reader = _release(fifo)
+    try:
+        dropped.join()
+        assert not alive, "dropping waited for the staging git"
+        mgit.tidy()
+    finally:
+        os.close(reader)
+    assert _state(work) == before
+    assert not move.where.exists()
+    assert not (work / ".git" / "index.lock").exists()

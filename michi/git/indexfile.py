@@ -202,9 +202,15 @@ def _hasher(width: int, size: int) -> Any:
         import hashlib
 
         return hashlib.sha1 if width == 20 else hashlib.sha256
-    try:
-        from _sha1 import sha1  # type: ignore[import-not-found]
+    try:  # only the one this repository uses: a module imported is start-up paid (ADR 0010)
+        if width == 20:
+            from _sha1 import sha1  # type: ignore[import-not-found]
+
+            return sha1
         from _sha256 import sha256  # type: ignore[import-not-found]
+
+        return sha256
     except ImportError:  # pragma: no cover - other interpreters
-        from hashlib import sha1, sha256
-    return sha1 if width == 20 else sha256
+        import hashlib
+
+        return hashlib.sha1 if width == 20 else hashlib.sha256

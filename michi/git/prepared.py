@@ -58,7 +58,15 @@ class Prepared:
         return self.proc.returncode, out, err
 
     def drop(self) -> None:
-        """End the input unfed: the process changes nothing and exits."""
+        """End the input unfed: the process changes nothing and exits, reaped once the lock is let go
+        (`later`): waiting for its exit inside the lock gains nothing."""
+        stdin, self.proc.stdin = self.proc.stdin, None
+        if stdin is not None:
+            with contextlib.suppress(OSError):
+                stdin.close()
+        later(self._reap)
+
+    def _reap(self) -> None:
         with contextlib.suppress(OSError, ValueError):
             self.proc.communicate()
 
