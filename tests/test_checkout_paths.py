@@ -490,10 +490,21 @@ def _blocked_git(repo: mgit.Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     return fifo
 
 
-def _release(fifo: Path) -> int:
-    """Let the blocked gits go on: their trace gets a reader (its descriptor, for the caller to close once
-    they ended; a trace is a few KB, within the pipe's buffer)."""
-    return os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+def _dropped_without_waiting(repo: mgit.Repo, fifo: Path) -> bool:
+    """Drop what `repo` started ahead while its gits are held at their start (`_blocked_git`): did
+    dropping return without them? Then let them go on (their trace gets a reader; a trace is a few KB,
+    within the pipe's buffer) and reap them (`tidy`)."""
+    dropped = threading.Thread(target=mgit.drop_prepared, args=(repo,), daemon=True)
+    dropped.start()
+    dropped.join(timeout=30)
+    waited = dropped.is_alive()
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        dropped.join()
+        mgit.tidy()
+    finally:
+        os.close(reader)
+    return not waited
 
 
 def test_dropping_a_process_started_ahead_does_not_wait_for_it(
@@ -508,16 +519,7 @@ def test_dropping_a_process_started_ahead_does_not_wait_for_it(
     fifo = _blocked_git(repo, tmp_path, monkeypatch)
     prepared.prepare(repo, ("restore", new, ".tasks/b.json"), ["restore", "--pathspec-from-file=-"])
     (waiting,) = repo.ahead.values()
-    dropped = threading.Thread(target=mgit.drop_prepared, args=(repo,), daemon=True)
-    dropped.start()
-    dropped.join(timeout=30)
-    alive = dropped.is_alive()
-    reader = _release(fifo)
-    try:
-        assert not alive, "dropping waited for the process"
-        mgit.tidy()
-    finally:
-        os.close(reader)
+    assert _dropped_without_waiting(repo, fifo), "dropping waited for the process"
     assert waiting.proc.returncode not in (None, 0)
     assert _state(work) == before
 

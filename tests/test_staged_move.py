@@ -11,7 +11,6 @@ import signal
 import stat
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
@@ -616,24 +615,14 @@ def test_a_staging_still_at_work_when_dropped_is_killed_not_waited_for(
     """The push refused while the staging git still writes its 6 MB copy of the index: the lock's holder
     kills it (it writes only in the staging folder) instead of waiting for it; the user's index and files
     are untouched and the folder goes once the lock is let go."""
-    from test_checkout_paths import _blocked_git, _release
+    from test_checkout_paths import _blocked_git, _dropped_without_waiting
 
     old, new = _next(work)
     repo = mgit.open_repo(work)
     before = _state(work)
     fifo = _blocked_git(repo, tmp_path, monkeypatch)
     move = _stage(repo, old, new, _known(work, old, new))
-    dropped = threading.Thread(target=mgit.drop_prepared, args=(repo,), daemon=True)
-    dropped.start()
-    dropped.join(timeout=30)
-    alive = dropped.is_alive()
-    reader = _release(fifo)
-    try:
-        dropped.join()
-        assert not alive, "dropping waited for the staging git"
-        mgit.tidy()
-    finally:
-        os.close(reader)
+    assert _dropped_without_waiting(repo, fifo), "dropping waited for the staging git"
     assert _state(work) == before
     assert not move.where.exists()
     assert not (work / ".git" / "index.lock").exists()

@@ -7,13 +7,12 @@ from __future__ import annotations
 import json
 import re
 import signal
-import subprocess
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from conftest import Remote, git, spawn_michi
+from test_group_commit import until
 from txnkit import drive, michi_commits, start, txn_of
 
 from michi.config import load
@@ -107,26 +106,16 @@ def test_killed_after_building_before_the_lock_nothing_landed(remote: Remote) ->
     assert_exactly_once(remote.bare)
 
 
-def _until(done: Callable[[], bool], *procs: subprocess.Popen[str]) -> None:
-    """Wait for `done`, failing at once if one of `procs` ended first (or after a minute)."""
-    deadline = time.monotonic() + 60
-    while not done():
-        ended = [p for p in procs if p.poll() is not None]
-        assert not ended, ended[0].communicate()
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.01)
-
-
 def test_a_commit_built_before_a_long_lock_wait_reads_the_clock_again_under_the_lock(
     remote: Remote, tmp_path: Path
 ) -> None:
     one = remote.clone("one")
     go = tmp_path / "go"
     holder = spawn_michi(one, "lock", "run", "--", "sh", "-c", f"until [ -e {go} ]; do sleep 0.01; done")
-    _until(lambda: (one / ".michi.lock").exists(), holder)
+    until(lambda: (one / ".michi.lock").exists(), holder)
     env, log = _witnessed(one, tmp_path)
     waiter = start(one, "a", env={**env, "TXNKIT_STAMP": "1", "MICHI_LOCK_WAIT": "60"})
-    _until(lambda: log.exists() and log.read_text() != "", holder, waiter)  # built before the lock
+    until(lambda: log.exists() and log.read_text() != "", holder, waiter)  # built before the lock
     # A script holds the clone's lock for seconds (tests, a build): the clock is what passes here.
     time.sleep(txn._PREBUILT_FOR + 0.5)
     released = time.time()
