@@ -35,7 +35,7 @@ class Config(Plain):
         remote: str = "origin",  # the remote that is the source of truth
         branch: str = "",  # the task branch; empty = the remote's default branch
         claim_ttl: float = 3600.0,  # seconds an agent's claim lasts; 0 = no expiry
-        push_retries: int = 1,  # refused pushes before this clone takes its turn (ADR 0004, 0015)
+        push_retries: int = 3,  # refused pushes before this clone takes its turn (ADR 0004, 0015)
         allow_hand_edits: bool = False,  # let the pre-commit hook pass hand edits of .tasks/ files
         read_max_age: float = 60.0,  # seconds after the last sync `list` and `show` fetch before answering
         group_commit: bool = True,  # waiters of one clone hand their operation to the holder (ADR 0017)
