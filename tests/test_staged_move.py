@@ -114,6 +114,18 @@ def test_git_holding_the_index_lock_leaves_the_move_to_git(work: Path) -> None:
     assert (work / ".git" / "index.lock").read_text() == ""  # not ours: left alone
 
 
+def _staged_move_writes_crlf(work: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The next commit's move, staged and installed (no git restore ran), wrote CRLF as the attributes say."""
+    old, new = _next(work)
+    repo, known = mgit.open_repo(work), _known(work, old, new)
+    _stage(repo, old, new, known)
+    runs = _exec_runs(monkeypatch, "restore")
+    assert move_paths(repo, old, new, known) == (True, None)
+    assert runs == []
+    assert (work / ".tasks" / "b.json").read_bytes() == b"b 2\r\n"
+    assert (work / ".tasks" / "d.json").read_bytes() == b"d 1\r\n"
+
+
 @pytest.mark.parametrize("tracked", [True, False])
 def test_the_files_get_gits_filters_and_attributes(
     work: Path, monkeypatch: pytest.MonkeyPatch, tracked: bool
@@ -124,14 +136,7 @@ def test_the_files_get_gits_filters_and_attributes(
     if tracked:
         git(work, "add", ".tasks/.gitattributes")
         git(work, "commit", "-qm", "attributes")
-    old, new = _next(work)
-    repo, known = mgit.open_repo(work), _known(work, old, new)
-    _stage(repo, old, new, known)
-    runs = _exec_runs(monkeypatch, "restore")
-    assert move_paths(repo, old, new, known) == (True, None)
-    assert runs == []
-    assert (work / ".tasks" / "b.json").read_bytes() == b"b 2\r\n"
-    assert (work / ".tasks" / "d.json").read_bytes() == b"d 1\r\n"
+    _staged_move_writes_crlf(work, monkeypatch)
     assert git(work, "diff-files", "--name-only") == ""
     assert git(work, "diff", "--name-only", "--", ".tasks") == ""
 
@@ -578,14 +583,7 @@ def test_attributes_from_a_relative_attributes_file_apply_to_the_moved_files(
     at the top of the staging tree, found nothing there and wrote LF where git writes CRLF."""
     (work / ".myattributes").write_text("*.json text eol=crlf\n")
     git(work, "config", "core.attributesFile", ".myattributes")
-    old, new = _next(work)
-    repo, known = mgit.open_repo(work), _known(work, old, new)
-    _stage(repo, old, new, known)
-    runs = _exec_runs(monkeypatch, "restore")
-    assert move_paths(repo, old, new, known) == (True, None)
-    assert runs == []
-    assert (work / ".tasks" / "b.json").read_bytes() == b"b 2\r\n"
-    assert (work / ".tasks" / "d.json").read_bytes() == b"d 1\r\n"
+    _staged_move_writes_crlf(work, monkeypatch)
 
 
 def test_a_symlink_among_the_staging_folders_is_left_alone(work: Path, tmp_path: Path) -> None:
