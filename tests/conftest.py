@@ -79,7 +79,9 @@ class Remote:
 
     def clone(self, name: str) -> Path:
         path = self.root / name
-        git(self.root, "clone", "-q", str(self.bare), str(path))
+        # Over git's protocol, not by copying the object folder: a push still being received (an orphaned
+        # one, a test's held hook) has a `tmp_objdir-incoming-*` folder there that vanishes mid-copy.
+        git(self.root, "clone", "-q", "--no-local", str(self.bare), str(path))
         return path
 
     def head(self, branch: str = "main") -> str:
