@@ -26,6 +26,7 @@ class Config(Plain):
         "push_retries",
         "read_max_age",
         "remote",
+        "remote_timeout",
     )
 
     def __init__(
@@ -35,15 +36,16 @@ class Config(Plain):
         remote: str = "origin",  # the remote that is the source of truth
         branch: str = "",  # the task branch; empty = the remote's default branch
         claim_ttl: float = 3600.0,  # seconds an agent's claim lasts; 0 = no expiry
-        push_retries: int = 3,  # refused pushes before this clone takes its turn (ADR 0004, 0015)
+        push_retries: int = 1,  # refused pushes before this clone takes its turn (ADR 0004, 0015)
         allow_hand_edits: bool = False,  # let the pre-commit hook pass hand edits of .tasks/ files
         read_max_age: float = 60.0,  # seconds after the last sync `list` and `show` fetch before answering
         group_commit: bool = True,  # waiters of one clone hand their operation to the holder (ADR 0017)
+        remote_timeout: float = 120.0,  # seconds a fetch or push may take before it is ended; 0 = no limit
     ) -> None:
         self.lock_ttl, self.lock_wait, self.remote, self.branch = lock_ttl, lock_wait, remote, branch
         self.claim_ttl, self.push_retries = claim_ttl, push_retries
         self.allow_hand_edits, self.read_max_age = allow_hand_edits, read_max_age
-        self.group_commit = group_commit
+        self.group_commit, self.remote_timeout = group_commit, remote_timeout
 
     def replace(self, **changes: Any) -> Config:
         """A copy with `changes` (as `dataclasses.replace`)."""
@@ -150,6 +152,7 @@ KEYS: dict[str, Key] = {
     "allow_hand_edits": Key(_flag, "MICHI_ALLOW_HAND_EDITS", "true or false"),
     "read_max_age": Key(_seconds, "MICHI_READ_MAX_AGE", "a number of seconds >= 0 (0 = always fetch)"),
     "group_commit": Key(_flag, "MICHI_GROUP_COMMIT", "true or false"),
+    "remote_timeout": Key(_seconds, "MICHI_REMOTE_TIMEOUT", "a number of seconds >= 0 (0 = no limit)"),
 }
 assert set(KEYS) == set(Config._fields)
 

@@ -189,6 +189,47 @@ def test_known_changes_past_the_limit_go_to_read_tree_without_a_diff(work: Path)
     assert git(work, "diff-index", "--cached", "--name-only", new) == ""
 
 
+def _many_files(repo: Path, count: int) -> tuple[str, str]:
+    """A commit adding `count` task files, built without moving HEAD, index or files."""
+    old = git(repo, "rev-parse", "HEAD").strip()
+    env = {"GIT_INDEX_FILE": str(repo / ".git" / "scratch-index")}
+    git(repo, "read-tree", old, env=env)
+    scratch = repo / ".git" / "scratch-blob"
+    scratch.write_text("{}\n")
+    blob = git(repo, "hash-object", "-w", str(scratch))
+    listing = "".join(f"100644 {blob}\t.tasks/many/n{i}.json\n" for i in range(count))
+    subprocess.run(
+        ["git", "update-index", "--index-info"],
+        cwd=repo,
+        input=listing,
+        text=True,
+        check=True,
+        env={**os.environ, **env},
+    )
+    tree = git(repo, "write-tree", env=env).strip()
+    return old, git(repo, "commit-tree", tree, "-p", old, "-m", "many").strip()
+
+
+@pytest.mark.parametrize("chosen", [None, "1"])
+def test_a_large_move_writes_files_with_parallel_workers_unless_the_user_chose(
+    work: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chosen: str | None
+) -> None:
+    """Creating thousands of files bounds an import: git's parallel checkout writes them on every core,
+    except where the user set `checkout.workers` themselves (ADR 0015)."""
+    from michi.git.checkout import MAX_PATHS
+
+    if chosen is not None:
+        git(work, "config", "checkout.workers", chosen)
+    old, new = _many_files(work, MAX_PATHS + 50)
+    trace = tmp_path / "trace.json"
+    monkeypatch.setenv("GIT_TRACE2_EVENT", str(trace))
+    assert mgit.read_tree_update(mgit.open_repo(work), old, new) is None
+    assert git(work, "diff-index", "--cached", "--name-only", new) == ""
+    assert (work / ".tasks" / "many" / "n0.json").read_text() == "{}\n"
+    workers = [line for line in trace.read_text().splitlines() if "checkout--worker" in line]
+    assert bool(workers) == (chosen is None)
+
+
 def test_a_file_that_becomes_a_folder(work: Path) -> None:
     (work / "api").mkdir()
     (work / "api" / ".tasks").write_text("a file\n")

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import marshal
 import os
+import subprocess
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -100,7 +102,7 @@ def test_a_child_that_fails_or_lies_costs_only_time(
     monkeypatch.setattr(coldtable, "_half", failing)
     _same(tree, tmp_path / "a", monkeypatch)
     monkeypatch.setattr(coldtable, "_half", half)
-    wrong = marshal.dumps((tuple([] for _ in table.COLUMNS), {}, False, 0))  # marshals, but no rows
+    wrong = marshal.dumps(([], {}, False, 0))  # marshals, but no rows
     beside = twocore.beside_then
     for sent in (b"garbage", wrong):
         monkeypatch.setattr(
@@ -109,6 +111,15 @@ def test_a_child_that_fails_or_lies_costs_only_time(
             lambda there, then, here, sent=sent: (beside(there, then, here)[0], sent, None),
         )
         _same(tree, tmp_path / sent.hex()[:8], monkeypatch)
+
+    def cut(there: Any, then: Any, here: Any) -> Any:  # the child's answer whole, but one row cut short
+        mine, data, rest = beside(there, then, here)
+        rows, ids, linked, problems = marshal.loads(data)
+        rows[0] = rows[0][:-1]
+        return mine, marshal.dumps((rows, ids, linked, problems)), rest
+
+    monkeypatch.setattr(twocore, "beside_then", cut)
+    _same(tree, tmp_path / "cut", monkeypatch)
 
     class Lying:
         def read(self) -> bytes:
@@ -176,6 +187,33 @@ def test_later_work_is_done_by_a_child_and_waited_for(split: None, tmp_path: Pat
         os.waitpid(child, os.WNOHANG)  # reaped (this child: other tests' children are not its business)
     twocore.later(lambda: 1 / 0)  # a failure is silent, as the cache writes it is for
     twocore.wait()
+
+
+def test_at_exit_reaps_the_writer_and_leaves_what_it_was_handed(split: None, tmp_path: Path) -> None:
+    done = tmp_path / "done"
+    twocore.later(lambda: done.write_text("x"))
+    child = twocore._writers[-1]
+    twocore.at_exit()
+    assert done.read_text() == "x" and child not in twocore._writers
+    assert child in twocore._held and twocore.holding()  # the process's end frees it, if anything
+    twocore.wait()  # reaps nothing more; frees what was held
+    assert not twocore.holding()
+
+
+def test_a_process_holding_a_writer_s_work_ends_with_its_code_and_output(tmp_path: Path) -> None:
+    """`client.end`: the writer waited for, the output flushed, the command's exit code, no teardown."""
+    done = tmp_path / "done"
+    program = (
+        "import sys\nfrom michi.serve import client\nfrom michi.tasks import twocore\n"
+        "twocore.later(lambda: open(sys.argv[1], 'w').write('written'))\n"
+        "sys.stdout.write('out')\nsys.stderr.write('err')\n"
+        "assert twocore.holding() or twocore._safe() is False\nclient.end(3)\nraise SystemExit(9)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", program, str(done)], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert (proc.returncode, proc.stdout, proc.stderr) == (3, "out", "err")
+    assert done.read_text() == "written"
 
 
 def test_later_work_runs_here_on_one_core(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

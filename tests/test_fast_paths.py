@@ -17,7 +17,7 @@ import pytest
 from conftest import CliResult, git
 
 from michi.errors import GitFailed
-from michi.git import objects
+from michi.git import core, objects
 from michi.git.pack import write_pack
 from michi.git.repo import Repo
 from michi.repo import find_repo
@@ -640,7 +640,13 @@ def test_a_task_s_json_text_is_its_view_encoded() -> None:
     assert checked > 1000
 
 
-def test_task_files_in_a_listing_are_those_the_path_check_names(plain_repo: Repo) -> None:
+@pytest.mark.parametrize("block", [1 << 20, 5])
+def test_task_files_in_a_listing_are_those_the_path_check_names(
+    plain_repo: Repo, block: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Matched a block of git's output at a time (ADR 0015), whole records each: 5 bytes cut records
+    and characters (`é`, a name that is not UTF-8) across blocks."""
+    monkeypatch.setattr(core, "_BLOCK", block)
     root = Path(plain_repo.working_dir)
     names = [".tasks/a.json", ".tasks/ab/abc.json", ".tasks/ab/cd.json", ".tasks/AB/ABc.json"]
     names += [".tasks/ab/ab/abc.json", "x/.tasks/.json", ".tasks/0f/0f.json", "a/b/.tasks/0f/0fz.json"]
@@ -659,11 +665,18 @@ def test_task_files_in_a_listing_are_those_the_path_check_names(plain_repo: Repo
         "files",
         env={"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", **_committer()},
     )
+    (root / os.fsdecode(b".tasks/\xff.json")).write_text("not UTF-8")
+    git(root, "add", "-A")
+    author = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", **_committer()}
+    git(root, "commit", "-qm", "more", env=author)
     listed = objects.ls_task_files(plain_repo, "HEAD")
-    raw = git(root, "ls-tree", "-r", "-z", "--full-tree", "HEAD").split("\0")
+    out = subprocess.run(["git", "ls-tree", "-r", "-z", "--full-tree", "HEAD"], cwd=root, capture_output=True)
+    raw = out.stdout.decode("utf-8", "surrogateescape").split("\0")
     want = {r.split("\t", 1)[1]: r.split(" ")[2].split("\t")[0] for r in raw if r}
-    assert listed == {p: o for p, o in want.items() if objects._is_task_file(p)}
-    assert len(listed) == 12
+    assert list(listed.items()) == [(p, o) for p, o in want.items() if objects._is_task_file(p)]
+    assert len(listed) == 13 and os.fsdecode(b".tasks/\xff.json") in listed
+    with pytest.raises(GitFailed, match="git ls-tree failed"):
+        objects.ls_task_files(plain_repo, "0" * 40)
 
 
 def _committer() -> dict[str, str]:

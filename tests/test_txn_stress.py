@@ -31,10 +31,16 @@ FAULTS = ("locked", "fetched", "committed", "pushing", "pushed", "local")
 
 def _hook(bare: Path, signals: Path) -> None:
     """Slow and refusing as the pushing michi's environment says (the remote's half inherits it):
-    STRESS_DELAY seconds, STRESS_REFUSE=1; each push leaves `entered.<STRESS_LABEL>.<pid>`."""
+    STRESS_DELAY seconds, STRESS_REFUSE=1; each push of the branch leaves `entered.<STRESS_LABEL>.<pid>`.
+    A push of the turn alone (`refs/michi/turn/*`, ADR 0004) passes: it is made between two rounds,
+    without the lock and with nothing journaled (a refused round's entry is dropped), so a command
+    killed there did nothing, as one killed before its lock; killing it there is no test of recovery."""
     hook = bare / "hooks" / "pre-receive"
     hook.write_text(
         f"""#!/bin/sh
+branch=
+while read -r old new ref; do case "$ref" in refs/heads/*) branch=1 ;; esac; done
+[ -n "$branch" ] || exit 0
 : > '{signals}'/"entered.${{STRESS_LABEL:-none}}.$$"
 [ -e '{signals}/calm' ] && exit 0
 sleep "${{STRESS_DELAY:-0}}"

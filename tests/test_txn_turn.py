@@ -177,3 +177,126 @@ def test_waiting_on_a_turn_the_remote_keeps_locked_ends_and_does_not_hammer(
         waiter.wait(want=False)
     assert refused.value.code == "push_retries_exhausted"
     assert 1 <= len(swaps) < 40
+
+
+def _push_turn(work: Path, data: dict[str, object]) -> str:
+    from michi.git import lockref
+
+    record = lockref.write_record(work, work / ".git", json.dumps(data), "michi: turn to push")
+    assert lockref.cas_push(work, "origin", "refs/michi/turn/main", record, None).ok
+    return record
+
+
+@pytest.mark.parametrize("want", [False, True])
+def test_a_turn_whose_holder_died_on_this_machine_is_cleared_at_once(
+    remote: Remote, monkeypatch, want: bool
+) -> None:
+    """A turn whose record names a process of this machine that is gone (SIGKILLed while it held the
+    turn) is cleared (or taken over) once a waiter has read the record, not after `STALE_AFTER`: with
+    turns taken after one refused push, a killed holder had the other clones wait out 60 s."""
+    import subprocess
+
+    from michi.workflow import turn
+
+    holder = remote.clone("holder")
+    dead = subprocess.Popen(["sleep", "600"])
+    data = turn.holder(dead.pid)
+    dead.kill()
+    dead.wait()
+    record = _push_turn(holder, data)
+    monkeypatch.setenv("MICHI_TURN_STALE", "3600")  # never stale by age within this test
+    monkeypatch.setattr(turn, "WAIT_FOR", 30.0)
+    monkeypatch.setattr(turn, "JUDGE_AFTER", 0.2)
+    waiter_clone = remote.clone("waiter")  # has no copy of the record: it must fetch it to read it
+    waiter = turn.Turn(waiter_clone, waiter_clone / ".git", "origin", "main", None)
+    waiter.wait(want=want)
+    now = git(remote.bare, "for-each-ref", "--format=%(objectname)", "refs/michi/turn/main")
+    if want:
+        assert waiter.mine is not None and now == waiter.mine != record
+    else:
+        assert waiter.mine is None and now == ""
+
+
+def test_a_turn_whose_holder_lives_is_waited_for(remote: Remote, monkeypatch) -> None:
+    """A live holder's turn is not cleared however long a waiter reads its record (until `STALE_AFTER`)."""
+    import os
+
+    from michi.errors import GitFailed
+    from michi.workflow import turn
+
+    holder = remote.clone("holder")
+    record = _push_turn(holder, turn.holder(os.getpid()))  # this very process: alive
+    monkeypatch.setenv("MICHI_TURN_STALE", "3600")
+    monkeypatch.setattr(turn, "WAIT_FOR", 1.5)
+    monkeypatch.setattr(turn, "JUDGE_AFTER", 0.1)
+    waiter_clone = remote.clone("waiter")
+    waiter = turn.Turn(waiter_clone, waiter_clone / ".git", "origin", "main", None)
+    with pytest.raises(GitFailed) as waited:
+        waiter.wait(want=True)
+    assert waited.value.code == "push_retries_exhausted"
+    assert git(remote.bare, "rev-parse", "refs/michi/turn/main") == record
+
+
+def test_only_a_holder_provably_gone_is_judged_gone() -> None:
+    """Dead or reused PIDs on this machine are gone; another host, boot or PID namespace, a record
+    without start ticks or not a record at all can only go stale."""
+    import os
+    import subprocess
+
+    from michi.workflow import turn
+
+    me = turn.holder(os.getpid())
+    assert isinstance(me["ticks"], int)
+    assert not turn.gone(me)
+    assert turn.gone({**me, "ticks": me["ticks"] + 1})  # the PID is another process's now
+    dead = subprocess.Popen(["sleep", "600"])
+    was = turn.holder(dead.pid)
+    dead.kill()
+    dead.wait()
+    assert turn.gone(was)
+    for other in ({"host": "elsewhere"}, {"boot": "another-boot"}, {"pidns": "pid:[1]"}, {"ticks": None}):
+        assert not turn.gone({**was, **other})
+    assert not turn.gone({k: v for k, v in was.items() if k != "ticks"})
+    assert not turn.gone(None) and not turn.gone([was]) and not turn.gone({**was, "pid": "1"})
+
+
+def test_a_turn_taken_by_another_process_of_this_clone_is_this_clones(remote: Remote, monkeypatch) -> None:
+    """A turn is the clone's: its processes are ordered by the clone's lock, so one of them finds the
+    record another took and uses it as its own, while another clone still waits it out."""
+    import os
+
+    from michi.errors import GitFailed
+    from michi.workflow import turn
+
+    monkeypatch.setenv("MICHI_TURN_STALE", "3600")
+    monkeypatch.setattr(turn, "JUDGE_AFTER", 3600.0)
+    one = remote.clone("one")
+    taker = turn.Turn(one, one / ".git", "origin", "main", None)
+    taker.wait(want=True)
+    record = taker.mine
+    assert record is not None and json.loads(git(one, "show", f"{record}:owner.json"))["pid"] == os.getpid()
+    sibling = turn.Turn(one, one / ".git", "origin", "main", None)  # another process of the same clone
+    sibling.wait(want=False, limit=5.0)
+    assert sibling.mine == record and sibling.release() == ("refs/michi/turn/main", record)
+    other = remote.clone("other")
+    stranger = turn.Turn(other, other / ".git", "origin", "main", None)
+    with pytest.raises(GitFailed):
+        stranger.wait(want=False, limit=0.5)
+    assert stranger.mine is None
+
+
+def test_a_command_lands_through_a_turn_its_own_clone_holds(remote: Remote) -> None:
+    """A clone's lock holder whose push would be refused by a turn that another process of its own clone
+    took (and that process waits for this very lock) uses that turn: it lands and ends the turn. Before,
+    both waited on each other until the holder gave up (`push_retries_exhausted`)."""
+    from michi.workflow import turn
+
+    work = remote.clone("work")
+    assert run_michi(work, "init").exit_code == 0
+    taker = turn.Turn(work, work / ".git", "origin", "main", None)
+    taker.wait(want=True)  # this test process: alive, of this clone, never pushing
+    (work / ".git" / "michi" / "contended").touch()  # refused lately: the command looks at turns
+    out = run_michi(work, "--json", "task", "add", "through", env={"MICHI_TURN_STALE": "3600"}, timeout=60)
+    assert out.exit_code == 0, out.stdout + out.stderr
+    assert [t["description"] for t in _remote_tasks(remote.bare)] == ["through"]
+    assert git(remote.bare, "for-each-ref", "refs/michi/") == ""  # the landing push ended the turn

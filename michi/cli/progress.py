@@ -10,6 +10,7 @@ import contextlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from michi import threads
 from michi.lock.record import Owner
 from michi.session import Session
 
@@ -29,7 +30,8 @@ def spinner(session: Session) -> Iterator[Callable[[str], None] | None]:
             from rich.console import Console
 
             status = Console(stderr=True, highlight=False).status(text)
-            status.start()
+            with threads.held_back():  # it starts a thread (michi.threads)
+                status.start()
         else:
             status.update(text)
 

@@ -17,6 +17,7 @@ from functools import partial
 from pathlib import Path
 from typing import IO, Any
 
+from michi import threads
 from michi.commands import task_common
 from michi.errors import Conflict, UsageError
 from michi.git.repo import after_next_batch, cancel_after_batch
@@ -239,7 +240,7 @@ def _readied(chunks: Iterator[list[dict[str, Any]]]) -> Generator[list[dict[str,
             go = threading.Event()
             ready.notify(partial(after_next_batch, go.set))  # then this chunk's commit is built: git's turn
             worker = threading.Thread(target=ahead, args=(go,), name="michi-import-ahead", daemon=True)
-            worker.start()
+            threads.start(worker)
             try:
                 yield chunk
             finally:

@@ -12,6 +12,7 @@ import contextlib
 import os
 import shlex
 
+from michi import threads
 from michi.commands.lock_run import RUN_HINT, RunResult
 from michi.errors import GitFailed, LockError, UsageError
 from michi.lock.group import Group
@@ -41,9 +42,9 @@ def _run_held(lock: RemoteLock, argv: list[str], grace: float) -> int:
 
     keeper = RemoteKeeper(lock, on_lost=stop_command)
     try:
-        group.go()
-        keeper.start()
         try:
+            group.go()
+            threads.start(keeper)
             code = group.wait()
         finally:
             keeper.stop()

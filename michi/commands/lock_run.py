@@ -16,11 +16,12 @@ from dataclasses import dataclass, field
 
 from michi.errors import UsageError
 from michi.lock import TOKEN_ENV, Owner, RepoLock
-from michi.lock.group import HELD_BACK, Group
+from michi.lock.group import Group
 from michi.lock.keeper import sigterm_raises
 from michi.lock.record import FENCE_ENV
 from michi.results import Result
 from michi.session import Session
+from michi.threads import HELD_BACK
 
 # The command is run as given, without a shell: a name on PATH or a path to an executable file.
 RUN_HINT = (
@@ -62,11 +63,13 @@ def _run_locked(lock: RepoLock, argv: list[str], wait: float) -> tuple[int, list
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)
             raise
         try:
-            # A SIGTERM or Ctrl-C that came meanwhile is raised here, where the finally stops the group.
-            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-            if group.pgid is not None:
-                lock.set_group(group.pgid, group.ticks)
-            group.go()
+            try:
+                if group.pgid is not None:
+                    lock.set_group(group.pgid, group.ticks)  # not cut off halfway by a signal
+                group.go()
+            finally:
+                # A SIGTERM or Ctrl-C that came meanwhile is raised here, where the finally stops the group.
+                signal.pthread_sigmask(signal.SIG_SETMASK, mask)
             with lock.keeping(on_lost=lambda: group.signal(signal.SIGTERM)):
                 code = group.wait()
         finally:

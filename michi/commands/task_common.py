@@ -42,7 +42,7 @@ def _made_by() -> str:
 
     from michi.codestamp import stamp
 
-    names = ("table", "viewtext", "query", "urgency", "links", "domains", "twocore")
+    names = ("table", "viewtext", "query", "urgency", "links", "domains", "twocore", "coldtable", "laidrow")
     return PARSED + "/" + stamp(*(sys.modules[f"michi.tasks.{name}"] for name in names))
 
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from michi.errors import GitFailed
@@ -40,6 +41,33 @@ def _must(repo: Repo, *args: str, env: Mapping[str, str] | None = None) -> str:
     if status != 0:
         raise lock_held(err) or GitFailed(f"git {args[0]} failed: {err.strip() or status}")
     return str(out)
+
+
+_BLOCK = 1 << 20  # the most `_must_records` reads at once (a pipe holds 64 KiB unless made larger)
+
+
+def _must_records(repo: Repo, *args: str) -> Iterator[str]:
+    """`_must`'s output (NUL-separated records: `-z`) as it comes, a block of whole records at a time: the
+    caller works on one while git writes the next (ADR 0015: a cold list matches `ls-tree`'s 50,000
+    records beside git's listing). What follows the last NUL is left out, as a pattern needing one
+    leaves it. git failing raises as `_must` does, once its output is read."""
+    proc = repo.start(list(args))
+    out, rest = proc.stdout, b""
+    assert out is not None and proc.stderr is not None
+    try:
+        while block := os.read(out.fileno(), _BLOCK):  # what the pipe holds: no waiting for more
+            block = rest + block if rest else block
+            cut = block.rfind(b"\0") + 1
+            rest = block[cut:]
+            if cut:  # a character's bytes hold no NUL: each block decodes as the whole output would
+                yield block[:cut].decode("utf-8", "surrogateescape")
+        err = str(output(proc.stderr.read(), False))
+    finally:  # the caller stopped early, or failed: git ends (its output closed) and is reaped
+        out.close()
+        proc.stderr.close()
+        status = proc.wait()
+    if status != 0:
+        raise lock_held(err) or GitFailed(f"git {args[0]} failed: {err.strip() or status}")
 
 
 # git's words when another git process holds (or a crashed one left) the lock file of a ref or the index.
@@ -104,12 +132,12 @@ def config_values(repo: Repo) -> dict[str, str]:
     return dict(repo.memo["config"])
 
 
-# The identity, the remotes' URLs and fetch refspecs, and what decides whether the checkout move may
-# stage the index (`michi.git.staged`). Changing it means changing `settings.CACHE_NAME`: a kept answer
-# lacks the rest.
+# The identity, the remotes' URLs and fetch refspecs, what decides whether the checkout move may stage
+# the index (`michi.git.staged`), and whether the user chose checkout.workers. Changing it means
+# changing `settings.CACHE_NAME`: a kept answer lacks the rest.
 _SETTINGS = (
     r"^(user\.(name|email)|remote\..*\.(url|fetch)|core\.(fsmonitor|splitindex|attributesfile)|index\.version"
-    r"|feature\.manyfiles|filter\..+\.(smudge|process))$"
+    r"|feature\.manyfiles|filter\..+\.(smudge|process)|checkout\.workers)$"
 )
 
 
@@ -188,10 +216,19 @@ def read_tree_update(
         done, refused = move_paths(repo, old, new, known, own)  # only the paths that differ (ADR 0015)
         if done:
             return refused
-    status, _out, err = _exec(repo, "read-tree", "-m", "-u", old, new, env=env)
+    status, _out, err = _exec(repo, *_parallel_checkout(repo), "read-tree", "-m", "-u", old, new, env=env)
     if status != 0 and (held := lock_held(err)) is not None:
         raise held  # not a refusal: nothing in the work tree is in the way
     return None if status == 0 else (err.strip() or f"read-tree exited {status}")
+
+
+def _parallel_checkout(repo: Repo) -> tuple[str, ...]:
+    """Files written by as many git workers as there are cores (git's own parallel checkout, for 100
+    files or more), unless the user chose `checkout.workers`: a move of thousands of task files (an
+    import, a first checkout) is bound by creating them, and a second worker halves that (ADR 0015)."""
+    if "checkout.workers" in config_values(repo):
+        return ()
+    return ("-c", "checkout.workers=0")
 
 
 def index_holds(repo: Repo, commit: str, paths: list[str]) -> bool:

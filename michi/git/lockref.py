@@ -20,7 +20,7 @@ from pathlib import Path
 from michi.atomic import write_atomic
 from michi.errors import GitFailed, RemoteRejected, RemoteUnreachable
 from michi.git.core import NO_PROMPT
-from michi.git.plain import child_env
+from michi.git.plain import child_env, run_ended
 from michi.git.remote import _REF_RACES, _rejection_reasons, _remote_failure
 
 RECORD_FILE = "owner.json"
@@ -42,17 +42,17 @@ def _git(
     remote: str = "",
 ) -> subprocess.CompletedProcess[str]:
     try:
-        return subprocess.run(
+        # Its own session: Ctrl-C at the terminal must not kill a compare-and-swap push half-way; past the
+        # timeout it is ended with what it started (a stuck upload-pack must not outlive it).
+        status, out, err = run_ended(
             ["git", *args],
             cwd=cwd,
-            input=stdin,
-            capture_output=True,
-            text=True,
             env=child_env({**NO_PROMPT, **(env or {})}),
             timeout=timeout,
-            check=False,
-            # Its own session: Ctrl-C at the terminal must not kill a compare-and-swap push half-way.
-            start_new_session=True,
+            data=None if stdin is None else stdin.encode(),
+        )
+        return subprocess.CompletedProcess(
+            args, status, out.decode(errors="replace"), err.decode(errors="replace")
         )
     except subprocess.TimeoutExpired:
         # A push may have landed: callers re-read the ref to find out (ADR 0009).

@@ -7,7 +7,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from michi.errors import Conflict
-from michi.git.core import _must, config_values
+from michi.git.core import _must, _must_records, config_values
 from michi.git.repo import Repo
 
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
@@ -65,9 +65,13 @@ _LS_RECORD = re.compile(
 
 
 def ls_task_files(repo: Repo, tree: str) -> dict[str, str]:
-    """Every task file in `tree`, either layout: path -> blob oid (one git process)."""
-    out = _must(repo, "ls-tree", "-r", "-z", "--full-tree", tree)
-    return {path: oid for oid, path, _ in _LS_RECORD.findall(out) if oid}
+    """Every task file in `tree`, either layout: path -> blob oid (one git process). Its output is matched
+    a block at a time as git writes it, git listing on one core while this process matches on the
+    other (the listing and the match took ~0.05 s and ~0.1 s one after the other at 50,000: ADR 0015)."""
+    found: dict[str, str] = {}
+    for block in _must_records(repo, "ls-tree", "-r", "-z", "--full-tree", tree):
+        found.update({path: oid for oid, path, _ in _LS_RECORD.findall(block) if oid})
+    return found
 
 
 def diff_trees(repo: Repo, old: str, new: str) -> dict[str, tuple[int, str] | None]:

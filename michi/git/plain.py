@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from michi.errors import GitFailed
@@ -103,3 +105,47 @@ def config_get(worktree: Path, key: str) -> str | None:
 def run(cwd: Path, args: Sequence[str]) -> str:
     """Escape hatch for code paths that are not yet behind a named function; prefer a named one."""
     return quick(cwd, *args)
+
+
+def run_ended(
+    argv: Sequence[str],
+    *,
+    cwd: str | Path,
+    env: Mapping[str, str],
+    timeout: float | None,
+    data: bytes | None = None,
+    on_start: Callable[[int], None] | None = None,
+    outlives_us: bool = False,
+) -> tuple[int, bytes, bytes]:
+    """(status, stdout, stderr) of a git call that talks to a remote. It runs in its own session, so that
+    it and what it starts (ssh, a local remote's upload-pack or receive-pack and its hooks) are ended
+    together, with SIGKILL, once it has run `timeout` seconds: then `subprocess.TimeoutExpired` is
+    raised. `subprocess.run(timeout=)` kills the direct child only and leaves the rest running. An
+    exception here ends it too, unless `outlives_us` (a push: it lands or not, ADR 0004). `on_start`
+    gets its pid as soon as it exists."""
+    proc = subprocess.Popen(
+        list(argv),
+        cwd=cwd,
+        env=dict(env),
+        stdin=subprocess.DEVNULL if data is None else subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        try:
+            if on_start is not None:
+                on_start(proc.pid)
+        finally:
+            if outlives_us:  # seen to its end even when `on_start` failed (ADR 0004)
+                out, err = proc.communicate(data, timeout=timeout)
+        if not outlives_us:
+            out, err = proc.communicate(data, timeout=timeout)
+    except BaseException as exc:
+        if outlives_us and not isinstance(exc, subprocess.TimeoutExpired):
+            raise
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise
+    return proc.returncode, out, err

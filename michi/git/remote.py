@@ -1,4 +1,6 @@
-"""Talking to the remote: fetch one branch, push one commit fast-forward only (ADR 0004)."""
+"""Talking to the remote: fetch one branch, push one commit fast-forward only (ADR 0004). Each call is
+ended, with every process it started, once it has run `Repo.network_timeout` seconds: a remote that
+accepts a connection and then never answers must not keep the repo lock forever."""
 
 from __future__ import annotations
 
@@ -7,8 +9,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from michi.errors import GitFailed
-from michi.git.core import NO_PROMPT, _exec, lock_held, ref_oid
-from michi.git.plain import child_env
+from michi.git.core import lock_held, ref_oid
+from michi.git.plain import run_ended
 from michi.git.repo import Repo
 
 # What git says when it never got to talk to the remote: nothing can have landed.
@@ -38,17 +40,57 @@ def _remote_failure(err: str, remote: str) -> GitFailed:
     return failure
 
 
+def _timed_out(repo: Repo, remote: str) -> GitFailed:
+    from michi.errors import RemoteUnreachable
+
+    failure = RemoteUnreachable(
+        f"remote {remote!r} did not answer within {repo.network_timeout:g} s; michi ended git",
+        hint="check the remote and the network (a stuck server or connection), then retry; a slow link "
+        "needs a larger remote_timeout (MICHI_REMOTE_TIMEOUT)",
+    )
+    failure.connected = True  # it may have taken a push before it stopped answering
+    return failure
+
+
+def _network(
+    repo: Repo,
+    args: list[str],
+    remote: str,
+    env: Mapping[str, str] | None = None,
+    on_start: Callable[[int], None] | None = None,
+    outlives_us: bool = False,
+) -> tuple[int, str, str]:
+    """`git <args>` that talks to `remote`: (status, stdout, stderr), ended with what it started once it
+    ran `repo.network_timeout` seconds (`plain.run_ended`). `outlives_us`: a push is not ended when
+    this process is interrupted (ADR 0004: it lands or not, and the journal knows); a fetch is."""
+    try:
+        status, out, err = run_ended(
+            ["git", *args],
+            cwd=repo.working_dir,
+            env=repo.env(env),
+            timeout=repo.network_timeout,
+            on_start=on_start,
+            outlives_us=outlives_us,
+        )
+    except subprocess.TimeoutExpired:
+        raise _timed_out(repo, remote) from None
+    return status, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
+
+
 def fetch_branch(repo: Repo, remote: str, branch: str) -> str | None:
     """Update refs/remotes/<remote>/<branch> from the remote; None when the remote has no such branch."""
     tracking = f"refs/remotes/{remote}/{branch}"
-    status, _out, err = _exec(
+    status, _out, err = _network(
         repo,
-        "fetch",
-        "--quiet",
-        "--no-tags",
-        "--no-write-fetch-head",
+        [
+            "fetch",
+            "--quiet",
+            "--no-tags",
+            "--no-write-fetch-head",
+            remote,
+            f"+refs/heads/{branch}:{tracking}",
+        ],
         remote,
-        f"+refs/heads/{branch}:{tracking}",
     )
     if status != 0:
         if "couldn't find remote ref" in err:
@@ -66,16 +108,12 @@ def prefetch_branch(repo: Repo, remote: str, branch: str) -> str | None:
     prefetches racing for michi's ref can set it back too: the tip is only a guess to build on, which the
     fast-forward-only push checks."""
     ref = f"refs/michi/fetched/{remote}/{branch}"
-    status, _out, _err = _exec(
-        repo,
-        "fetch",
-        "--quiet",
-        "--no-tags",
-        "--no-write-fetch-head",
-        "--refmap=",
-        remote,
-        f"+refs/heads/{branch}:{ref}",
-    )
+    args = ["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--refmap="]
+    args += [remote, f"+refs/heads/{branch}:{ref}"]
+    try:
+        status, _out, _err = _network(repo, args, remote)
+    except GitFailed:
+        return None  # it ran out of time: the round under the lock fetches (and says why it cannot)
     return ref_oid(repo, ref) if status == 0 else None
 
 
@@ -101,26 +139,12 @@ class PushResult:
 
 
 def _run_push(
-    repo: Repo, args: list[str], env: Mapping[str, str], on_start: Callable[[int], None] | None
+    repo: Repo, args: list[str], env: Mapping[str, str], on_start: Callable[[int], None] | None, remote: str
 ) -> tuple[int, str, str]:
     """`git push` in its own session (a terminal Ctrl-C must not kill it half-way, ADR 0004), its pid
     handed to `on_start` as soon as it exists: the push outlives a SIGKILLed michi, and the next holder
-    must be able to find it (see michi.workflow.orphans)."""
-    proc = subprocess.Popen(
-        ["git", *args],
-        cwd=repo.working_dir,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=child_env({"LANGUAGE": "C", "LC_ALL": "C", **NO_PROMPT, **env}),
-        start_new_session=True,
-    )
-    try:
-        if on_start is not None:
-            on_start(proc.pid)
-    finally:
-        out, err = proc.communicate()
-    return proc.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
+    must be able to find it (see michi.workflow.orphans). Ended when it runs out of time (`_network`)."""
+    return _network(repo, args, remote, env, on_start, outlives_us=True)
 
 
 def push(
@@ -148,7 +172,7 @@ def push(
     if release is not None:
         args += ["--atomic", f"--force-with-lease={release[0]}:{release[1]}"]
     args += [remote, f"{commit}:refs/heads/{branch}", *([f":{release[0]}"] if release else [])]
-    status, out, err = _run_push(repo, args, env, on_start)
+    status, out, err = _run_push(repo, args, env, on_start, remote)
     if status == 0:
         return PushResult(ok=True, stale=False)
     text = f"{out}\n{err}"

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from michi import threads
 from michi.errors import GitFailed
 from michi.git.plain import child_env
 from michi.objectid import object_id
@@ -125,6 +126,8 @@ class Repo:
         # own) five or six times, each a round trip to `cat-file` otherwise. Objects never change.
         self._commits: dict[str, bytes] = {}
         self._diffs: dict[tuple[str, str], dict[str, tuple[int, str] | None]] = {}
+        # Seconds a fetch or push may run before it is ended (`remote_timeout`; None: no limit).
+        self.network_timeout: float | None = None
 
     def env(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
         """os.environ for git, less what must never reach it (the lock token: `plain.SCRUBBED`)."""
@@ -286,7 +289,7 @@ class Repo:
             bufsize=1 << 16,
         )
         feed = threading.Thread(target=_feed, args=(proc.stdin, oids), daemon=True)
-        feed.start()
+        threads.start(feed)
         out: IO[bytes] = proc.stdout  # type: ignore[assignment]
         try:
             for oid in oids:

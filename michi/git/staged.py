@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
+from michi import threads
 from michi.git import indexfile, prepared
 from michi.pids import exists
 
@@ -115,7 +116,7 @@ class Staged:
         # Its result is read as soon as git is done, while the push still runs (this process only waits
         # for the push then): the lock's holder finds it ready.
         self.reader = threading.Thread(target=self._read, name="michi-staged-index", daemon=True)
-        self.reader.start()
+        threads.start(self.reader)
 
     def _read(self) -> None:
         """Wait for git, then read what it staged and find the moved entries in its index."""

@@ -22,13 +22,11 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 
 from michi.lock import procs
+from michi.threads import HELD_BACK
 
 PR_SET_PDEATHSIG = 1
 STOP_GRACE = 5.0  # seconds the group gets to finish after SIGTERM before SIGKILL
 POLL = 0.01
-# Signals to hold back (pthread_sigmask) from before a group starts until the code that stops it is in
-# place, so a SIGTERM, SIGHUP or Ctrl-C in between cannot leave the group running unguarded.
-HELD_BACK = frozenset({signal.SIGTERM, signal.SIGINT, signal.SIGHUP})
 
 
 def _foreground_tty() -> int | None:

@@ -16,6 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
 
+from michi import threads
 from michi.host import hostname
 from michi.lock import events, fs, lost, procs
 from michi.lock.errors import Answered, LockContention, LockLost, LockTimeout
@@ -400,8 +401,9 @@ class RepoLock(LockInterface):
             on_waiters=self._handler,
             on_lost=on_lost,
         )
-        self._keeper.start()
         try:
+            # A SIGTERM that comes while the keeper starts is raised once it runs, here: stopped below.
+            threads.start(self._keeper)
             with sigterm_raises():
                 yield self
         finally:

@@ -15,6 +15,8 @@ import threading
 import time
 from pathlib import Path
 
+from michi import threads
+
 FIRST_STEP = 0.001
 POLL_CAP = 0.05  # polling a holder we cannot block on (e.g. `michi lock acquire` from a script)
 WATCH_CAP = 1.0  # re-judge staleness this often even while blocked on a holder's flock
@@ -49,7 +51,7 @@ class Waker:
             return
         thread = threading.Thread(target=self._block, args=(path,), daemon=True, name="michi-lock-wake")
         self._threads[path] = thread
-        thread.start()
+        threads.start(thread)
 
     def _block(self, path: Path) -> None:
         with contextlib.suppress(OSError):

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from michi import atomic
 from michi.atomic import read_regular
 from michi.codestamp import stamp
-from michi.tasks import blocks, idmap, model, normal, serialization, twocore
+from michi.tasks import blocks, idmap, laidrow, model, normal, serialization, twocore
 from michi.tasks.bulk import no_gc
 from michi.tasks.errors import AmbiguousId, CorruptTask, TaskNotFound
 from michi.tasks.idmap import IdMap
@@ -48,10 +48,11 @@ TOP_NAME = "task-ids-top.v2"  # v2: and the id map's tree and overlay (`idmap`)
 # path -> (blob oid, the file's record when it parsed, the problem when it did not)
 Entry = tuple[str, dict[str, Any] | None, str | None]
 # The code that turns a file into its record: the index cache holds records only it would make (ADR 0008).
-PARSED = stamp(normal, serialization, model, sys.modules[__name__])
+# (`laidrow` takes a cold list's files in michi's layout, records and rows at once: ADR 0015.)
+PARSED = stamp(normal, serialization, model, laidrow, sys.modules[__name__])
 
 
-def _parse(path: str, data: bytes) -> tuple[dict[str, Any] | None, str | None]:
+def parse_file(path: str, data: bytes) -> tuple[dict[str, Any] | None, str | None]:
     try:
         return normal.loads_record(data, path), None  # normalised: what from_trusted expects
     except CorruptTask as exc:
@@ -70,11 +71,16 @@ def remember(records: dict[tuple[str, str], dict[str, Any]]) -> None:
 
 
 def parsed(
-    tree: TaskTree, wanted: dict[str, str], split: bool = True
+    tree: TaskTree,
+    wanted: dict[str, str],
+    split: bool = True,
+    parse: Callable[[str, bytes], tuple[dict[str, Any] | None, str | None]] | None = None,
 ) -> dict[str, tuple[dict[str, Any] | None, str | None]]:
     """path -> (record, problem) of the files `wanted` (path -> blob oid), in its order. Each blob is
     parsed as git sends it (`iter_blobs`), while git reads the next on the other core (ADR 0015); half of
-    them in a child process when there are many, unless `split` is false."""
+    them in a child process when there are many, unless `split` is false. `parse(path, data)` instead of
+    `parse_file` for the blobs read (a cold list's half makes rows meanwhile: `coldtable`)."""
+    one = parse_file if parse is None else parse
     done: dict[str, tuple[dict[str, Any] | None, str | None]] = {}
     unknown: dict[str, list[str]] = {}  # blob oid -> the paths that hold it
     for path, oid in wanted.items():
@@ -85,12 +91,12 @@ def parsed(
             done[path] = (record, None)
     if unknown:
 
-        def parse(oids: Sequence[str]) -> list[list[tuple[dict[str, Any] | None, str | None]]]:
-            return [[_parse(path, data) for path in unknown[oid]] for oid, data in tree.iter_blobs(oids)]
+        def read(oids: Sequence[str]) -> list[list[tuple[dict[str, Any] | None, str | None]]]:
+            return [[one(path, data) for path in unknown[oid]] for oid, data in tree.iter_blobs(oids)]
 
         # Half of them parsed in a child process meanwhile, when there are many (ADR 0015).
         oids = list(unknown)
-        for oid, results in zip(unknown, twocore.halves(oids, parse) if split else parse(oids), strict=True):
+        for oid, results in zip(unknown, twocore.halves(oids, read) if split else read(oids), strict=True):
             for path, result in zip(unknown[oid], results, strict=True):
                 done[path] = result
     return {path: done[path] for path in wanted}

@@ -60,6 +60,7 @@ def _journal_pending(paths: RepoPaths) -> bool:
 def read_snapshot(paths: RepoPaths, config: Config, *, fetch: bool = False) -> Snapshot:
     seen = inputs(paths, config)  # before resolving: a change in between makes the stamp miss, not lie
     repo = git.open_repo(paths.worktree)
+    repo.network_timeout = config.remote_timeout or None
     repo.prestart()  # its objects are read next: the cat-file starts while this process goes on
     target = resolve(repo, config)
     if target.remote_ref and fetch:

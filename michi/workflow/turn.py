@@ -11,7 +11,13 @@ the turn ends with the push that lands. So the holder's push meets only pushes o
 refused in the last minute. The branch's fast-forward-only push still decides what lands, so a lost,
 stale or ignored turn costs rounds, never an operation. A turn left by a dead holder is taken over (or
 cleared) once it was seen unchanged for `STALE_AFTER` seconds by the waiter's own clock (no clocks
-compared).
+compared), or, when its record names a process on this machine (host, boot, PID namespace) that is gone
+(its PID dead or reused: start ticks), as soon as a waiter has read the record (`JUDGE_AFTER`).
+
+A turn is the clone's, not the process's: it is taken without the clone's lock, and pushes of one clone
+are serialized by that lock anyway. Any process of the clone that finds its clone's record on the remote
+uses it as its own (its push is leased on it and ends it), so a lock holder never waits on a turn that
+one of its own clone's processes took and cannot use before that holder lets the lock go.
 """
 
 from __future__ import annotations
@@ -26,6 +32,8 @@ from pathlib import Path
 from michi.errors import GitFailed, MichiError, RemoteRejected
 from michi.git import lockref
 from michi.host import hostname
+from michi.lock import procs
+from michi.lock.record import boot_id, pid_namespace
 
 PREFIX = "refs/michi/turn/"
 # A turn that has not changed for this long is a dead holder's. Its holder may still wait for its clone's
@@ -33,6 +41,10 @@ PREFIX = "refs/michi/turn/"
 # that, or waiters clear it and its holder's push is refused (its lease gone) round after round.
 STALE_AFTER = 60.0  # `MICHI_TURN_STALE` (seconds) overrides it
 WAIT_FOR = 120.0  # longest wait for a turn (others' turns included) before the command gives up
+# A turn held this long has its record read (one fetch of a tiny commit, once per record): a holder on
+# this machine whose process is gone is told at once instead of after `STALE_AFTER`. A live turn usually
+# ends sooner (its holder's lock, build and push), so most turns are never read.
+JUDGE_AFTER = 1.0
 _NET = 30.0  # a git call to the remote that has not answered by then: the remote is down
 _POLL_MIN, _POLL_MAX = 0.05, 1.0  # each look is a round trip to the remote (a hosted one, too)
 
@@ -59,6 +71,8 @@ class Turn:
         self.mine: str | None = None  # the record commit the remote's turn ref names while it is ours
         self.unavailable = False  # the remote refuses michi's refs: race as before, with no turns
         self._first_seen: dict[str, float] = {}
+        self._gone: dict[str, bool] = {}  # record -> its holder is provably gone (read once each)
+        self._ours: dict[str, bool] = {}  # record -> written by a process of this clone (read once each)
 
     def release(self) -> tuple[str, str] | None:
         """The turn ref's deletion that rides on the branch's push (`git.push`): leased on our turn while
@@ -69,29 +83,32 @@ class Turn:
     def landed(self) -> None:
         self.mine = None  # the push that landed deleted it
 
-    def wait(self, want: bool) -> None:
+    def wait(self, want: bool, limit: float | None = None) -> None:
         """Return once no other clone holds the turn; with `want`, once this one holds it. Raises
-        `push_retries_exhausted` after `WAIT_FOR` seconds of others' turns."""
+        `push_retries_exhausted` after `limit` (default `WAIT_FOR`) seconds of others' turns."""
         if self.unavailable:
             return
-        deadline = time.monotonic() + WAIT_FOR
+        limit = WAIT_FOR if limit is None else limit
+        deadline = time.monotonic() + limit
         stale_after = _seconds("MICHI_TURN_STALE", STALE_AFTER)
         delay = _POLL_MIN
         while not self.unavailable:
             now = time.monotonic()
             if now > deadline:
                 raise GitFailed(
-                    f"other clones held the turn to push for {WAIT_FOR:.0f} s",
+                    f"other clones held the turn to push for {limit:.0f} s",
                     code="push_retries_exhausted",
                     hint="nothing of this command landed; retry it",
                 )
             held = lockref.remote_oid(self.cwd, self.remote, self.ref, timeout=_NET)
-            if held is not None and held == self.mine:
+            if held is not None and (held == self.mine or self._of_this_clone(held)):
+                self.mine = held  # ours, or taken by another process of this clone: its lock orders us
                 return
             self.mine = None  # not (or no longer) ours: taken over by a waiter who judged it stale
             if held is None and not want:
                 return
-            if held is None or now - self._first_seen.setdefault(held, now) >= stale_after:
+            seen = now - self._first_seen.setdefault(held, now) if held is not None else 0.0
+            if held is None or seen >= stale_after or (seen >= JUDGE_AFTER and self._holder_gone(held)):
                 if not want:  # a dead holder's turn: clear it so that nobody waits on it any more
                     if self._swap("", held):
                         continue
@@ -121,5 +138,83 @@ class Turn:
             return True
 
     def _record(self) -> str:
-        data = {"host": hostname(), "pid": os.getpid(), "agent": self.agent, "created": time.time()}
+        data = {**holder(os.getpid()), "clone": clone_id(self.common_dir), "agent": self.agent}
+        data["created"] = time.time()
         return lockref.write_record(self.cwd, self.common_dir, json.dumps(data), "michi: turn to push")
+
+    def _of_this_clone(self, oid: str) -> bool:
+        """Whether the turn record `oid` was taken by a process of this clone (read once, locally: a
+        record this clone wrote is in its own object store; another clone's is not, or names another)."""
+        if oid not in self._ours:
+            raw = lockref.read_record(self.cwd, oid)
+            try:
+                data = json.loads(raw) if raw is not None else None
+            except ValueError:
+                data = None
+            mine = clone_id(self.common_dir)
+            self._ours[oid] = bool(mine) and isinstance(data, dict) and data.get("clone") == mine
+        return self._ours[oid]
+
+    def _holder_gone(self, oid: str) -> bool:
+        """Whether the turn record `oid` names a process of this machine that is gone (read once)."""
+        if oid not in self._gone:
+            raw = lockref.read_record(self.cwd, oid)
+            if raw is None:  # another clone's record: bring its commit here (no local ref written)
+                with contextlib.suppress(MichiError, OSError):
+                    lockref.fetch_ref_objects(self.cwd, self.remote, self.ref, timeout=_NET)
+                raw = lockref.read_record(self.cwd, oid)
+            if raw is None:
+                return False  # moved on meanwhile, or unreadable: judged again if seen again
+            try:
+                data = json.loads(raw)
+            except ValueError:
+                data = None
+            self._gone[oid] = gone(data)
+        return self._gone[oid]
+
+
+def holder(pid: int) -> dict[str, object]:
+    """What a turn record says of its holder: enough for a waiter on this machine to tell it is gone."""
+    return {
+        "host": hostname(),
+        "pid": pid,
+        "ticks": procs.start_ticks(pid),
+        "boot": boot_id(),
+        "pidns": pid_namespace(),
+    }
+
+
+def gone(data: object) -> bool:
+    """Is the holder a turn record names provably gone? Only a process of this host, boot and PID
+    namespace can be judged (its PID dead, or another process's now: start ticks differ); anything else
+    (another host, an older record without ticks, a hand-made one) waits for `STALE_AFTER`."""
+    if not isinstance(data, dict):
+        return False
+    pid, ticks = data.get("pid"), data.get("ticks")
+    if type(pid) is not int or type(ticks) is not int or pid <= 0:
+        return False
+    here = (hostname(), boot_id(), pid_namespace())
+    if not all(here) or (data.get("host"), data.get("boot"), data.get("pidns")) != here:
+        return False
+    return not procs.alive(pid, ticks) if procs.HAS_PROC else False
+
+
+def clone_id(common_dir: Path) -> str:
+    """This clone's random name (`.git/michi/clone-id`, made once): its processes share its lock, and so
+    its turn. Empty when it can be neither read nor made (a read-only clone: its turns are never shared)."""
+    path = common_dir / "michi" / "clone-id"
+    with contextlib.suppress(OSError, UnicodeDecodeError):
+        return path.read_text(encoding="ascii").strip()
+    with contextlib.suppress(OSError):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        draft = path.with_name(f"clone-id.{os.getpid()}.tmp")
+        draft.write_text(os.urandom(16).hex() + "\n", encoding="ascii")
+        try:
+            os.link(draft, path)  # made whole or not at all; the first process to make it names the clone
+        except FileExistsError:
+            pass
+        finally:
+            draft.unlink()
+    with contextlib.suppress(OSError, UnicodeDecodeError):
+        return path.read_text(encoding="ascii").strip()
+    return ""

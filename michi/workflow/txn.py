@@ -107,6 +107,8 @@ _CONTENDED_FOR = 60.0
 # Refused pushes a clone may still meet once it holds its turn (those already on their way when it took
 # it, and pushes of clones that do not look at turns): past `push_retries` plus these, it gives up.
 _TURN_ROUNDS = 16
+# The longest a round under the lock waits out another clone's turn before pushing into it anyway.
+_TURN_WAIT_LOCKED = 10.0
 
 
 def _safe_path(path: str) -> str:
@@ -135,6 +137,7 @@ class Transaction:
                 hint="finish or abort it (e.g. `git rebase --continue` / `git merge --abort`), then retry",
             )
         self.git: Repo = git.open_repo(req.repo.worktree)
+        self.git.network_timeout = req.config.remote_timeout or None
         self.attributes = AttributeFiles(req.repo.worktree)
         self.target: Target = resolve(self.git, req.config, req.offline, changing=True)
         author = git.signature(self.git, "author")
@@ -543,9 +546,14 @@ class Transaction:
                 # Only this run's own operations rode on the refused push: nothing landed and nobody
                 # waits on it, so wait for the next try without the lock (`run` takes it again).
                 raise _Refused
-            # Still under the lock (others' operations ride on this push): back off only, never wait
-            # for a turn here, which could hold the lock for minutes while this clone's waiters time out.
+            # Still under the lock (others' operations ride on this push): back off, then wait out
+            # another clone's turn (pushing into it is refused) for a bounded time, never taking one:
+            # a dead holder elsewhere must not keep this clone's waiters behind the lock for a minute.
+            # A turn of this very clone is used at once: its taker waits for this lock (ADR 0004).
             self._back_off()
+            if self.turn is not None:
+                with contextlib.suppress(MichiError):
+                    self.turn.wait(want=False, limit=_TURN_WAIT_LOCKED)
             base, fetched = self._fetch(), True
         raise GitFailed(
             f"the remote kept moving: push rejected {self.refusals} times",
