@@ -262,7 +262,8 @@ def test_only_a_holder_provably_gone_is_judged_gone() -> None:
 
 def test_a_turn_taken_by_another_process_of_this_clone_is_this_clones(remote: Remote, monkeypatch) -> None:
     """A turn is the clone's: its processes are ordered by the clone's lock, so one of them finds the
-    record another took and uses it as its own, while another clone still waits it out."""
+    record another took and uses it as its own (but never gives it back for the taker), while another
+    clone still waits it out."""
     import os
 
     from michi.errors import GitFailed
@@ -278,6 +279,8 @@ def test_a_turn_taken_by_another_process_of_this_clone_is_this_clones(remote: Re
     sibling = turn.Turn(one, one / ".git", "origin", "main", None)  # another process of the same clone
     sibling.wait(want=False, limit=5.0)
     assert sibling.mine == record and sibling.release() == ("refs/michi/turn/main", record)
+    sibling.give_back()  # its command failed, or a holder did its operation: the taker's turn stays
+    assert git(remote.bare, "rev-parse", "refs/michi/turn/main") == record
     other = remote.clone("other")
     stranger = turn.Turn(other, other / ".git", "origin", "main", None)
     with pytest.raises(GitFailed):

@@ -124,9 +124,12 @@ class Turn:
             delay = min(_POLL_MAX, delay * 1.5)
 
     def give_back(self) -> None:
-        """End our turn if this run did not land (its command failed): best effort, it expires anyway."""
+        """End our turn if this run did not land (its command failed): best effort, it expires anyway.
+        A turn another process of this clone took is left to it (it may still be about to use it)."""
         if self.mine is not None:
             mine, self.mine = self.mine, None
+            if self._ours.get(mine):
+                return
             with contextlib.suppress(MichiError, OSError):
                 lockref.cas_push(self.cwd, self.remote, self.ref, "", mine, timeout=_NET)
 
