@@ -296,3 +296,61 @@ def test_a_domain_whose_name_is_not_utf8_does_not_end_the_server(work: Path) -> 
     (listed_error, listed), (shown_error, shown) = run(main)
     assert not listed_error and listed[0]["domain"] == "bad\udcffname"
     assert not shown_error and shown["domain"] == "bad\udcffname"
+
+
+def test_a_request_the_sdk_cannot_read_is_answered_and_the_server_reads_on(work: Path) -> None:
+    """A line nested deeper than the SDK reads (a few hundred levels), deeper than Python reads, not
+    JSON at all, or JSON that is no request: each was logged and never answered, and the agent waited on
+    its id for ever. Each gets a JSON-RPC error under its id (null where none can be read), and the
+    next request is served."""
+    import queue
+    import threading
+
+    def deep(ident: str, depth: int) -> str:
+        nested = "[" * depth + '"x"' + "]" * depth
+        params = '{"name":"task_add","arguments":{"description":' + nested + "}}"
+        return f'{{"jsonrpc":"2.0","id":{ident},"method":"tools/call","params":{params}}}'
+
+    hello = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+    }
+    lines = [
+        json.dumps(hello),
+        '{"jsonrpc":"2.0","method":"notifications/initialized"}',
+        deep("2", 300),
+        deep('"five thousand"', 5000),
+        "this is not json",
+        '{"jsonrpc":"2.0","id":7,"method":42}',
+        '{"jsonrpc":"2.0","id":9,"method":"tools/list"}',
+    ]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "michi", "-C", str(work), "mcp"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    replies: queue.Queue[dict[str, Any]] = queue.Queue()
+    stdout = proc.stdout
+    threading.Thread(target=lambda: [replies.put(json.loads(line)) for line in stdout], daemon=True).start()
+    try:
+        proc.stdin.write(("\n".join(lines) + "\n").encode())
+        proc.stdin.flush()
+        got = [replies.get(timeout=60) for _ in range(6)]
+    finally:
+        proc.kill()
+        proc.wait()
+    by_id = {json.dumps(r.get("id")): r for r in got}
+    assert set(by_id) == {"1", "2", '"five thousand"', "null", "7", "9"}
+    for ident in ("2", '"five thousand"', "null"):
+        assert by_id[ident]["error"]["code"] == -32700, by_id[ident]  # parse error
+        assert "could not read this request" in by_id[ident]["error"]["message"]
+    assert by_id["7"]["error"]["code"] == -32600  # invalid request
+    assert {t["name"] for t in by_id["9"]["result"]["tools"]} == TOOLS  # served on after all of them

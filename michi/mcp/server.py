@@ -80,6 +80,19 @@ class _Tools(MCPServer[Any]):
     argument of the wrong type) is a usage error as the CLI's (exit 2, `usage`), in michi's JSON error
     document, not the SDK's prose: the contract an agent acts on holds for every failure (ADR 0011)."""
 
+    async def run_stdio_async(self) -> None:
+        """The SDK's stdio transport, with every line it cannot read answered (`michi.mcp.unreadable`)."""
+        from mcp.server.stdio import stdio_server
+
+        from michi.mcp.unreadable import AnsweringReader
+
+        async with stdio_server() as (read_stream, write_stream):
+            await self._lowlevel_server.run(
+                AnsweringReader(read_stream, write_stream),
+                write_stream,
+                self._lowlevel_server.create_initialization_options(),
+            )
+
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         tool = self._tool_manager.get_tool(name)
         if tool is None:

@@ -1,0 +1,114 @@
+"""Every request line the MCP SDK cannot read gets an answer (ADR 0011).
+
+The SDK's stdio transport hands a line it cannot validate (not JSON, or JSON nested deeper than pydantic
+reads, a few hundred levels) to the session as an exception, which logs it and answers nothing: the agent
+waited for ever on that request's id. This wraps the transport's read stream: such a line is answered
+with a JSON-RPC error (parse error, or invalid request) under the id it carried, read by Python's own
+parser where it can be (null where it cannot, as JSON-RPC 2.0 says), and the session reads on.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from types import TracebackType
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.shared.message import SessionMessage
+from pydantic import ValidationError
+
+_NOT_JSON = "json_invalid"  # the SDK's complaint about a line that is not JSON (or too deep to read)
+# A top-level id that leads the object (alone or after "jsonrpc"), as clients write requests: readable
+# where the rest of the line is too deep for any parser, and never a nested object's id.
+_LEADING_ID = re.compile(
+    r'\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")\s*[,}]'
+)
+
+
+class AnsweringReader:
+    """The transport's read stream, less the lines it could not read: those are answered on `writer`.
+    Structurally the SDK's read stream (its `ReadStream` protocol: receive, iterate, close)."""
+
+    def __init__(self, inner: Any, writer: Any) -> None:
+        self._inner, self._writer = inner, writer
+
+    @property
+    def last_context(self) -> Any:
+        return getattr(self._inner, "last_context", None)  # the sender's context, as the SDK's stream
+
+    async def receive(self) -> SessionMessage | Exception:
+        while True:
+            item: SessionMessage | Exception = await self._inner.receive()
+            reply = answer(item) if isinstance(item, Exception) else None
+            if reply is None:
+                return item
+            await self._writer.send(SessionMessage(reply))
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    def __aiter__(self) -> AnsweringReader:
+        return self
+
+    async def __anext__(self) -> SessionMessage | Exception:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def __aenter__(self) -> AnsweringReader:
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool | None:
+        await self.aclose()
+        return None
+
+
+def answer(exc: Exception) -> types.JSONRPCError | None:
+    """The error a line the SDK refused deserves; None when it was no request (a client's reply, say)."""
+    if not isinstance(exc, ValidationError) or not exc.errors():
+        return None
+    errors = exc.errors()
+    first = errors[0]
+    # The line as read; of JSON that is no message, the object it parsed to: the input of the complaint
+    # nearest the top (others name a field's value, or a nested object's).
+    objects = sorted((e for e in errors if isinstance(e.get("input"), dict)), key=lambda e: len(e["loc"]))
+    line = objects[0]["input"] if objects else first.get("input")
+    if isinstance(line, dict):
+        document: Any = line
+    elif isinstance(line, str | bytes):
+        document = _parsed(line)
+    else:
+        return None
+    if (
+        isinstance(document, dict)
+        and "method" not in document
+        and ("result" in document or "error" in document)
+    ):
+        return None  # a response of the client's to a request of ours: there is nobody to answer
+    ident = document.get("id") if isinstance(document, dict) else None
+    if not isinstance(ident, str | int) or isinstance(ident, bool):
+        ident = None
+    if first.get("type") == _NOT_JSON:
+        code = types.PARSE_ERROR
+        why = str(first.get("msg", "not JSON")).removeprefix("Invalid JSON: ")
+        message = f"michi could not read this request ({why}): send each request as one line of JSON"
+    else:
+        code = types.INVALID_REQUEST
+        message = "michi could not read this request: it is JSON but not a JSON-RPC 2.0 request"
+    return types.JSONRPCError(jsonrpc="2.0", id=ident, error=types.ErrorData(code=code, message=message))
+
+
+def _parsed(line: str | bytes) -> Any:
+    """The line as Python reads it; of a line too deep for Python too, only an id that leads it."""
+    try:
+        return json.loads(line)
+    except RecursionError:
+        found = _LEADING_ID.match(line if isinstance(line, str) else line.decode("utf-8", "replace"))
+        return {"id": json.loads(found.group(1))} if found else None
+    except ValueError:
+        return None
