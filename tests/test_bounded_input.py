@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -358,3 +359,19 @@ def test_an_import_file_beyond_the_caps_is_refused(
     result = cli(ready, "import", str(tmp_path / "tw.json"), "--json")
     assert result.exit_code == 2 and result.json()["error"]["code"] == "usage", result.stdout
     assert remote.head() == before
+
+
+def test_a_task_file_that_is_a_symlink_is_named_one(cli, ready: Path, remote: Remote) -> None:
+    """A symlink committed where a task file goes: git stores the path it points to as its content, and
+    `doctor` called it "not valid JSON". It says what it is; the other tasks keep working."""
+    real = next((ready / ".tasks").glob("*/*.json"))
+    link = ready / ".tasks" / BAD_UUID[:2] / f"{BAD_UUID}.json"
+    link.parent.mkdir(exist_ok=True)
+    link.symlink_to(os.path.relpath(real, link.parent))
+    git(ready, "add", "-f", link.relative_to(ready).as_posix())
+    git(ready, "commit", "-qm", "a hand-made symlink")
+    git(ready, "push", "-q", "origin", "main")
+    problems = cli(ready, "doctor", "--json").json()["problems"]
+    assert [p["path"] for p in problems] == [link.relative_to(ready).as_posix()]
+    assert "a symbolic link, not a task file" in problems[0]["problem"]
+    assert cli(ready, "task", "done", "1", "--json").exit_code == 0

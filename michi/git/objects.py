@@ -74,6 +74,23 @@ def ls_task_files(repo: Repo, tree: str) -> dict[str, str]:
     return found
 
 
+SYMLINK_MODE = 0o120000
+
+
+def modes_of(repo: Repo, tree: str, paths: Sequence[str]) -> dict[str, int]:
+    """The mode of each of `paths` that `tree` holds (one `ls-tree`; paths are names, never patterns):
+    a report that tells a symlink from a file asks this of the few paths it names."""
+    if not paths:
+        return {}
+    out = _must(repo, "ls-tree", "-z", "--full-tree", tree, "--", *paths, env={"GIT_LITERAL_PATHSPECS": "1"})
+    modes: dict[str, int] = {}
+    for record in out.split("\0"):
+        meta, tab, path = record.partition("\t")
+        if tab:
+            modes[path] = int(meta.split(" ", 1)[0], 8)
+    return modes
+
+
 def diff_trees(repo: Repo, old: str, new: str) -> dict[str, tuple[int, str] | None]:
     """Paths that differ between two trees or commits: path -> (mode, blob oid), None when deleted."""
     known = repo.known_diff(old, new)
