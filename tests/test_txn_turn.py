@@ -303,3 +303,31 @@ def test_a_command_lands_through_a_turn_its_own_clone_holds(remote: Remote) -> N
     assert out.exit_code == 0, out.stdout + out.stderr
     assert [t["description"] for t in _remote_tasks(remote.bare)] == ["through"]
     assert git(remote.bare, "for-each-ref", "refs/michi/") == ""  # the landing push ended the turn
+
+
+def test_a_clones_name_is_made_once_and_a_copy_of_the_clone_is_another(tmp_path: Path) -> None:
+    """Threads of one process (an MCP server's calls) making the name at once all get the one the file
+    holds; a damaged file (empty: a writer killed midway) is replaced, never read as the name; a copy of
+    the git folder (`cp -a`, a snapshot: its own lock) carries the same file but is another clone."""
+    import shutil
+    from concurrent.futures import ThreadPoolExecutor
+
+    from michi.workflow import turn
+
+    for trial in range(20):
+        common = tmp_path / f"t{trial}" / ".git"
+        common.mkdir(parents=True)
+        with ThreadPoolExecutor(8) as pool:
+            names = set(pool.map(turn.clone_id, [common] * 8))
+        assert len(names) == 1 and "" not in names
+        assert names.pop().startswith((common / "michi" / "clone-id").read_text().strip() + ".")
+        assert sorted(p.name for p in (common / "michi").iterdir()) == ["clone-id"]  # no drafts left
+    common = tmp_path / "t0" / ".git"
+    name = turn.clone_id(common)
+    assert turn.clone_id(common) == name
+    copy = tmp_path / "copy" / ".git"
+    shutil.copytree(common, copy)
+    assert turn.clone_id(copy) not in ("", name)
+    (common / "michi" / "clone-id").write_text("")  # damaged
+    remade = turn.clone_id(common)
+    assert remade not in ("", name) and turn.clone_id(common) == remade

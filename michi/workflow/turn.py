@@ -26,6 +26,7 @@ import contextlib
 import json
 import os
 import random
+import tempfile
 import time
 from pathlib import Path
 
@@ -203,21 +204,48 @@ def gone(data: object) -> bool:
 
 
 def clone_id(common_dir: Path) -> str:
-    """This clone's random name (`.git/michi/clone-id`, made once): its processes share its lock, and so
-    its turn. Empty when it can be neither read nor made (a read-only clone: its turns are never shared)."""
+    """This clone's name: a random one made once (`.git/michi/clone-id`), joined with the device and inode
+    of its git folder, so that a copy of the clone (`cp -a`, a snapshot: same file, another folder and
+    another lock) is another clone. Its processes share its lock, and so its turn. Empty when it can be
+    neither read nor made (a read-only clone: its turns are never shared)."""
+    try:
+        st = os.stat(common_dir)
+    except OSError:
+        return ""
     path = common_dir / "michi" / "clone-id"
-    with contextlib.suppress(OSError, UnicodeDecodeError):
-        return path.read_text(encoding="ascii").strip()
-    with contextlib.suppress(OSError):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        draft = path.with_name(f"clone-id.{os.getpid()}.tmp")
-        draft.write_text(os.urandom(16).hex() + "\n", encoding="ascii")
+    name = _read_name(path)
+    if name is None:
+        with contextlib.suppress(OSError):
+            _make_name(path)
+        name = _read_name(path)
+    return "" if name is None else f"{name}.{st.st_dev:x}.{st.st_ino:x}"
+
+
+def _read_name(path: Path) -> str | None:
+    try:
+        text = path.read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return text if len(text) == 32 and all(c in "0123456789abcdef" for c in text) else None
+
+
+def _make_name(path: Path) -> None:
+    """Write a new name whole (a file of its own first: threads and processes may race here); the first
+    one linked in names the clone, and one that is damaged (empty, cut short) is replaced."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, draft = tempfile.mkstemp(prefix="clone-id.", suffix=".tmp", dir=path.parent)
+    try:
+        os.write(fd, (os.urandom(16).hex() + "\n").encode("ascii"))
+        os.fsync(fd)
+        os.close(fd)
+        fd = -1
         try:
-            os.link(draft, path)  # made whole or not at all; the first process to make it names the clone
+            os.link(draft, path)
         except FileExistsError:
-            pass
-        finally:
-            draft.unlink()
-    with contextlib.suppress(OSError, UnicodeDecodeError):
-        return path.read_text(encoding="ascii").strip()
-    return ""
+            if _read_name(path) is None:
+                os.replace(draft, path)  # damaged: whoever reads next reads a whole name
+    finally:
+        if fd >= 0:
+            os.close(fd)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(draft)

@@ -107,7 +107,8 @@ _CONTENDED_FOR = 60.0
 # Refused pushes a clone may still meet once it holds its turn (those already on their way when it took
 # it, and pushes of clones that do not look at turns): past `push_retries` plus these, it gives up.
 _TURN_ROUNDS = 16
-# The longest a round under the lock waits out another clone's turn before pushing into it anyway.
+# The longest one hold of the lock waits out other clones' turns, over all its rounds, before its rounds
+# push into them anyway (and are refused until the turn ends or is judged stale).
 _TURN_WAIT_LOCKED = 10.0
 
 
@@ -469,6 +470,7 @@ class Transaction:
             local = git.ref_oid(self.git, self.target.local_ref)
             self.stranded = stranded.find(self.git, local, base, {e.txn for e in leftover})
         retries = self.req.config.push_retries
+        turn_budget = _TURN_WAIT_LOCKED  # for this whole hold, not for each of its rounds
         while True:
             self.attempt += 1
             attempt = self.attempt
@@ -547,13 +549,15 @@ class Transaction:
                 # waits on it, so wait for the next try without the lock (`run` takes it again).
                 raise _Refused
             # Still under the lock (others' operations ride on this push): back off, then wait out
-            # another clone's turn (pushing into it is refused) for a bounded time, never taking one:
+            # another clone's turn (pushing into it is refused) for a bounded time per hold, never taking one:
             # a dead holder elsewhere must not keep this clone's waiters behind the lock for a minute.
             # A turn of this very clone is used at once: its taker waits for this lock (ADR 0004).
             self._back_off()
-            if self.turn is not None:
+            if self.turn is not None and turn_budget > 0:
+                waited_from = time.monotonic()
                 with contextlib.suppress(MichiError):
-                    self.turn.wait(want=False, limit=_TURN_WAIT_LOCKED)
+                    self.turn.wait(want=False, limit=turn_budget)
+                turn_budget -= time.monotonic() - waited_from
             base, fetched = self._fetch(), True
         raise GitFailed(
             f"the remote kept moving: push rejected {self.refusals} times",
