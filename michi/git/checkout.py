@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from michi.git import prepared
-from michi.git.core import _exec, lock_held
+from michi.git.core import LITERAL, _exec, lock_held
 from michi.git.objects import diff_moves
 from michi.git.repo import output
 
@@ -36,7 +36,6 @@ if TYPE_CHECKING:
 MAX_PATHS = 200
 PathEntry = tuple[int, str] | None  # (mode, blob oid), None when the path is absent
 Moves = Mapping[str, tuple[PathEntry, PathEntry]]  # path -> (entry in old, entry in new)
-LITERAL = {"GIT_LITERAL_PATHSPECS": "1"}  # a path is a name, never a pattern
 
 
 def _names(out: str) -> list[str]:

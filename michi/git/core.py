@@ -15,7 +15,7 @@ from michi.git.repo import Repo, output
 from michi.git.repo import open_repo as open_repo
 from michi.plain import Plain
 
-_LITERAL = {"GIT_LITERAL_PATHSPECS": "1"}  # a path is a name, never a pattern
+LITERAL = {"GIT_LITERAL_PATHSPECS": "1"}  # a path is a name, never a pattern
 
 if TYPE_CHECKING:
     from michi.git.checkout import Moves
@@ -236,7 +236,7 @@ def index_holds(repo: Repo, commit: str, paths: list[str]) -> bool:
     if not paths:
         return True
     status, _out, _err = _exec(
-        repo, "diff-index", "--cached", "--quiet", "--no-renames", commit, "--", *paths, env=_LITERAL
+        repo, "diff-index", "--cached", "--quiet", "--no-renames", commit, "--", *paths, env=LITERAL
     )
     return status == 0
 

@@ -7,7 +7,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from michi.errors import Conflict
-from michi.git.core import _must, _must_records, config_values
+from michi.git.core import LITERAL, _must, _must_records, config_values
 from michi.git.repo import Repo
 
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
@@ -82,7 +82,7 @@ def modes_of(repo: Repo, tree: str, paths: Sequence[str]) -> dict[str, int]:
     a report that tells a symlink from a file asks this of the few paths it names."""
     if not paths:
         return {}
-    out = _must(repo, "ls-tree", "-z", "--full-tree", tree, "--", *paths, env={"GIT_LITERAL_PATHSPECS": "1"})
+    out = _must(repo, "ls-tree", "-z", "--full-tree", tree, "--", *paths, env=LITERAL)
     modes: dict[str, int] = {}
     for record in out.split("\0"):
         meta, tab, path = record.partition("\t")
