@@ -339,29 +339,34 @@ def test_an_index_lock_a_killed_michi_held_is_removed_and_no_other(work: Path) -
     assert move_paths(mgit.open_repo(work), old, new) == (True, None)
 
 
-def test_a_clone_whose_pushes_are_being_refused_does_not_stage(
+def test_a_clone_whose_pushes_are_being_refused_stages_only_a_splice(
     cli, remote, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Staging is work done on the bet that the push lands: right after a refused push (other clones
-    landing first) the move is git's restore, and the checkout is moved all the same."""
-    started: list[object] = []
+    """Staging a copy of the whole index is work done on the bet that the push lands: right after a
+    refused push (other clones landing first) only a splice is staged (git writes only the moved
+    entries, `michi.git.splice`), or nothing and the move is git's restore; the checkout is moved all the
+    same."""
+    started: list[staged.Staged] = []
     real = staged.Staged.__init__
 
     def spied(self: staged.Staged, *args: object, **kw: object) -> None:
-        started.append(self)
         real(self, *args, **kw)  # type: ignore[arg-type]
+        if self.proc is not None:
+            started.append(self)
 
     monkeypatch.setattr(staged.Staged, "__init__", spied)
     repo = remote.clone("work")
     assert cli(repo, "init").exit_code == 0
     assert cli(repo, "task", "add", "one").exit_code == 0
-    assert started  # staged while pushes land
+    assert started and not started[-1].spliced  # the first file of its folder: a copy of the index
     started.clear()
     (repo / ".git" / "michi" / "contended").touch()  # a push of this clone was refused just now
     assert cli(repo, "task", "add", "two").exit_code == 0
-    assert started == []
+    assert cli(repo, "task", "done", "1").exit_code == 0
+    assert started and all(s.spliced for s in started)
     assert git(repo, "status", "--porcelain") == ""
     assert git(repo, "diff-files", "--name-only") == ""
+    assert git(repo, "write-tree") == git(repo, "rev-parse", "HEAD^{tree}")
 
 
 def _racily_clean(work: Path, path: str, committed: bytes, edited: bytes) -> None:

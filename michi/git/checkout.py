@@ -82,6 +82,7 @@ class _Read:
 
     def __init__(self, repo: Repo, paths: list[str], before: list[tuple[int, ...] | None]) -> None:
         self.repo, self.paths, self.before = repo, paths, before
+        self.index: tuple[os.stat_result, bytes] | None = None  # the index file as read: stat data, bytes
 
     @classmethod
     def made(cls, repo: Repo, paths: list[str], old: Mapping[str, PathEntry]) -> _Read | None:
@@ -113,7 +114,9 @@ class _Read:
             data, found.st_mtime_ns, old, files, lambda p, st: _small_file(top / p, st)
         ):
             return None
-        return cls(repo, paths, before)
+        read = cls(repo, paths, before)
+        read.index = (found, data)  # a staged move splices into these bytes (`michi.git.staged`)
+        return read
 
     def clean(self) -> str | None:
         """An empty listing (no path among them git was told not to look at) while nothing changed."""
@@ -367,11 +370,15 @@ def _already_written(repo: Repo, paths: list[str], goal: _Goal) -> set[str]:
     return ours
 
 
-def check_ahead(repo: Repo, old: str, known: Moves, new: str | None = None, stage: bool = True) -> None:
+def check_ahead(
+    repo: Repo, old: str, known: Moves, new: str | None = None, stage: bool = True, spend: bool = True
+) -> None:
     """Start the check a move from `old` by `known` begins with, so it runs while the caller waits for
     something else (the push); `move_paths` uses its answer when nothing it looked at changed since.
     With `new`, the move's own `restore` is started too, to wait for its paths (`michi.git.prepared`), or,
-    for a large index and unless `stage` is False, the staged move (`michi.git.staged`)."""
+    for a large index and unless `stage` is False, the staged move (`michi.git.staged`): with the moved
+    entries spliced into the index where that can be done, else, if `spend`, on a copy of the whole
+    index (git's full write, on the bet that the push lands)."""
     diff = sorted(p for p, (o, n) in known.items() if o != n)
     if diff and len(diff) <= MAX_PATHS and (old, tuple(diff)) not in repo.ahead:
         with contextlib.suppress(OSError):  # no process to spare: the move checks as it always did
@@ -379,16 +386,29 @@ def check_ahead(repo: Repo, old: str, known: Moves, new: str | None = None, stag
             repo.ahead[(old, tuple(diff))] = quick or _Ahead(repo, old, diff)
     if diff and len(diff) <= MAX_PATHS and new is not None:
         specs = _outermost(diff)
-        if stage and _stage(repo, new, {p: known[p] for p in diff}, specs):
+        read = repo.ahead.get((old, tuple(diff)))
+        index = read.index if isinstance(read, _Read) else None
+        if isinstance(read, _Read):
+            read.index = None  # 6 MB at 50,000 tasks: not kept longer than needed
+        if stage and _stage(repo, old, new, {p: known[p] for p in diff}, specs, spend, index):
             return
         if len(_pathspec_input(specs)) <= prepared.ATOMIC:
             args = [*_RESTORE, f"--source={new}", "--pathspec-from-file=-", "--pathspec-file-nul"]
             prepared.prepare(repo, ("restore", new, *specs), args, env=LITERAL)
 
 
-def _stage(repo: Repo, new: str, moves: Moves, specs: list[str]) -> bool:
-    """Start the move's `git restore` on a staging tree and a copy of the index, for a large index
-    (`michi.git.staged`); False when it cannot be, and `restore` is prepared as before."""
+def _stage(
+    repo: Repo,
+    old: str,
+    new: str,
+    moves: Moves,
+    specs: list[str],
+    spend: bool,
+    index: tuple[os.stat_result, bytes] | None,
+) -> bool:
+    """Start the move's `git restore` on a staging tree, for a large index (`michi.git.staged`): writing
+    only the moved entries, to be spliced into the index, or, if that cannot be and `spend`, on a copy of
+    the whole index; False when neither is, and `restore` is prepared as before."""
     try:
         if os.stat(repo.paths.git_dir / "index").st_size < _stage_from():
             return False
@@ -403,8 +423,11 @@ def _stage(repo: Repo, new: str, moves: Moves, specs: list[str]) -> bool:
     args = [*staged.from_the_top(repo, config), *_RESTORE[2:], f"--source={new}"]
     args += ["--pathspec-from-file=-", "--pathspec-file-nul"]
     try:
-        move = staged.Staged(repo, new, moves, args, LITERAL)
+        move = staged.Staged(repo, new, moves, args, LITERAL, old=old, only_spliced=not spend, index=index)
     except OSError:
+        return False
+    if move.proc is None:
+        move.drop()
         return False
     prepared.keep(repo, ("staged", new, *specs), move)
     try:

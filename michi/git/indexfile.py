@@ -44,7 +44,20 @@ def locate(data: bytes | bytearray, moved: list[Moved]) -> list[int] | None:
         at = data.find(key, 12)
         if at < 12 + _STAT.size or data.find(key, at + 1) != -1:
             return None
-        start = at - _STAT.size
+        found.append(at - _STAT.size)
+    return found if verify(data, moved, found) else None
+
+
+def verify(data: bytes | bytearray, moved: list[Moved], where: list[int]) -> bool:
+    """Is the entry at each of `where` in `data` (a whole index file) the one git wrote for its staged file
+    (`Moved.staged`): its object id and name, a file's mode and the file's stat data?"""
+    if len(data) < 12 or data[:4] != b"DIRC" or int.from_bytes(data[4:8], "big") not in (2, 3):
+        return False
+    for item, start in zip(moved, where, strict=True):
+        name = item.path.encode("utf-8", "surrogateescape")
+        key = bytes.fromhex(item.oid) + min(len(name), 0xFFF).to_bytes(2, "big") + name + b"\0"
+        if start < 12 or data[start + _STAT.size : start + _STAT.size + len(key)] != key:
+            return False
         ctime_s, ctime_ns, mtime_s, mtime_ns, dev, ino, mode, uid, gid, size = _STAT.unpack_from(data, start)
         st = item.staged
         nsec = mtime_ns != 0 or ctime_ns != 0  # a git built without nanosecond times writes 0
@@ -56,9 +69,8 @@ def locate(data: bytes | bytearray, moved: list[Moved]) -> list[int] | None:
             or (dev, ino, uid, gid) != tuple(v & _U32 for v in (st.st_dev, st.st_ino, st.st_uid, st.st_gid))
             or size not in (0, st.st_size & _U32)
         ):
-            return None
-        found.append(start)
-    return found
+            return False
+    return True
 
 
 class Prefix:

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from michi import threads
-from michi.git import indexfile, prepared
+from michi.git import indexfile, prepared, splice
 from michi.pids import exists
 
 if TYPE_CHECKING:
@@ -56,29 +56,68 @@ class Staged:
     it after the push, `drop` forgets it."""
 
     def __init__(
-        self, repo: Repo, new: str, moves: _Moves, restore: list[str], env: Mapping[str, str]
+        self,
+        repo: Repo,
+        new: str,
+        moves: _Moves,
+        restore: list[str],
+        env: Mapping[str, str],
+        old: str | None = None,
+        only_spliced: bool = False,
+        index: tuple[os.stat_result, bytes] | None = None,
     ) -> None:
+        """`old`: the commit the move starts from; with it the index is spliced where it can be (only the
+        moved entries written by git, `michi.git.splice`), else git writes a copy of all of it, unless
+        `only_spliced` (then `Staged.spliced` is False and nothing was started). `index`: the index file's
+        stat data and bytes, when just read (used if it is still that file)."""
         assert repo.working_dir is not None
+        self.repo = repo
         self.top = Path(repo.working_dir)
         self.git_dir = repo.paths.git_dir
         self.where = _folder(self.git_dir) / f"{os.getpid()}.{next(_SERIAL)}"
         self.width = len(new) // 2
         self.written = sorted((p, n[1]) for p, (_o, n) in moves.items() if n is not None)
         self.deleted = sorted(p for p, (_o, n) in moves.items() if n is None)
+        self.moves = moves
+        self.old = old
+        self.plan: splice.Plan | None = None  # where the moved entries go, when they are spliced in
+        self.placed: list[int] | None = None  # and where the splice put them
+        self.spliced = False
         self.proc: subprocess.Popen[bytes] | None = None
         self.reader: threading.Thread | None = None
         self.found: tuple[list[indexfile.Moved], bytearray, list[int], indexfile.Prefix] | None = None
         self.changed = False  # the index was written after it was copied
         try:
-            self._start(repo, restore, env)
+            self._start(repo, restore, env, only_spliced, index)
         except BaseException:
             self.drop()
             raise
 
-    def _start(self, repo: Repo, restore: list[str], env: Mapping[str, str]) -> None:
+    def _start(
+        self,
+        repo: Repo,
+        restore: list[str],
+        env: Mapping[str, str],
+        only_spliced: bool,
+        index: tuple[os.stat_result, bytes] | None,
+    ) -> None:
         if not _own_folder(self.git_dir):
             raise NotADirectoryError(f"{_folder(self.git_dir)} is not a folder of michi's")
         clear_dead(self.git_dir)
+        if self.old is not None and self.written:
+            found, before = _index(self.git_dir, index)
+            self.plan = self._plan(before) if len(before) == found.st_size else None
+            if self.plan is not None:
+                self.spliced = True
+                self.index_was = _index_key(found)
+                self.index_mode = stat.S_IMODE(found.st_mode)
+                (self.where / "wt").mkdir(parents=True)
+                # git starts from an index of its own with nothing in it, and writes the moved entries
+                env = {**env, "GIT_INDEX_FILE": str(self.where / "small")}
+                self.proc = repo.start([*self._staging(), *restore], env=env, fed=True)
+                return
+        if only_spliced:
+            return
         (self.where / "wt").mkdir(parents=True)
         # A copy, not a link: a link would give the user's index a new ctime, which the move's first
         # check (`checkout._Ahead`) would take for a write. git replaces an index, never writes into it,
@@ -89,7 +128,12 @@ class Staged:
         self.index_was = _index_key(found)
         self.index_mode = stat.S_IMODE(found.st_mode)
         self._attributes()
-        args = [
+        env = {**env, "GIT_INDEX_FILE": str(self.where / "index")}
+        self.proc = repo.start([*self._staging(), *restore], env=env, fed=True)
+
+    def _staging(self) -> list[str]:
+        """git's options for writing the staging tree (and an index of its own) instead of the user's."""
+        return [
             "-c",
             f"core.hooksPath={os.devnull}",
             "-c",
@@ -100,13 +144,15 @@ class Staged:
             "core.fsmonitor=false",  # its watcher watches the work tree, not the staging tree
             "--work-tree",
             str(self.where / "wt"),
-            *restore,
         ]
-        self.proc = repo.start(args, env={**env, "GIT_INDEX_FILE": str(self.where / "index")}, fed=True)
 
     def feed(self, data: bytes) -> None:
+        """Hand git the move's paths (`data`, as `--pathspec-from-file` reads them); a spliced move's git
+        writes only the files written, the others' entries are removed from the index here."""
         stdin: IO[bytes] | None = self.proc.stdin if self.proc else None
         assert stdin is not None
+        if self.spliced:
+            data = b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p, _oid in self.written)
         try:
             stdin.write(data)
         finally:
@@ -127,15 +173,81 @@ class Staged:
         stage = self.where / "wt"
         try:
             staged = [indexfile.Moved(p, oid, os.lstat(stage / p)) for p, oid in self.written]
-            with open(self.where / "index", "rb") as source:
-                data = bytearray(os.fstat(source.fileno()).st_size)
-                if source.readinto(data) != len(data):
+            if self.spliced:
+                made = self._splice()
+                if made is None:
                     return
+                data, first = made
+            else:
+                with open(self.where / "index", "rb") as source:
+                    data = bytearray(os.fstat(source.fileno()).st_size)
+                    if source.readinto(data) != len(data):
+                        return
+                first = len(data)
         except OSError:
             return
-        where = indexfile.locate(data, staged)
+        where = indexfile.locate(data, staged) if not self.spliced else self._where(data, staged)
         if where is not None:  # the checksum of what the move leaves as it is, made here, not under the lock
-            self.found = (staged, data, where, indexfile.Prefix(data, where, self.width))
+            self.found = (staged, data, where, indexfile.Prefix(data, [*where, first], self.width))
+
+    def _where(self, data: bytearray, staged: list[indexfile.Moved]) -> list[int] | None:
+        """Where the spliced entries are (the splice placed them), when each is what git wrote for its
+        staged file."""
+        assert self.plan is not None and self.placed is not None
+        return self.placed if indexfile.verify(data, staged, self.placed) else None
+
+    def _plan(self, index: bytes) -> splice.Plan | None:
+        """Where the moved entries go in `index` (the user's, as read now), when they can be spliced in."""
+        if _attributes_in(index, self.top, self.written):
+            return None
+        before = self._neighbours([p for p, (o, _n) in self.moves.items() if o is None])
+        if before is None:
+            return None
+        old = {p: o for p, (o, _n) in self.moves.items()}
+        new = {p: n for p, (_o, n) in self.moves.items()}
+        return splice.plan(index, self.width, old, new, before)
+
+    def _splice(self) -> tuple[bytearray, int] | None:
+        """The user's index as read before the push with the moved entries git wrote spliced in, written as
+        the staging's index (the file the move installs); and where it first differs from the old one."""
+        assert self.plan is not None
+        with open(self.where / "small", "rb") as source:
+            written = splice.entries(source.read(), self.width)
+        made = None if written is None else self.plan.build(written)
+        if made is None:
+            return None
+        self.placed = [made.where[p] for p, _oid in self.written]
+        with open(self.where / "index", "xb") as out:
+            out.write(made.data)
+        return made.data, made.first
+
+    def _neighbours(self, added: list[str]) -> dict[str, tuple[str, str]] | None:
+        """For each added path, the file before it in its folder in the commit moved from (path, object
+        id): a new entry goes after that one's (`michi.git.splice`). None when one has none."""
+        if not added:
+            return {}
+        assert self.old is not None
+        folders = sorted({p.rpartition("/")[0] + "/" for p in added})
+        if "/" in folders:
+            return None  # a file at the top: not a task's
+        env = {"GIT_LITERAL_PATHSPECS": "1"}
+        status, out, _err = self.repo.execute(["ls-tree", "-z", self.old, "--", *folders], env=env)
+        if status != 0:
+            return None
+        files: dict[str, list[tuple[str, str]]] = {}
+        for record in out.decode("utf-8", "surrogateescape").split("\0"):
+            meta, _tab, path = record.partition("\t")
+            fields = meta.split(" ")
+            if len(fields) == 3 and fields[1] == "blob":
+                files.setdefault(path.rpartition("/")[0] + "/", []).append((path, fields[2]))
+        found: dict[str, tuple[str, str]] = {}
+        for path in added:
+            name = _bytes(path)
+            earlier = [f for f in files.get(path.rpartition("/")[0] + "/", []) if _bytes(f[0]) < name]
+            if not earlier:
+                return None  # the first in its folder: git writes the index
+            found[path] = max(earlier, key=lambda f: _bytes(f[0]))
+        return found
 
     def _attributes(self) -> None:
         """The `.gitattributes` files along the moved paths, copied into the staging tree: git reads a
@@ -320,6 +432,41 @@ def clear_dead(git_dir: Path) -> None:
             if (lock.st_dev, lock.st_ino) == (dev, ino):
                 os.unlink(git_dir / "index.lock")
         _clear(folder / name)
+
+
+def _index(git_dir: Path, read: tuple[os.stat_result, bytes] | None) -> tuple[os.stat_result, bytes]:
+    """The index file's stat data and bytes: as the move's first check read them (`read`), when it is
+    still that file (git replaces the index, never writes into it), else read now."""
+    with open(git_dir / "index", "rb") as source:
+        found = os.fstat(source.fileno())
+        if read is not None and _index_key(read[0]) == _index_key(found):
+            return found, read[1]
+        return found, source.read()
+
+
+def _bytes(path: str) -> bytes:
+    return path.encode("utf-8", "surrogateescape")
+
+
+def _attributes_in(index: bytes, top: Path, written: list[tuple[str, str]]) -> bool:
+    """Is there a `.gitattributes` along the written paths, in the work tree or in the `index` (its bytes)?
+    git reads a file's attributes from the index first: a spliced move's git, whose index holds nothing
+    but the moved entries, would not see those, so such a move is staged on a copy of the index. An
+    entry is recognised by its name preceded by its length in its flags; any doubt counts as one."""
+    folders = {Path(p).parent for p, _oid in written}
+    names = {_bytes((f / ".gitattributes").as_posix()) for p in folders for f in (p, *p.parents)}
+    if any(os.path.lexists(top / os.fsdecode(name)) for name in names):
+        return True
+    at = index.find(b".gitattributes\0", 12)
+    while at != -1:
+        end = at + len(".gitattributes")
+        for name in names:
+            start = end - len(name)
+            length = int.from_bytes(index[start - 2 : start], "big") & 0xFFF
+            if index[start:end] == name and length == min(len(name), 0xFFF):
+                return True
+        at = index.find(b".gitattributes\0", at + 1)
+    return False
 
 
 def _prune(top: Path, folder: Path) -> None:

@@ -657,10 +657,11 @@ class Transaction:
         if old_remote is None or git.ref_oid(self.git, self.target.local_ref) != old_remote:
             return
         if self.known is not None and git.head(self.git).branch == self.target.branch:
-            # Staging the index (ADR 0015) is work done on the bet that the push lands: not where pushes
-            # are being refused (other clones landing first), where it was CPU wasted round after round.
-            stage = self.refusals == 0 and not self.contended
-            git.check_ahead(self.git, old_remote, self.known, tip, stage=stage)
+            # Staging a copy of the whole index (ADR 0015) is work done on the bet that the push lands: not
+            # where pushes are being refused (other clones landing first), where it was CPU wasted round
+            # after round. A spliced one (only the moved entries written) costs little either way.
+            spend = self.refusals == 0 and not self.contended
+            git.check_ahead(self.git, old_remote, self.known, tip, spend=spend)
         git.prepare_update_ref(self.git, self.target.local_ref, tip, old_remote, UPDATE_MESSAGE)
 
     def _kept_result(self, entry: Entry, landed: str) -> Any:

@@ -1,0 +1,201 @@
+"""A staged checkout move whose moved entries are spliced into the index (`michi.git.splice`, ADR 0015):
+git writes only those entries; the rest of the index is the user's, byte for byte. Checked with git
+itself: the index it reads back is sorted and complete, `write-tree` gives the new commit's tree (the
+cache tree was invalidated where it changed), the user's staged and unstaged work is kept. Where a
+splice cannot be made exactly, the whole index is staged (or git's restore moves), as before."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from conftest import git
+from test_checkout_paths import _exec_runs
+
+from michi import git as mgit
+from michi.git import checkout, splice, staged
+from michi.git.checkout import move_paths
+
+FILES = {
+    ".tasks/aa/1.json": "one\n",
+    ".tasks/aa/3.json": "three\n",
+    ".tasks/aa/5.json": "five\n",
+    ".tasks/bb/7.json": "seven\n",
+    "notes.txt": "mine\n",
+}
+
+
+@pytest.fixture(autouse=True)
+def _large(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MICHI_STAGED_INDEX_BYTES", "0")
+    monkeypatch.setattr(checkout, "_SETTLED_NS", 0)
+
+
+def _work(tmp_path: Path) -> Path:
+    repo = tmp_path / "w"
+    git(tmp_path, "init", "-q", "-b", "main", str(repo))
+    for path, text in FILES.items():
+        (repo / path).parent.mkdir(parents=True, exist_ok=True)
+        (repo / path).write_text(text)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "one")  # a commit leaves the index with its cache tree
+    return repo
+
+
+def _commit(repo: Path, changes: dict[str, str | None]) -> tuple[str, str]:
+    """A commit on HEAD with `changes` (path -> text, None: deleted), built without moving HEAD, index or
+    files."""
+    old = git(repo, "rev-parse", "HEAD")
+    env = {"GIT_INDEX_FILE": str(repo / ".git" / "scratch-index")}
+    git(repo, "read-tree", old, env=env)
+    for path, text in changes.items():
+        if text is None:
+            git(repo, "update-index", "--force-remove", path, env=env)
+            continue
+        scratch = repo / ".git" / "scratch-blob"
+        scratch.write_text(text)
+        blob = git(repo, "hash-object", "-w", str(scratch))
+        git(repo, "update-index", "--add", "--cacheinfo", f"100644,{blob},{path}", env=env)
+    tree = git(repo, "write-tree", env=env)
+    return old, git(repo, "commit-tree", tree, "-p", old, "-m", "two")
+
+
+def _entry(repo: Path, commit: str, path: str) -> tuple[int, str] | None:
+    listed = git(repo, "ls-tree", commit, "--", path).split()
+    return (int(listed[0], 8), listed[2]) if listed else None
+
+
+def _move(repo: Path, changes: dict[str, str | None]) -> tuple[staged.Staged | None, str]:
+    """Stage the move to a commit with `changes`, then make it; the staging used (None: none), and the
+    new commit."""
+    old, new = _commit(repo, changes)
+    known = {p: (_entry(repo, old, p), _entry(repo, new, p)) for p in changes}
+    handle = mgit.open_repo(repo)
+    checkout.check_ahead(handle, old, known, new)
+    move = next((v for k, v in handle.ahead.items() if k[0] == "staged"), None)
+    assert move_paths(handle, old, new, known) == (True, None)
+    git(repo, "update-ref", "HEAD", new)
+    return move, new
+
+
+def _whole(repo: Path, new: str) -> None:
+    """git reads the index back, sorted and complete; its trees are the new commit's; nothing differs."""
+    assert git(repo, "write-tree") == git(repo, "rev-parse", f"{new}^{{tree}}")
+    listed = git(repo, "ls-files", "-s").splitlines()
+    assert listed == sorted(listed, key=lambda line: line.split("\t", 1)[1].encode())
+    assert git(repo, "diff-index", "--cached", "--name-only", new) == ""
+    assert git(repo, "diff-files", "--name-only") == ""
+
+
+def test_entries_are_replaced_added_and_removed_in_place(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = _work(tmp_path)
+    before = (repo / ".git" / "index").read_bytes()
+    assert b"TREE" in before
+    runs = _exec_runs(monkeypatch, "restore")
+    changes = {
+        ".tasks/aa/1.json": "one, done\n",  # replaced
+        ".tasks/aa/2.json": "two\n",  # added between two of its folder
+        ".tasks/aa/5.json": None,  # removed
+        ".tasks/bb/8.json": "eight\n",  # added after its folder's last
+    }
+    move, new = _move(repo, changes)
+    assert move is not None and move.spliced
+    assert runs == []  # no git restore of the user's index
+    _whole(repo, new)
+    for path, text in changes.items():
+        assert (repo / path).read_text() == text if text else not (repo / path).exists()
+    assert (repo / "notes.txt").read_text() == "mine\n"
+
+
+def test_the_users_staged_entries_and_edits_stay(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file the user staged where the new entry's neighbours are (in git's order between the folder's
+    previous file and the new one) keeps its entry, and the new one goes after it."""
+    repo = _work(tmp_path)
+    (repo / ".tasks" / "aa" / "1b.json").write_text("the user's\n")
+    (repo / ".tasks" / "aa" / "4.json").write_text("the user's too\n")
+    git(repo, "add", ".tasks/aa/1b.json", ".tasks/aa/4.json")
+    (repo / "notes.txt").write_text("mine, edited\n")
+    runs = _exec_runs(monkeypatch, "restore")
+    move, new = _move(repo, {".tasks/aa/2.json": "two\n"})
+    assert move is not None and move.spliced
+    assert runs == []
+    listed = git(repo, "ls-files", "-s").splitlines()
+    names = [line.split("\t", 1)[1] for line in listed]
+    assert names == sorted(names) and ".tasks/aa/1b.json" in names and ".tasks/aa/2.json" in names
+    assert git(repo, "diff", "--cached", "--name-only", new).split() == [
+        ".tasks/aa/1b.json",
+        ".tasks/aa/4.json",
+    ]
+    assert git(repo, "diff-files", "--name-only") == "notes.txt"
+    assert (repo / "notes.txt").read_text() == "mine, edited\n"
+
+
+def test_attributes_along_the_path_stage_the_whole_index(tmp_path: Path) -> None:
+    """git reads a file's attributes from the index first: a spliced move's index has none of them, so
+    a `.gitattributes` along the moved paths (committed, or only in the work tree) means git writes a copy
+    of the whole index, with its line endings applied."""
+    repo = _work(tmp_path)
+    (repo / ".gitattributes").write_text("*.json text eol=crlf\n")
+    git(repo, "add", ".gitattributes")
+    git(repo, "commit", "-qm", "attributes")
+    move, new = _move(repo, {".tasks/aa/2.json": "two\n"})
+    assert move is not None and not move.spliced
+    assert (repo / ".tasks" / "aa" / "2.json").read_bytes() == b"two\r\n"
+    _whole(repo, new)
+    (repo / ".gitattributes").unlink()  # only in the index now: git still reads it from there
+    move, new = _move(repo, {".tasks/aa/4.json": "four\n"})
+    assert move is not None and not move.spliced
+    assert (repo / ".tasks" / "aa" / "4.json").read_bytes() == b"four\r\n"
+    (repo / ".tasks" / ".gitattributes").write_text("*.json -text\n")  # only in the work tree
+    git(repo, "rm", "-q", "--cached", ".gitattributes")
+    move, new = _move(repo, {".tasks/aa/6.json": "six\n"})
+    assert move is not None and not move.spliced
+
+
+def test_a_new_folder_or_a_folders_first_file_is_not_spliced(tmp_path: Path) -> None:
+    repo = _work(tmp_path)
+    for changes in ({".tasks/cc/9.json": "nine\n"}, {".tasks/aa/0.json": "zero\n"}):
+        move, new = _move(repo, changes)
+        assert move is not None and not move.spliced  # the whole index is staged instead
+        _whole(repo, new)
+
+
+def test_the_splice_refuses_what_it_cannot_read() -> None:
+    width, oid = 20, "ab" * 20
+    old = {".tasks/aa/1.json": (0o100644, oid)}
+    new = {".tasks/aa/1.json": (0o100644, "cd" * 20)}
+    for data in (
+        b"",
+        b"DIRC" + (3).to_bytes(4, "big") + bytes(4 + width),
+        b"DIRC" + (2).to_bytes(4, "big") + bytes(4 + width),
+    ):
+        assert splice.plan(data, width, old, new, {}) is None  # too short, version 3, no cache tree
+    assert splice.entries(b"DIRC" + (4).to_bytes(4, "big") + bytes(4 + width), width) is None
+
+
+def test_a_conflicted_path_is_not_spliced(tmp_path: Path) -> None:
+    repo = _work(tmp_path)
+    data = bytearray((repo / ".git" / "index").read_bytes())
+    oid = git(repo, "rev-parse", "HEAD:.tasks/aa/1.json")
+    name = b".tasks/aa/1.json"
+    at = data.find(bytes.fromhex(oid) + len(name).to_bytes(2, "big") + name)
+    data[at + 20] |= 0x10  # stage 1: no stage-0 entry of that name
+    old = {".tasks/aa/1.json": (0o100644, oid)}
+    assert splice.plan(bytes(data), 20, old, {".tasks/aa/1.json": (0o100644, "cd" * 20)}, {}) is None
+
+
+def test_sha256_repository(tmp_path: Path) -> None:
+    repo = tmp_path / "w"
+    git(tmp_path, "init", "-q", "-b", "main", "--object-format=sha256", str(repo))
+    for path, text in FILES.items():
+        (repo / path).parent.mkdir(parents=True, exist_ok=True)
+        (repo / path).write_text(text)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "one")
+    move, new = _move(repo, {".tasks/aa/2.json": "two\n", ".tasks/aa/3.json": "three, done\n"})
+    assert move is not None and move.spliced
+    _whole(repo, new)
+    assert os.listdir(repo / ".git" / "michi" / "stage") in ([], [move.where.name])
