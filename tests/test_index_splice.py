@@ -199,3 +199,20 @@ def test_sha256_repository(tmp_path: Path) -> None:
     assert move is not None and move.spliced
     _whole(repo, new)
     assert os.listdir(repo / ".git" / "michi" / "stage") in ([], [move.where.name])
+
+
+def test_an_index_with_an_entry_offset_table_is_not_spliced(tmp_path: Path) -> None:
+    """git writes its entry offset table (`IEOT`) before the cache tree when it records no end of the
+    entries: its bytes are no entry, so such an index is staged whole."""
+    repo = _work(tmp_path)
+    for key, value in (("index.threads", "2"), ("index.recordEndOfIndexEntries", "false")):
+        git(repo, "config", key, value)
+    git(repo, "config", "index.recordOffsetTable", "true")
+    (repo / "extra.txt").write_text("x\n")
+    git(repo, "add", "extra.txt")
+    git(repo, "commit", "-qm", "more")
+    data = (repo / ".git" / "index").read_bytes()
+    assert b"IEOT" in data
+    move, new = _move(repo, {".tasks/bb/8.json": "eight\n"})
+    assert move is not None and not move.spliced
+    _whole(repo, new)

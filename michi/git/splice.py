@@ -38,7 +38,8 @@ class _Tree:
 class Spliced(NamedTuple):
     """The new index's bytes (its checksum still the old one's: made when the entries get their files'
     final stat data), where each written entry starts in them (path -> offset), and where the first
-    byte that differs from the old index is."""
+    moved entry's bytes begin (the entry count before it may differ too: the checksum is made from the
+    new bytes)."""
 
     data: bytearray
     where: dict[str, int]
@@ -231,11 +232,22 @@ def _tree_extension(data: bytes | bytearray, width: int) -> tuple[int, _Tree] | 
             size = int.from_bytes(data[at + 4 : at + 8], "big")
             root = _parse(bytes(data[at + 8 : end]), width) if at + 8 + size == end else None
             if root is not None:
-                return at, root
+                return None if _offsets_before(data, at) else (at, root)
             at = data.find(b"TREE", at + 1)
         if first == _HEAD:
             break
     return None
+
+
+def _offsets_before(data: bytes | bytearray, tree_at: int) -> bool:
+    """Does git's entry offset table (`IEOT`, written with `index.threads` before the cache tree when no
+    end-of-entries marker is) end where the cache tree starts? Its bytes would be taken for entries."""
+    at = data.rfind(b"IEOT", _HEAD, tree_at)
+    while at != -1:
+        if at + 8 + int.from_bytes(data[at + 4 : at + 8], "big") == tree_at:
+            return True
+        at = data.rfind(b"IEOT", _HEAD, at)
+    return False
 
 
 def _parse(raw: bytes, width: int) -> _Tree | None:
