@@ -32,6 +32,12 @@ class Moved:
     staged: os.stat_result
 
 
+def entry_key(oid: str, name: bytes) -> bytes:
+    """The bytes of a stage-0 entry without flags from its object id on (id, flags holding the name's
+    length, name, NUL): found in exactly one place, it is that entry (its stat data are the 40 before)."""
+    return bytes.fromhex(oid) + min(len(name), 0xFFF).to_bytes(2, "big") + name + b"\0"
+
+
 def locate(data: bytes | bytearray, moved: list[Moved]) -> list[int] | None:
     """Where each of `moved`'s entries starts in `data` (a whole index file), None when one cannot be found
     or is not what git wrote for its staged file (`Moved.staged`)."""
@@ -40,7 +46,7 @@ def locate(data: bytes | bytearray, moved: list[Moved]) -> list[int] | None:
     found: list[int] = []
     for item in moved:
         name = item.path.encode("utf-8", "surrogateescape")
-        key = bytes.fromhex(item.oid) + min(len(name), 0xFFF).to_bytes(2, "big") + name + b"\0"
+        key = entry_key(item.oid, name)
         at = data.find(key, 12)
         if at < 12 + _STAT.size or data.find(key, at + 1) != -1:
             return None
@@ -55,7 +61,7 @@ def verify(data: bytes | bytearray, moved: list[Moved], where: list[int]) -> boo
         return False
     for item, start in zip(moved, where, strict=True):
         name = item.path.encode("utf-8", "surrogateescape")
-        key = bytes.fromhex(item.oid) + min(len(name), 0xFFF).to_bytes(2, "big") + name + b"\0"
+        key = entry_key(item.oid, name)
         if start < 12 or data[start + _STAT.size : start + _STAT.size + len(key)] != key:
             return False
         ctime_s, ctime_ns, mtime_s, mtime_ns, dev, ino, mode, uid, gid, size = _STAT.unpack_from(data, start)
@@ -155,7 +161,7 @@ def unchanged(
             if name + b"\0" in data or name + b"/" in data:
                 return False
             continue
-        key = bytes.fromhex(entry[1]) + min(len(name), 0xFFF).to_bytes(2, "big") + name + b"\0"
+        key = entry_key(entry[1], name)
         at = data.find(key, 12)
         if at < 12 + _STAT.size or data.find(key, at + 1) != -1:
             return False

@@ -18,6 +18,8 @@ import itertools
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
+from michi.git.indexfile import entry_key
+
 _HEAD = 12  # "DIRC", version, entry count
 _FIXED = 62  # stat data (40), object id (20), flags (2): SHA-1; SHA-256 ids make it 74
 _NAME_MASK = 0xFFF
@@ -169,7 +171,7 @@ def _size(name_length: int, width: int) -> int:
 def _find(data: bytes | bytearray, width: int, end: int, name: bytes, entry: tuple[int, str]) -> int | None:
     """Where the stage-0 entry of `name` with `entry`'s mode and object id starts; None unless exactly
     one place holds it, with no other entry of that name after it."""
-    key = bytes.fromhex(entry[1]) + min(len(name), _NAME_MASK).to_bytes(2, "big") + name + b"\0"
+    key = entry_key(entry[1], name)
     at = data.find(key, _HEAD)
     if at < _HEAD + 40 or at + len(key) > end or data.find(key, at + 1) != -1:
         return None
@@ -198,7 +200,7 @@ def _insertion(
     previous = before[0].encode("utf-8", "surrogateescape")
     if not previous < name:
         return None
-    key = bytes.fromhex(before[1]) + min(len(previous), _NAME_MASK).to_bytes(2, "big") + previous + b"\0"
+    key = entry_key(before[1], previous)
     found = data.find(key, _HEAD)
     if found < _HEAD + 40 or found + len(key) > end or data.find(key, found + 1) != -1:
         return None
