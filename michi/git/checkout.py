@@ -370,15 +370,13 @@ def _already_written(repo: Repo, paths: list[str], goal: _Goal) -> set[str]:
     return ours
 
 
-def check_ahead(
-    repo: Repo, old: str, known: Moves, new: str | None = None, stage: bool = True, spend: bool = True
-) -> None:
+def check_ahead(repo: Repo, old: str, known: Moves, new: str | None = None, spend: bool = True) -> None:
     """Start the check a move from `old` by `known` begins with, so it runs while the caller waits for
     something else (the push); `move_paths` uses its answer when nothing it looked at changed since.
     With `new`, the move's own `restore` is started too, to wait for its paths (`michi.git.prepared`), or,
-    for a large index and unless `stage` is False, the staged move (`michi.git.staged`): with the moved
-    entries spliced into the index where that can be done, else, if `spend`, on a copy of the whole
-    index (git's full write, on the bet that the push lands)."""
+    for a large index, the staged move (`michi.git.staged`): with the moved entries spliced into the
+    index where that can be done, else, if `spend`, on a copy of the whole index (git's full write, on
+    the bet that the push lands)."""
     diff = sorted(p for p, (o, n) in known.items() if o != n)
     if diff and len(diff) <= MAX_PATHS and (old, tuple(diff)) not in repo.ahead:
         with contextlib.suppress(OSError):  # no process to spare: the move checks as it always did
@@ -390,7 +388,7 @@ def check_ahead(
         index = read.index if isinstance(read, _Read) else None
         if isinstance(read, _Read):
             read.index = None  # 6 MB at 50,000 tasks: not kept longer than needed
-        if stage and _stage(repo, old, new, {p: known[p] for p in diff}, specs, spend, index):
+        if _stage(repo, old, new, {p: known[p] for p in diff}, specs, spend, index):
             return
         if len(_pathspec_input(specs)) <= prepared.ATOMIC:
             args = [*_RESTORE, f"--source={new}", "--pathspec-from-file=-", "--pathspec-file-nul"]
