@@ -61,6 +61,7 @@ def report(root: Path, agents: int) -> list[str]:
             holds.append(
                 {
                     "wall": wall,
+                    "at": r["t0"],
                     "landed": n == len(rounds) - 1,
                     "cpu": r["cpu"],
                     "child": r["child"],
@@ -71,6 +72,7 @@ def report(root: Path, agents: int) -> list[str]:
                 }
             )
     holds.sort(key=lambda h: h["wall"])
+    begun = min(p["started"] for p in procs)
     cut = holds[int(0.9 * len(holds)) :]  # the slowest tenth: what the p95 is made of
     low = holds[: len(holds) // 2]
     lines = []
@@ -95,6 +97,11 @@ def report(root: Path, agents: int) -> list[str]:
             f"{ms(statistics.mean(h['child'] for h in group))} ms; CPU pressure (PSI some) "
             f"{ms(statistics.mean(h['psi'] for h in group))} ms; steps (ms): {shown}; other clones' "
             f"commands meanwhile: {busy}"
+            + (
+                "; began at (s into the swarm) " + ", ".join(f"{h['at'] - begun:.1f}" for h in group)
+                if group is cut
+                else ""
+            )
         )
     # Where the machine's CPU went, over every command (nested steps are inside their callers' figures).
     total = sum(p["cpu"] + p["child"] for p in procs)

@@ -629,3 +629,38 @@ def test_a_staging_still_at_work_when_dropped_is_killed_not_waited_for(
     assert _state(work) == before
     assert not move.where.exists()
     assert not (work / ".git" / "index.lock").exists()
+
+
+def test_a_staging_whose_index_is_still_being_read_when_dropped_is_not_waited_for(
+    work: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The push refused after the staging git finished, while its reader still builds and checks the
+    new index (a spliced one is built and written here; up to ~50 ms inside a refused round's hold on
+    a busy machine): the lock's holder does not wait for it. The reader stops at its next step, installs
+    nothing, and the folder goes once the lock is let go."""
+    import threading
+
+    old, new = _next(work)
+    repo = mgit.open_repo(work)
+    before = _state(work)
+    reading, go = threading.Event(), threading.Event()
+    real = staged.indexfile.Prefix
+
+    def held(*args: object, **kw: object) -> object:
+        reading.set()
+        go.wait(30)
+        return real(*args, **kw)
+
+    monkeypatch.setattr(staged.indexfile, "Prefix", held)
+    move = _stage(repo, old, new, _known(work, old, new))
+    assert reading.wait(30), "the reader never reached its checksum"
+    dropped = threading.Thread(target=mgit.drop_prepared, args=(repo,), daemon=True)
+    dropped.start()
+    dropped.join(timeout=10)
+    waited = dropped.is_alive()
+    go.set()
+    dropped.join()
+    mgit.tidy()
+    assert not waited, "dropping waited for the reader"
+    assert move.found is None and not move.where.exists()
+    assert _state(work) == before

@@ -305,6 +305,68 @@ def test_a_command_lands_through_a_turn_its_own_clone_holds(remote: Remote) -> N
     assert git(remote.bare, "for-each-ref", "refs/michi/") == ""  # the landing push ended the turn
 
 
+def _logged_remote(bare: Path) -> Path:
+    """The remote's pre-receive hook appends each push's ref updates ("old new ref" lines) and a line
+    "--" to a log: one block per push, in the order the remote took them."""
+    log = bare / "pushes.log"
+    hook = bare / "hooks" / "pre-receive"
+    hook.write_text(f"#!/bin/sh\ncat >> '{log}'\necho -- >> '{log}'\n")
+    hook.chmod(0o755)
+    return log
+
+
+def _pushes(log: Path) -> list[dict[str, tuple[str, str]]]:
+    blocks = log.read_text().split("--\n") if log.exists() else []
+    return [
+        {ref: (old, new) for old, new, ref in (line.split() for line in block.splitlines())}
+        for block in blocks
+        if block.strip()
+    ]
+
+
+def test_a_clone_refused_lately_queues_for_its_turn_before_it_pushes(remote: Remote) -> None:
+    """Under contention a queue beats a race: a clone whose push was refused lately takes its turn on the
+    remote before its first push, instead of racing the other clones' pushes (each of which the remote
+    had received and checked whole before refusing all but one); its landing push ends the turn."""
+    work = remote.clone("work")
+    assert run_michi(work, "init").exit_code == 0
+    log = _logged_remote(remote.bare)
+    (work / ".git" / "michi" / "contended").touch()
+    out = run_michi(work, "--json", "task", "add", "queued", timeout=60)
+    assert out.exit_code == 0, out.stdout + out.stderr
+    zero = "0" * 40
+    pushes = _pushes(log)
+    assert len(pushes) == 2, pushes
+    taken, landed = pushes
+    assert list(taken) == ["refs/michi/turn/main"] and taken["refs/michi/turn/main"][0] == zero
+    record = taken["refs/michi/turn/main"][1]
+    assert landed["refs/michi/turn/main"] == (record, zero) and "refs/heads/main" in landed
+    assert [t["description"] for t in _remote_tasks(remote.bare)] == ["queued"]
+    assert git(remote.bare, "for-each-ref", "refs/michi/") == ""
+
+
+def test_a_command_that_waited_out_another_clones_turn_keeps_its_clone_contended(remote: Remote) -> None:
+    """Contention is remembered for a minute after a refused push (`.git/michi/contended`); a command
+    that had to wait for another clone's turn renews it, so that a clone whose pushes are never refused
+    any more (it queues) does not fall back to racing while the others still push."""
+    import os
+    import time
+
+    holder = remote.clone("holder")
+    _push_turn(holder, {"host": "elsewhere", "pid": 1})  # not judged here: goes stale only
+    work = remote.clone("work")
+    assert run_michi(work, "init").exit_code == 0
+    marker = work / ".git" / "michi" / "contended"
+    marker.touch()
+    before = time.time() - 50
+    os.utime(marker, (before, before))  # refused 50 s ago: still contended, not for long
+    out = run_michi(work, "--json", "task", "add", "waited", env={"MICHI_TURN_STALE": "1"}, timeout=60)
+    assert out.exit_code == 0, out.stdout + out.stderr
+    assert marker.stat().st_mtime > before + 40
+    assert [t["description"] for t in _remote_tasks(remote.bare)] == ["waited"]
+    assert git(remote.bare, "for-each-ref", "refs/michi/") == ""
+
+
 def test_a_clones_name_is_made_once_and_a_copy_of_the_clone_is_another(tmp_path: Path) -> None:
     """Threads of one process (an MCP server's calls) making the name at once all get the one the file
     holds; a damaged file (empty: a writer killed midway) is replaced, never read as the name; a copy of

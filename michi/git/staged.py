@@ -87,6 +87,7 @@ class Staged:
         self.reader: threading.Thread | None = None
         self.found: tuple[list[indexfile.Moved], bytearray, list[int], indexfile.Prefix] | None = None
         self.changed = False  # the index was written after it was copied
+        self.dropped = threading.Event()  # nobody will install it: the reader stops at its next step
         try:
             self._start(repo, restore, env, only_spliced, index)
         except BaseException:
@@ -166,9 +167,10 @@ class Staged:
 
     def _read(self) -> None:
         """Wait for git, then read what it staged and find the moved entries in its index."""
-        assert self.proc is not None
-        self.proc.communicate()
-        if self.proc.returncode != 0:
+        proc = self.proc  # `drop` may forget it meanwhile
+        assert proc is not None
+        proc.communicate()
+        if proc.returncode != 0 or self.dropped.is_set():
             return
         stage = self.where / "wt"
         try:
@@ -186,9 +188,13 @@ class Staged:
                 first = len(data)
         except OSError:
             return
+        if self.dropped.is_set():
+            return
         where = indexfile.locate(data, staged) if not self.spliced else self._where(data, staged)
         if where is not None:  # the checksum of what the move leaves as it is, made here, not under the lock
-            self.found = (staged, data, where, indexfile.Prefix(data, [*where, first], self.width))
+            found = (staged, data, where, indexfile.Prefix(data, [*where, first], self.width))
+            if not self.dropped.is_set():
+                self.found = found
 
     def _where(self, data: bytearray, staged: list[indexfile.Moved]) -> list[int] | None:
         """Where the spliced entries are (the splice placed them), when each is what git wrote for its
@@ -355,15 +361,20 @@ class Staged:
         """Forget the staging: its process ends (its input closed) and its folder goes, once the lock is
         let go (`tidy`): freeing a 6 MB file costs ~5 ms, which nobody need wait for. A git still staging
         (the push was refused, or failed) is killed: it writes only in the staging folder, and finishing
-        a 6 MB index there cost the lock's holder ~30 ms of CPU, up to 200 ms on a busy machine."""
-        if self.reader is not None:
-            if self.proc is not None and self.proc.poll() is None:
+        a 6 MB index there cost the lock's holder ~30 ms of CPU, up to 200 ms on a busy machine. The
+        reader is not waited for either: it stops at its next step (building and writing a spliced
+        index, finding the entries, the checksum; up to ~50 ms inside a refused round's hold on a busy
+        machine) and is joined before the folder goes."""
+        self.dropped.set()
+        reader, proc = self.reader, self.proc
+        if reader is not None:
+            if proc is not None and proc.poll() is None:
                 with contextlib.suppress(OSError):
-                    self.proc.kill()
-            self.reader.join()  # it ends with git
-        elif self.proc is not None:
+                    proc.kill()
+            prepared.later(reader.join)  # it ends with git, or at its next step
+        elif proc is not None:
             with contextlib.suppress(OSError, ValueError):
-                self.proc.communicate()
+                proc.communicate()
         self.proc = self.reader = self.found = None
         prepared.later(functools.partial(_clear, self.where))
 

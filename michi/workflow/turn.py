@@ -1,14 +1,15 @@
 """A clone's turn on the remote (ADR 0004): fairness among clones whose pushes race for one branch.
 
 Pushes race optimistically; a clone that keeps losing (slower to rebuild its commit, unlucky) could lose
-for ever. After `push_retries` refused pushes a clone stops racing: it takes `refs/michi/turn/<branch>`
-on the remote (a compare-and-swap push creating it, as the remote lock's ref, ADR 0009), builds on the
-fresh tip and pushes. Every clone that was refused lately looks at the turn before it builds a commit
-and waits while another clone holds it, and its push carries the turn ref's deletion leased on "absent"
-(`--atomic`): a no-op on the remote while nobody holds a turn, a refusal (as stale) while someone does,
-however late it was taken. The holder's own push deletes its turn the same way, leased on its record:
-the turn ends with the push that lands. So the holder's push meets only pushes of clones that were not
-refused in the last minute. The branch's fast-forward-only push still decides what lands, so a lost,
+for ever, and each lost race cost the remote a whole push received and checked. After `push_retries`
+refused pushes a clone stops racing: it takes `refs/michi/turn/<branch>` on the remote (a compare-and-swap
+push creating it, as the remote lock's ref, ADR 0009), builds on the fresh tip and pushes. A clone that
+was refused lately queues the same way before its command's first push (it waits while another clone
+holds the turn, then takes it), and its push carries the turn ref's deletion leased on "absent" or on its
+own turn (`--atomic`): a no-op on the remote while nobody holds a turn, a refusal (as stale) while another
+clone does, however late it was taken. The holder's own push deletes its turn the same way, leased on its
+record: the turn ends with the push that lands. So the holder's push meets only pushes of clones that
+were not refused in the last minute. The branch's fast-forward-only push still decides what lands, so a lost,
 stale or ignored turn costs rounds, never an operation. A turn left by a dead holder is taken over (or
 cleared) once it was seen unchanged for `STALE_AFTER` seconds by the waiter's own clock (no clocks
 compared), or, when its record names a process on this machine (host, boot, PID namespace) that is gone
@@ -74,6 +75,7 @@ class Turn:
         self._first_seen: dict[str, float] = {}
         self._gone: dict[str, bool] = {}  # record -> its holder is provably gone (read once each)
         self._ours: dict[str, bool] = {}  # record -> written by a process of this clone (read once each)
+        self.waited = False  # a wait found another clone's turn (or lost the swap for a free one)
 
     def release(self) -> tuple[str, str] | None:
         """The turn ref's deletion that rides on the branch's push (`git.push`): leased on our turn while
@@ -121,6 +123,7 @@ class Turn:
                         return
                 # The swap lost (another clone was first, or the remote keeps the ref locked): wait
                 # as for a held turn, never asking again at once.
+            self.waited = True
             time.sleep(delay)
             delay = min(_POLL_MAX, delay * 1.5)
 

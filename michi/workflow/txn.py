@@ -284,9 +284,14 @@ class Transaction:
         guessed = git.ref_oid(self.git, guess) if guess else None
         self.contended = self.target.online and self._contended()
         if self.contended and not (fetch or rescue):
-            with contextlib.suppress(MichiError):  # best effort: a held turn still refuses our push
-                self._turn().wait(want=False)  # another clone's turn: let it land first
-            self._prefetch()  # other clones push here often: the last-known tip is likely stale
+            # Other clones push here often: queue for this clone's turn rather than race them (ADR 0004);
+            # best effort (a held turn still refuses our push). Then the last-known tip is likely stale.
+            with contextlib.suppress(MichiError):
+                turn = self._turn()
+                turn.wait(want=True)
+                if turn.waited:
+                    self._touch(_CONTENDED)  # still contended: the next command queues too
+            self._prefetch()
         git.warm_up(self.git, self.prefetched or guessed)
         cfg = self.req.config
         offer = None
