@@ -6,8 +6,9 @@ because another clone pushed first is fetched, re-applied and pushed again insid
 operations, the remote's new task files (every add exactly once, by description and by the uuid the
 command reported; ids distinct and above the repository's), the lock's hold (median, p95: the
 transaction's own timings, as `bench_scale` reads them; a refused push lets the lock go between rounds,
-ADR 0004, so "at once" is an operation's longest single hold and "in all" the sum of its rounds) and the
-pushes that had to be retried.
+ADR 0004, so "at once" is an operation's longest single hold and "in all" the sum of its rounds; the p95
+"after each clone's first command" leaves out the swarm's start, where every clone's first command races
+the others') and the pushes that had to be retried.
 The repositories are `bench_scale`'s cached ones. `MICHI_BENCH_CLONE_SCALE` (default 100,50000),
 `MICHI_BENCH_CLONE_AGENTS` (8), `MICHI_BENCH_CLONE_ADDS` (adds per agent; default 10 up to 10,000
 tasks, 8 above: a p95 of 64 holds) and `MICHI_BENCH_CLONE_PAUSE` (an agent's mean pause between two
