@@ -286,7 +286,7 @@ class Transaction:
         if self.contended and not (fetch or rescue):
             # Other clones push here often: queue for this clone's turn rather than race them (ADR 0004);
             # best effort (a held turn still refuses our push). Then the last-known tip is likely stale.
-            with contextlib.suppress(MichiError):
+            with contextlib.suppress(MichiError, OSError):
                 turn = self._turn()
                 turn.wait(want=True)
                 if turn.waited:
