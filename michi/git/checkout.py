@@ -429,7 +429,7 @@ def _stage(
         return False
     prepared.keep(repo, ("staged", new, *specs), move)
     try:
-        move.feed(_pathspec_input(specs))
+        move.feed(_pathspec_input(move.pathspecs(specs)))
     except OSError:
         repo.ahead.pop(("staged", new, *specs)).drop()
         return False

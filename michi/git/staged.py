@@ -147,13 +147,15 @@ class Staged:
             str(self.where / "wt"),
         ]
 
+    def pathspecs(self, specs: list[str]) -> list[str]:
+        """What git is to be told to write, for the move's pathspecs `specs`: a spliced move's git writes
+        only the files written (the others' entries are removed from the index here)."""
+        return [p for p, _oid in self.written] if self.spliced else specs
+
     def feed(self, data: bytes) -> None:
-        """Hand git the move's paths (`data`, as `--pathspec-from-file` reads them); a spliced move's git
-        writes only the files written, the others' entries are removed from the index here."""
+        """Hand git its paths (`data`, `pathspecs` as `--pathspec-from-file` reads them)."""
         stdin: IO[bytes] | None = self.proc.stdin if self.proc else None
         assert stdin is not None
-        if self.spliced:
-            data = b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p, _oid in self.written)
         try:
             stdin.write(data)
         finally:
