@@ -12,6 +12,8 @@ import os
 import time
 from typing import Any
 
+import _txn_timings
+
 from michi import git
 from michi.lock import RepoLock
 from michi.workflow import group, journal, local, orphans, turn, txn
@@ -84,17 +86,7 @@ _wrap(local, "move_checkout", "move_checkout")
 
 _started = time.time()
 _boot = os.times()  # the interpreter's start-up and michi's imports so far
-_run = txn.Transaction.run
-
-
-def _timed(self: txn.Transaction, *args: Any, **kw: Any) -> txn.TxnOutcome:
-    outcome = _run(self, *args, **kw)
-    with open(os.environ["MICHI_BENCH_TIMINGS"], "a") as out:
-        out.write(json.dumps({**outcome.timings, "attempts": outcome.attempts}) + "\n")
-    return outcome
-
-
-txn.Transaction.run = _timed  # type: ignore[method-assign]
+_txn_timings.install()
 
 from michi.cli.main import main  # noqa: E402
 

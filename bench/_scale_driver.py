@@ -4,23 +4,12 @@ MICHI_BENCH_TIMINGS."""
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 
-from michi.workflow import txn
+import _txn_timings
 
-_run = txn.Transaction.run
-
-
-def _timed(self: txn.Transaction, *args: object, **kw: object) -> txn.TxnOutcome:
-    outcome = _run(self, *args, **kw)  # type: ignore[arg-type]
-    with open(os.environ["MICHI_BENCH_TIMINGS"], "a") as out:
-        out.write(json.dumps({**outcome.timings, "attempts": outcome.attempts}) + "\n")
-    return outcome
-
-
-txn.Transaction.run = _timed  # type: ignore[method-assign]
+_txn_timings.install()
 
 from michi.cli.main import main  # noqa: E402
 

@@ -77,3 +77,10 @@ def threads_elapsed(count: int, target: Callable[[int], None]) -> float:
     for t in threads:
         t.join()
     return time.perf_counter() - start
+
+
+def wait_for(ready: Callable[[], bool], timeout: float) -> None:
+    """Polls `ready` (every 10 ms) until it is true or `timeout` seconds passed."""
+    deadline = time.monotonic() + timeout
+    while not ready() and time.monotonic() < deadline:
+        time.sleep(0.01)

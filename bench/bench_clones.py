@@ -16,6 +16,9 @@ adds, one run per value: default 0,2) change the run. The clones' set-up is sync
 agents start. `MICHI_BENCH_CLONE_RETRIES` sets the agents' `push_retries`;
 `MICHI_BENCH_CLONE_PROFILE=1` runs every command under `_clone_profile.py` and prints what the holds were
 made of (`_clone_report.py`: steps, CPU, CPU pressure, the other clones' doings).
+`MICHI_BENCH_CLONE_MODE=fresh,served` runs each agent's commands as fresh processes (the default,
+`fresh`), then with michi's pre-loaded server running (ADR 0016: one for the user, serving all eight
+clones; its workers write the same timings, `_served_server.py`), as agents on one machine can run them.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from typing import Any
 
 import _clone_report
 from _startup import MICHI, interpreter_note, prepared_env
-from _util import isolated_git_env, p95, sh, tempdir, threads_elapsed
+from _util import isolated_git_env, p95, sh, tempdir, threads_elapsed, wait_for
 from bench_scale import DRIVER, HERE, PYTHON, build
 
 # `MICHI_BENCH_CLONE_PROFILE=1`: every command also writes its steps' timings (`_clone_profile.py`)
@@ -56,8 +59,24 @@ def _clones(cached: Path, root: Path, agents: int, env: dict[str, str]) -> list[
     return works
 
 
+def _serving(root: Path, env: dict[str, str]) -> tuple[subprocess.Popen[bytes], dict[str, str]]:
+    """michi's server for the swarm, in a folder of its own, and the environment its clients use."""
+    served = {**env, "MICHI_SERVER_DIR": str(root / "srv")}
+    server = subprocess.Popen(
+        [PYTHON, str(HERE / "_served_server.py")],
+        cwd=root,
+        env=served,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    wait_for(lambda: any((root / "srv").glob("s-*.json")) or server.poll() is not None, 60)
+    if server.poll() is not None:
+        raise SystemExit(f"bench: michi's server did not start (exit {server.returncode})")
+    return server, served
+
+
 def _swarm(
-    works: list[Path], adds: int, pause: float, env: dict[str, str], root: Path
+    works: list[Path], adds: int, pause: float, env: dict[str, str], root: Path, command: list[str]
 ) -> tuple[float, dict[str, str]]:
     """Every agent's adds in its own clone at once, each after a random pause of 0 to 2 x `pause` seconds
     (an agent's work between two operations; 0: back to back, every clone always pushing); returns the
@@ -75,7 +94,7 @@ def _swarm(
             time.sleep(rng.uniform(0, 2 * pause))
             what = f"agent {a} op {n}"
             proc = subprocess.run(
-                [*COMMAND, "--json", "task", "add", what],
+                [*command, "--json", "task", "add", what],
                 cwd=works[a],
                 env=mine,
                 capture_output=True,
@@ -118,16 +137,23 @@ def _landed(bare: Path, base: str, env: dict[str, str]) -> list[dict[str, object
     return tasks
 
 
-def run_size(count: int, agents: int, adds: int, pause: float, env: dict[str, str]) -> dict[str, Any]:
+def run_size(
+    count: int, agents: int, adds: int, pause: float, env: dict[str, str], mode: str
+) -> dict[str, Any]:
     cached = build(count, env, None)
     root = tempdir(f"clones-{count}")
+    server = None
     try:
         works = _clones(cached, root, agents, env)
         base = sh(["git", "rev-parse", "main"], root / "origin.git", env).strip()
+        command = COMMAND
+        if mode == "served":
+            server, env = _serving(root, env)
+            command = MICHI  # the client, as `michi` runs it: the server's worker runs the command
         # The set-up's writes (eight checkouts of up to 50,000 files) reach the disk now, not during the
         # first holds: agents start on clones made earlier, not ones still being written back.
         os.sync()
-        elapsed, reported = _swarm(works, adds, pause, env, root)
+        elapsed, reported = _swarm(works, adds, pause, env, root, command)
         landed = _landed(root / "origin.git", base, env)
         timings = [
             json.loads(line)
@@ -176,6 +202,9 @@ def run_size(count: int, agents: int, adds: int, pause: float, env: dict[str, st
             "profile": "\n".join(_clone_report.report(root, agents)) if PROFILE else "",
         }
     finally:
+        if server is not None:
+            server.terminate()  # as `michi server stop`: SIGTERM, running commands finish first
+            server.wait(timeout=60)
         shutil.rmtree(root, ignore_errors=True)
 
 
@@ -183,16 +212,19 @@ def main() -> None:
     sizes = [int(s) for s in os.environ.get("MICHI_BENCH_CLONE_SCALE", "100,50000").split(",")]
     agents = int(os.environ.get("MICHI_BENCH_CLONE_AGENTS", "8"))
     pauses = [float(p) for p in os.environ.get("MICHI_BENCH_CLONE_PAUSE", "0,2").split(",")]
+    modes = os.environ.get("MICHI_BENCH_CLONE_MODE", "fresh").split(",")
+    assert set(modes) <= {"fresh", "served"}, modes
+    assert not (PROFILE and "served" in modes), "the profile wraps fresh processes only"
     env = prepared_env(isolated_git_env(tempdir("home")))
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # users have bytecode
     print(interpreter_note())
     for n in sizes:
         adds = int(os.environ.get("MICHI_BENCH_CLONE_ADDS", "10" if n <= 10_000 else "8"))
-        for pause in pauses:
-            r = run_size(n, agents, adds, pause, env)
+        for mode, pause in [(m, p) for m in modes for p in pauses]:
+            r = run_size(n, agents, adds, pause, env, mode)
             verdict = "none lost or duplicated" if r["ok"] else "LOST OR DUPLICATED"
             print(
-                f"{n:,} tasks, {agents} agents x {adds} adds on {agents} clones, pause {pause:g} s: "
+                f"{n:,} tasks, {agents} agents x {adds} adds on {agents} clones, pause {pause:g} s, {mode}: "
                 f"{r['ops']:.0f} ops ({r['failed']:.0f} failed) in {r['wall']:.1f} s "
                 f"({r['ops'] / r['wall']:.2f}/s), "
                 f"{r['landed']:.0f} new tasks on the remote, {verdict}; lock held at once median "

@@ -6,6 +6,10 @@ the bulk import (MICHI_BENCH_REPEAT runs, michi and `task import` alternated). T
 once with `git fast-import` (50,000 `michi task add` calls would take hours) and cached in
 `bench/.cache/` (gitignored); each measurement works on a fresh copy of the cached remote. They use the
 fan-out layout of `michi init` (ADR 0006); MICHI_BENCH_LAYOUT=flat builds the legacy flat one instead.
+The baseline of the changing commands is git's own: one task file added by hand (`git add`, `git commit`,
+`git push`) in a clone of another copy of the same remote, timed in the same run; the table shows how
+much of michi's growth from the smallest size is the push's (the remote's connectivity check walks every
+tree of the old tip: work that grows with the tasks whoever pushes).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import subprocess
 import sys
 import time
 import uuid as uuidlib
+from collections.abc import Callable
 from pathlib import Path
 
 from _startup import MICHI, PYTHON, interpreter_note, prepared_env
@@ -148,6 +153,31 @@ class Michi:
             (self.work / ".git" / "michi" / name).unlink(missing_ok=True)
 
 
+class RawGit:
+    """git's own add of one task file, as an agent would script it without michi: a clone of another
+    copy of the cached remote; a new task file written, `git add`, `git commit`, `git push`."""
+
+    def __init__(self, cached: Path, root: Path, env: dict[str, str]) -> None:
+        sh(["git", "clone", "-q", "--bare", str(cached / "origin.git"), "raw.git"], root, env)
+        sh(["git", "clone", "-q", "raw.git", "raw"], root, env)
+        self.work, self.env, self.count = root / "raw", env, 0
+
+    def add(self) -> tuple[float, float]:
+        """Wall time of the whole sequence, and of its push alone."""
+        self.count += 1
+        task = Task(uuid=str(uuidlib.uuid4()), description=f"raw {self.count}", entry=tw_date(1_700_000_000))
+        path = task_path(ROOT, task.uuid, _layout())
+        start = time.perf_counter()
+        (self.work / path).parent.mkdir(parents=True, exist_ok=True)
+        (self.work / path).write_bytes(serialization.dumps(task))
+        sh(["git", "add", "--", path], self.work, self.env)
+        sh(["git", "commit", "-q", "-m", f"raw {self.count}"], self.work, self.env)
+        pushing = time.perf_counter()
+        sh(["git", "push", "-q", "origin", "main"], self.work, self.env)
+        end = time.perf_counter()
+        return end - start, end - pushing
+
+
 def _ms(samples: list[float]) -> float:
     return statistics.median(samples) * 1000
 
@@ -162,6 +192,7 @@ def measure(
     roots = {n: tempdir(f"scale-{n}") for n in sizes}
     try:
         ms = {n: Michi(built[n], roots[n], env) for n in sizes}
+        raws = {n: RawGit(built[n], roots[n], env) for n in sizes}
         out: dict[int, dict[str, float]] = {n: {} for n in sizes}
         for m in ms.values():
             m.read("task", "list")  # the first read pays for the cache
@@ -175,6 +206,13 @@ def measure(
             for n in sizes:
                 out[n][key], out[n][f"{key}_hold"] = _ms(samples[n]), _ms(ms[n].holds())
 
+        raw: dict[int, list[tuple[float, float]]] = {n: [] for n in sizes}
+        for _ in range(repeat):
+            for n in sizes:
+                raw[n].append(raws[n].add())
+        for n in sizes:
+            out[n]["raw"] = _ms([whole for whole, _ in raw[n]])
+            out[n]["raw_push"] = _ms([push for _, push in raw[n]])
         interleaved("add", "task", "add", "new")
         interleaved("done", "task", "done", numbered=True)
         interleaved("claim", "task", "next", "--claim")
@@ -241,6 +279,8 @@ ROWS = [
     ("  lock held per done (ms)", "done_hold"),
     ("michi task next --claim (ms)", "claim"),
     ("  lock held per claim (ms)", "claim_hold"),
+    ("git's own add: write, git add, commit, push (ms)", "raw"),
+    ("  of which git push (ms)", "raw_push"),
     ("michi task list --json, cold cache (ms)", "cold"),
     ("michi task list --json, warm (ms)", "warm"),
     ("Taskwarrior task export (ms)", "export"),
@@ -263,11 +303,18 @@ def main() -> None:
         cells = [f"{results[n][key]:.0f}" if key in results[n] else "-" for n in sizes]
         print(f"| {label} | " + " | ".join(cells) + " |")
     first = sizes[0]
+
+    def ratios(label: str, value: Callable[[int], float]) -> None:
+        print(f"| {label} | " + " | ".join(f"{value(n) / value(first):.2f}" for n in sizes) + " |")
+
     for key in ("add", "done", "claim"):
-        print(
-            f"| {key} at n vs at {first:,} (x) | "
-            + " | ".join(f"{results[n][key] / results[first][key]:.2f}" for n in sizes)
-            + " |"
+        ratios(f"{key} at n vs at {first:,} (x)", lambda n, key=key: results[n][key])
+    ratios(f"git's own add at n vs at {first:,} (x)", lambda n: results[n]["raw"])
+    for key in ("add", "done", "claim"):
+        # What michi's command grew by beyond the push's own growth (which git's add pays alike).
+        ratios(
+            f"{key} less the push's growth, vs at {first:,} (x)",
+            lambda n, key=key: results[n][key] - (results[n]["raw_push"] - results[first]["raw_push"]),
         )
     if task:
         for key in ("cold", "warm"):

@@ -14,6 +14,8 @@ from conftest import Remote, git
 from gitdaemon import git_daemon
 from txnkit import drive, start
 
+from michi.git.plain import YIELDING_NICE
+
 
 def names_on(where: Path, ref: str = "main") -> list[str]:
     out = git(where, "show", f"{ref}:.tasks/log.json", check=False)
@@ -550,3 +552,39 @@ def test_sigkill_between_index_and_branch_update_without_remote(local_repo: Path
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert names_on(local_repo, "HEAD") == ["a", "b"]
     assert git(local_repo, "status", "--porcelain") == ""
+
+
+def test_a_fetch_no_lock_waits_for_yields_the_cpu_and_the_push_does_not(remote: Remote) -> None:
+    """On cores shared by several clones, the fetch a command makes before it takes the lock runs at a low
+    CPU priority, its session's scheduling group too where Linux has one (ADR 0004); the holder's push
+    and fetch keep the usual one."""
+    one, two = remote.clone("one"), remote.clone("two")
+    assert drive(one, "a").returncode == 0
+    assert drive(two, "b").returncode == 0
+    seen = remote.root / "seen"
+    for side in ("upload", "receive"):
+        # The remote's side of each fetch and push: what it ran at, noted once it served (by then the
+        # command has set the priority of the session it started, whatever the scheduling).
+        script = remote.root / f"{side}.sh"
+        script.write_text(
+            f'#!/bin/sh\ngit {side}-pack "$@"\nstatus=$?\n'
+            f"group=$(cat /proc/$$/autogroup 2>/dev/null)\n"
+            f'echo "{side} $(awk \'{{print $19}}\' /proc/$$/stat) ${{group##* }}" >> "{seen}"\n'
+            "exit $status\n"
+        )
+        script.chmod(0o755)
+        git(one, "config", f"remote.origin.{side}pack", str(script))
+    proc = drive(one, "c")  # refused once (two pushed b): the tip is fetched between rounds, unlocked
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert json.loads(proc.stdout)["attempts"] == 2
+    assert names_on(remote.bare) == ["a", "b", "c"]
+    lines = [line.split(" ") for line in seen.read_text().splitlines()]
+    # The pushes (the refused one, the turn's, the landing one) and the fetch under the lock: as usual.
+    # The fetch between the rounds, without the lock: a low priority.
+    usual = [line for line in lines if line[0] == "receive" or line[1] == "0"]
+    unlocked = [line for line in lines if line not in usual]
+    assert len([line for line in usual if line[0] == "receive"]) >= 2, lines
+    assert all(line[1] == "0" for line in usual) and len(unlocked) == 1, lines
+    assert unlocked[0][:2] == ["upload", str(YIELDING_NICE)], lines
+    if Path("/proc/self/autogroup").exists():  # the group's weight too, not only the processes'
+        assert unlocked[0][2] == str(YIELDING_NICE) and all(line[2] == "0" for line in usual), lines

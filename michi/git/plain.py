@@ -102,6 +102,23 @@ def config_get(worktree: Path, key: str) -> str | None:
     return proc.stdout.strip() if proc.returncode == 0 else None
 
 
+# The CPU weight of work no lock waits for: a tenth of the usual one (nice 10), not the least (19), so a
+# fetch still moves on a machine kept busy by other work.
+YIELDING_NICE = 10
+
+
+def _yield_cpu(leader: int) -> None:
+    """A low CPU priority for the session `leader` began (ADR 0004): its processes' own (inherited by
+    those they start from now on) and, where Linux groups a session's processes for the scheduler
+    (autogroup), its group's. A new session is a group of its own that shares the cores with every other
+    group as an equal, whatever its processes' nice: without the group's, a fetch took as large a share
+    as another clone's lock holder pushing on the same cores. Best effort: not Linux, or already ended."""
+    with contextlib.suppress(OSError, AttributeError):
+        os.setpriority(os.PRIO_PGRP, leader, YIELDING_NICE)
+    with contextlib.suppress(OSError), open(f"/proc/{leader}/autogroup", "w") as group:
+        group.write(str(YIELDING_NICE))
+
+
 def run(cwd: Path, args: Sequence[str]) -> str:
     """Escape hatch for code paths that are not yet behind a named function; prefer a named one."""
     return quick(cwd, *args)
@@ -116,13 +133,15 @@ def run_ended(
     data: bytes | None = None,
     on_start: Callable[[int], None] | None = None,
     outlives_us: bool = False,
+    yielding: bool = False,
 ) -> tuple[int, bytes, bytes]:
     """(status, stdout, stderr) of a git call that talks to a remote. It runs in its own session, so that
     it and what it starts (ssh, a local remote's upload-pack or receive-pack and its hooks) are ended
     together, with SIGKILL, once it has run `timeout` seconds: then `subprocess.TimeoutExpired` is
     raised. `subprocess.run(timeout=)` kills the direct child only and leaves the rest running. An
     exception here ends it too, unless `outlives_us` (a push: it lands or not, ADR 0004). `on_start`
-    gets its pid as soon as it exists."""
+    gets its pid as soon as it exists. `yielding`: work that no lock waits for, run at a low CPU
+    priority (`_yield_cpu`)."""
     proc = subprocess.Popen(
         list(argv),
         cwd=cwd,
@@ -132,6 +151,8 @@ def run_ended(
         stderr=subprocess.PIPE,
         start_new_session=True,
     )
+    if yielding:
+        _yield_cpu(proc.pid)
     try:
         try:
             if on_start is not None:

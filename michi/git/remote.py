@@ -59,6 +59,7 @@ def _network(
     env: Mapping[str, str] | None = None,
     on_start: Callable[[int], None] | None = None,
     outlives_us: bool = False,
+    yielding: bool = False,
 ) -> tuple[int, str, str]:
     """`git <args>` that talks to `remote`: (status, stdout, stderr), ended with what it started once it
     ran `repo.network_timeout` seconds (`plain.run_ended`). `outlives_us`: a push is not ended when
@@ -71,6 +72,7 @@ def _network(
             timeout=repo.network_timeout,
             on_start=on_start,
             outlives_us=outlives_us,
+            yielding=yielding,
         )
     except subprocess.TimeoutExpired:
         raise _timed_out(repo, remote) from None
@@ -111,7 +113,9 @@ def prefetch_branch(repo: Repo, remote: str, branch: str) -> str | None:
     args = ["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--refmap="]
     args += [remote, f"+refs/heads/{branch}:{ref}"]
     try:
-        status, _out, _err = _network(repo, args, remote)
+        # No lock waits for it: a low CPU priority, so that on shared cores it does not slow another
+        # clone's holder (ADR 0004).
+        status, _out, _err = _network(repo, args, remote, yielding=True)
     except GitFailed:
         return None  # it ran out of time: the round under the lock fetches (and says why it cannot)
     return ref_oid(repo, ref) if status == 0 else None
