@@ -165,7 +165,8 @@ class RawGit:
     def add(self) -> tuple[float, float]:
         """Wall time of the whole sequence, and of its push alone."""
         self.count += 1
-        task = Task(uuid=str(uuidlib.uuid4()), description=f"raw {self.count}", entry=tw_date(1_700_000_000))
+        now = tw_date(1_700_000_000)
+        task = Task(uuid=str(uuidlib.uuid4()), id=0, description=f"raw {self.count}", entry=now, modified=now)
         path = task_path(ROOT, task.uuid, _layout())
         start = time.perf_counter()
         (self.work / path).parent.mkdir(parents=True, exist_ok=True)
