@@ -70,8 +70,9 @@ def _serving(root: Path, env: dict[str, str]) -> tuple[subprocess.Popen[bytes], 
         stderr=subprocess.DEVNULL,
     )
     wait_for(lambda: any((root / "srv").glob("s-*.json")) or server.poll() is not None, 60)
-    if server.poll() is not None:
-        raise SystemExit(f"bench: michi's server did not start (exit {server.returncode})")
+    if not any((root / "srv").glob("s-*.json")):
+        server.kill()
+        raise SystemExit(f"bench: michi's server did not start (exit {server.wait()})")
     return server, served
 
 
@@ -204,7 +205,11 @@ def run_size(
     finally:
         if server is not None:
             server.terminate()  # as `michi server stop`: SIGTERM, running commands finish first
-            server.wait(timeout=60)
+            try:
+                server.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait()
         shutil.rmtree(root, ignore_errors=True)
 
 

@@ -6,6 +6,7 @@ import contextlib
 import os
 import signal
 import subprocess
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
@@ -105,18 +106,49 @@ def config_get(worktree: Path, key: str) -> str | None:
 # The CPU weight of work no lock waits for: a tenth of the usual one (nice 10), not the least (19), so a
 # fetch still moves on a machine kept busy by other work.
 YIELDING_NICE = 10
+# Linux refuses a change of any autogroup's nice within 100 ms of the last one on the machine, to anyone
+# without CAP_SYS_ADMIN (EAGAIN): a refused change is tried once more after that.
+_GROUP_AGAIN = 0.11
 
 
-def _yield_cpu(leader: int) -> None:
+def _yield_cpu(leader: int) -> bool:
     """A low CPU priority for the session `leader` began (ADR 0004): its processes' own (inherited by
     those they start from now on) and, where Linux groups a session's processes for the scheduler
     (autogroup), its group's. A new session is a group of its own that shares the cores with every other
     group as an equal, whatever its processes' nice: without the group's, a fetch took as large a share
-    as another clone's lock holder pushing on the same cores. Best effort: not Linux, or already ended."""
+    as another clone's lock holder pushing on the same cores. Best effort (not Linux, no autogroup,
+    already ended); False only when the kernel asked to try the group's again later."""
     with contextlib.suppress(OSError, AttributeError):
         os.setpriority(os.PRIO_PGRP, leader, YIELDING_NICE)
-    with contextlib.suppress(OSError), open(f"/proc/{leader}/autogroup", "w") as group:
-        group.write(str(YIELDING_NICE))
+    try:
+        group = os.open(f"/proc/{leader}/autogroup", os.O_WRONLY)
+    except OSError:
+        return True
+    try:
+        os.write(group, str(YIELDING_NICE).encode())
+    except BlockingIOError:
+        return False
+    except OSError:
+        pass
+    finally:
+        os.close(group)
+    return True
+
+
+def _communicate_yielding(
+    proc: subprocess.Popen[bytes], data: bytes | None, timeout: float | None
+) -> tuple[bytes, bytes]:
+    """`proc.communicate`, with the group's priority tried once more after the kernel's interval (unless
+    it ended first)."""
+    start = time.monotonic()
+    try:
+        return proc.communicate(data, timeout=_GROUP_AGAIN if timeout is None else min(_GROUP_AGAIN, timeout))
+    except subprocess.TimeoutExpired:
+        if timeout is not None and time.monotonic() - start >= timeout:
+            raise
+    _yield_cpu(proc.pid)
+    left = None if timeout is None else max(0.0, timeout - (time.monotonic() - start))
+    return proc.communicate(None, timeout=left)  # the input, if any, is being written already
 
 
 def run(cwd: Path, args: Sequence[str]) -> str:
@@ -151,16 +183,17 @@ def run_ended(
         stderr=subprocess.PIPE,
         start_new_session=True,
     )
-    if yielding:
-        _yield_cpu(proc.pid)
     try:
+        again = yielding and not _yield_cpu(proc.pid) and not outlives_us
         try:
             if on_start is not None:
                 on_start(proc.pid)
         finally:
             if outlives_us:  # seen to its end even when `on_start` failed (ADR 0004)
                 out, err = proc.communicate(data, timeout=timeout)
-        if not outlives_us:
+        if again:
+            out, err = _communicate_yielding(proc, data, timeout)
+        elif not outlives_us:
             out, err = proc.communicate(data, timeout=timeout)
     except BaseException as exc:
         if outlives_us and not isinstance(exc, subprocess.TimeoutExpired):
