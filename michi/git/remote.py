@@ -113,8 +113,8 @@ def prefetch_branch(repo: Repo, remote: str, branch: str) -> str | None:
     args = ["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--refmap="]
     args += [remote, f"+refs/heads/{branch}:{ref}"]
     try:
-        # No lock waits for it: a low CPU priority, so that on shared cores it does not slow another
-        # clone's holder (ADR 0004).
+        # No lock waits for it: a low CPU priority, so that on shared cores it slows another clone's
+        # holder less (ADR 0004).
         status, _out, _err = _network(repo, args, remote, yielding=True)
     except GitFailed:
         return None  # it ran out of time: the round under the lock fetches (and says why it cannot)
