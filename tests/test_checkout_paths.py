@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import hashlib
 import os
+import signal
 import struct
 import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -15,7 +17,7 @@ from conftest import git
 
 from michi import errors as mgit_errors
 from michi import git as mgit
-from michi.git import checkout, prepared
+from michi.git import checkout, heldindex, prepared
 from michi.git.checkout import move_paths
 
 
@@ -489,7 +491,7 @@ def test_a_restore_started_ahead_moves_only_when_fed_and_keeps_work_staged_meanw
     old, new = _next(work)
     repo, known = mgit.open_repo(work), _known(work, old, new)
     checkout.check_ahead(repo, old, known, new)
-    (waiting,) = (p for k, p in repo.ahead.items() if k[0] == "restore")
+    (waiting,) = (p for k, p in repo.ahead.items() if k[0].startswith("restore"))
     (work / "staged.txt").write_text("staged while the push ran\n")
     git(work, "add", "staged.txt")
     assert waiting.proc.poll() is None  # still waiting for its paths: nothing moved yet
@@ -508,7 +510,7 @@ def test_a_restore_started_ahead_and_never_fed_changes_nothing(work: Path) -> No
     repo = mgit.open_repo(work)
     before = _state(work)
     checkout.check_ahead(repo, old, _known(work, old, new), new)
-    (waiting,) = (p for k, p in repo.ahead.items() if k[0] == "restore")
+    (waiting,) = (p for k, p in repo.ahead.items() if k[0].startswith("restore"))
     mgit.drop_prepared(repo)
     mgit.tidy()  # it is reaped once the lock is let go
     assert waiting.proc.returncode not in (None, 0)  # git refused: no path to restore
@@ -590,7 +592,7 @@ def test_a_git_refusing_the_options_of_a_process_started_ahead_moves_as_before(w
     repo, known = mgit.open_repo(work), _known(work, old, new)
     specs = sorted(p for p, (o, n) in known.items() if o != n)
     refusing = ["restore", "--no-such-option", "--pathspec-from-file=-"]
-    prepared.prepare(repo, ("restore", new, *specs), refusing)
+    prepared.prepare(repo, (checkout._kind(heldindex.copy_path(repo)), new, *specs), refusing)
     (waiting,) = repo.ahead.values()
     assert move_paths(repo, old, new, known) == (True, None)
     assert waiting.proc.returncode == prepared.USAGE
@@ -660,31 +662,105 @@ def test_a_relative_git_dir_is_read_from_the_folder_michi_acts_in(remote, tmp_pa
     assert (other / ".git" / "michi").is_dir() and not (here / ".git" / "michi").exists()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="below the staged move's index size the check (diff-index) and the move (git restore) are two "
-    "git processes: a `git add` in the ~1 ms between is overwritten; git's own checkout checks and moves "
-    "under one index.lock, as the staged move does (ADR 0015)",
-)
+@pytest.mark.parametrize("staged_from", ["0", "1048576"], ids=["staged move", "git restore"])
 def test_a_hand_edit_staged_between_the_check_and_the_move_is_kept(
-    work: Path, monkeypatch: pytest.MonkeyPatch
+    work: Path, monkeypatch: pytest.MonkeyPatch, staged_from: str
 ) -> None:
-    """The user stages an edit of a task file the move changes right after the check found it clean and
-    before `restore` runs: the move must keep it (refuse), as `git checkout` would, never overwrite it."""
+    """The user stages an edit of a task file the move changes right after the checks found it clean and
+    before the move writes: the move must keep it (refuse), as `git checkout` would, never overwrite it.
+    With a staged move and with `git restore` alike: the lock is taken, and the checks run again on the
+    index the user wrote."""
+    monkeypatch.setenv("MICHI_STAGED_INDEX_BYTES", staged_from)
     old, new = _next(work)
     repo = mgit.open_repo(work)
-    real = checkout._restore
+    checkout.check_ahead(repo, old, _known(work, old, new), new)
+    real = checkout._refusal
+    calls = []
 
-    def racing(repo_: mgit.Repo, source: str, paths: list[str]) -> tuple[int, str]:
-        if source == new:
+    def racing(*args: object) -> str | None:
+        refused = real(*args)  # type: ignore[arg-type]
+        calls.append(refused)
+        if len(calls) == 1:
+            assert refused is None  # clean when checked; staged by hand just after
             (work / ".tasks" / "b.json").write_text("staged by hand meanwhile\n")
             git(work, "add", ".tasks/b.json")
-        return real(repo_, source, paths)
+        return refused
 
-    monkeypatch.setattr(checkout, "_restore", racing)
-    move_paths(repo, old, new)
+    monkeypatch.setattr(checkout, "_refusal", racing)
+    done, refused = move_paths(repo, old, new, _known(work, old, new))
+    assert done and refused == "error: your staged changes to .tasks/b.json would be overwritten"
+    assert len(calls) == 2
     assert git(work, "show", ":.tasks/b.json") == "staged by hand meanwhile"
     assert (work / ".tasks" / "b.json").read_text() == "staged by hand meanwhile\n"
+    assert not (work / ".git" / "index.lock").exists()
+
+
+def test_a_git_add_while_the_move_writes_fails_saying_so(work: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """From the move's last look at the index to its write, git's `index.lock` is held, as by git's own
+    checkout: a `git add` meanwhile (of a task file the move changes, or of any other) fails and says
+    why, and nothing the user had is lost; once the move is done the same `git add` works."""
+    monkeypatch.setenv("MICHI_STAGED_INDEX_BYTES", "1048576")
+    old, new = _next(work)
+    (work / "notes.txt").write_text("mine, edited\n")
+    repo = mgit.open_repo(work)
+    real = checkout._restore
+    tried: list[subprocess.CompletedProcess[str]] = []
+
+    def racing(repo_: mgit.Repo, source: str, paths: list[str], index: Path | None = None) -> tuple[int, str]:
+        if source == new:
+            for path in ("notes.txt", ".tasks/b.json"):
+                tried.append(subprocess.run(["git", "add", path], cwd=work, capture_output=True, text=True))
+        return real(repo_, source, paths, index)
+
+    monkeypatch.setattr(checkout, "_restore", racing)
+    assert move_paths(repo, old, new, _known(work, old, new)) == (True, None)
+    assert [t.returncode for t in tried] == [128, 128]
+    assert all("index.lock" in t.stderr for t in tried), [t.stderr for t in tried]
+    assert (work / ".tasks" / "b.json").read_text() == "b 2\n"
+    assert git(work, "show", ":.tasks/b.json") == "b 2"
+    assert (work / "notes.txt").read_text() == "mine, edited\n"
+    assert git(work, "diff", "--name-only") == "notes.txt"
+    assert not (work / ".git" / "index.lock").exists()
+    git(work, "add", "notes.txt")
+    assert git(work, "diff", "--cached", "--name-only", new) == "notes.txt"
+
+
+def test_a_move_killed_holding_the_index_lock_leaves_it_to_the_next_move(work: Path) -> None:
+    """A michi SIGKILLed while it holds git's `index.lock` for a move leaves the file; git then refuses
+    every write of the index. The next move removes that very lock (its folder names it) and moves."""
+    old, new = _next(work)
+    script = (
+        "import os, signal, sys\n"
+        "from michi import git as mgit\n"
+        "from michi.git import heldindex\n"
+        "held = heldindex.take(mgit.open_repo(sys.argv[1]))\n"
+        "assert held is not None\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    killed = subprocess.run([sys.executable, "-c", script, str(work)], capture_output=True, text=True)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    assert (work / ".git" / "index.lock").exists()
+    refused = subprocess.run(["git", "add", "notes.txt"], cwd=work, capture_output=True, text=True)
+    assert refused.returncode == 128 and "index.lock" in refused.stderr
+    repo = mgit.open_repo(work)
+    assert move_paths(repo, old, new, _known(work, old, new)) == (True, None)
+    assert not (work / ".git" / "index.lock").exists()
+    assert git(work, "show", ":.tasks/b.json") == "b 2"
+    assert os.listdir(work / ".git" / "michi" / "stage") == []
+
+
+def test_a_lock_another_git_holds_stops_the_move_before_it_writes(work: Path) -> None:
+    """Another git holds `index.lock` for longer than the move waits: the move fails saying which file is
+    in its way and how to go on, and has changed nothing."""
+    old, new = _next(work)
+    (work / ".git" / "index.lock").write_text("")
+    before = _state(work)
+    repo = mgit.open_repo(work)
+    with pytest.raises(mgit_errors.GitFailed) as failed:
+        move_paths(repo, old, new, _known(work, old, new))
+    assert failed.value.code == "git_lock_held" and "index.lock" in str(failed.value)
+    assert _state(work) == before
+    assert (work / ".git" / "index.lock").read_text() == ""
 
 
 def _conflicted(work: Path, path: str) -> None:

@@ -12,6 +12,7 @@ import stat
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import git
@@ -200,8 +201,8 @@ def test_transactions_move_the_checkout_by_the_staged_index(
     installed: list[tuple[int, str] | None] = []
     real = staged.Staged.install
 
-    def spied(self: staged.Staged) -> tuple[int, str] | None:
-        installed.append(real(self))
+    def spied(self: staged.Staged, *args: Any) -> tuple[int, str] | None:
+        installed.append(real(self, *args))
         return installed[-1]
 
     monkeypatch.setattr(staged.Staged, "install", spied)
@@ -307,10 +308,10 @@ def test_a_hand_edit_staged_after_the_check_is_kept(work: Path, monkeypatch: pyt
     _stage(repo, old, new, known)
     real = staged.Staged.install
 
-    def racing(self: staged.Staged) -> tuple[int, str] | None:
+    def racing(self: staged.Staged, *args: Any) -> tuple[int, str] | None:
         (work / ".tasks" / "b.json").write_text("staged by hand meanwhile\n")
         git(work, "add", ".tasks/b.json")
-        return real(self)
+        return real(self, *args)
 
     monkeypatch.setattr(staged.Staged, "install", racing)
     done, refused = move_paths(repo, old, new, known)
@@ -318,6 +319,31 @@ def test_a_hand_edit_staged_after_the_check_is_kept(work: Path, monkeypatch: pyt
     assert git(work, "show", ":.tasks/b.json") == "staged by hand meanwhile"
     assert (work / ".tasks" / "b.json").read_text() == "staged by hand meanwhile\n"
     assert not (work / ".tasks" / "d.json").exists()  # nothing of the move happened
+
+
+@pytest.mark.parametrize("path", [".tasks/b.json", ".tasks/d.json"], ids=["changed", "added"])
+def test_a_hand_edit_made_after_the_check_is_kept(
+    work: Path, monkeypatch: pytest.MonkeyPatch, path: str
+) -> None:
+    """The user edits (without staging) a task file the move changes, or writes one where the move adds
+    one, after the checks found none: the staged files are not renamed over it; the move is checked
+    again with the lock held and refuses, the edit kept byte for byte."""
+    old, new = _next(work)
+    repo, known = mgit.open_repo(work), _known(work, old, new)
+    _stage(repo, old, new, known)
+    real = staged.Staged.install
+
+    def racing(self: staged.Staged, *args: Any) -> tuple[int, str] | None:
+        (work / path).write_text("edited by hand meanwhile\n")
+        return real(self, *args)
+
+    monkeypatch.setattr(staged.Staged, "install", racing)
+    index = git(work, "ls-files", "-s")
+    done, refused = move_paths(repo, old, new, known)
+    assert done and refused and path.rpartition("/")[2] in refused
+    assert (work / path).read_text() == "edited by hand meanwhile\n"
+    assert git(work, "ls-files", "-s") == index  # nothing of the move happened
+    assert not (work / ".git" / "index.lock").exists()
 
 
 def test_an_index_lock_a_killed_michi_held_is_removed_and_no_other(work: Path) -> None:

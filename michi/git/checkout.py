@@ -8,9 +8,11 @@ index (or, for a path `old` lacks, nothing is there); otherwise nothing at all c
 returned. The user's staged and unstaged work in every other path is not even looked at.
 
 Two git processes touch the index: one `diff-index` checks, one `git restore` moves index entries and
-files together. git rewrites the whole index file on every change (~6 MB hashed at 50,000 entries, the
-largest share of a move); writing it once instead of twice (`update-index --index-info`, then
-`checkout-index -u`) halves that.
+files together, with git's `index.lock` held from the last look at the index to its write, as git's own
+checkout holds it (`michi.git.heldindex`), or the move staged beside the push (`michi.git.staged`).
+git rewrites the whole index file on every change (~6 MB hashed at 50,000 entries, the largest share of
+a move); writing it once instead of twice (`update-index --index-info`, then `checkout-index -u`) halves
+that.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import contextlib
 import os
 import stat
 import time
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -391,8 +393,12 @@ def check_ahead(repo: Repo, old: str, known: Moves, new: str | None = None, spen
         if _stage(repo, old, new, {p: known[p] for p in diff}, specs, spend, index):
             return
         if len(_pathspec_input(specs)) <= prepared.ATOMIC:
+            from michi.git import heldindex
+
             args = [*_RESTORE, f"--source={new}", "--pathspec-from-file=-", "--pathspec-file-nul"]
-            prepared.prepare(repo, ("restore", new, *specs), args, env=LITERAL)
+            copy = heldindex.copy_path(repo)  # the move's restore writes it (made once the lock is held)
+            env = LITERAL if copy is None else {**LITERAL, "GIT_INDEX_FILE": str(copy)}
+            prepared.prepare(repo, (_kind(copy), new, *specs), args, env=env)
 
 
 def _stage(
@@ -449,19 +455,55 @@ def _stage_from() -> int:
         return STAGE_FROM_BYTES
 
 
-def _staged(repo: Repo, new: str, paths: list[str]) -> tuple[tuple[int, str] | None, bool]:
+def _staged(
+    repo: Repo, new: str, paths: list[str], untouched: Callable[[], bool]
+) -> tuple[tuple[int, str] | None, bool]:
     """The staged move's result when one was prepared beside the push (None: not installed, `git restore`
-    moves), and whether the index was written since it was staged (then the move is checked again)."""
+    moves), and whether the index or a moved file was written since the checks (then the move is checked
+    again)."""
     move = repo.ahead.pop(("staged", new, *_outermost(paths)), None)
     if move is None:  # a `michi.git.staged.Staged`
         return None, False
-    done: tuple[int, str] | None = move.install()
+    done: tuple[int, str] | None = move.install(untouched)
     return done, bool(move.changed)
 
 
+def _held_restore(
+    repo: Repo,
+    new: str,
+    paths: list[str],
+    changed: bool,
+    untouched: Callable[[], bool],
+    check: Callable[[], str | None],
+) -> tuple[tuple[int, str], str | None]:
+    """`git restore` of `paths` to `new` with git's `index.lock` held from a last look to the index's
+    write (`michi.git.heldindex`), as git's own checkout holds it: a `git add` meanwhile fails saying
+    so instead of being overwritten. When the index or a moved file changed since the checks (`changed`,
+    or not `untouched`), they run again (`check`), the lock held. ((status, stderr), refusal)."""
+    from michi.git import heldindex
+
+    held = heldindex.take(repo)
+    if held is None:  # not `.git/index`, no index yet: as before, the check and restore one after the other
+        if changed and (refused := check()) is not None:
+            return (0, ""), refused
+        return _restore(repo, new, paths), None
+    try:
+        if (changed or not untouched()) and (refused := check()) is not None:
+            return (0, ""), refused
+        status, err = _restore(repo, new, paths, held.copy)
+        if status == 0:
+            try:
+                held.install()
+            except OSError as exc:
+                return (1, f"error: could not write the index: {exc}"), None
+        return (status, err), None
+    finally:
+        held.release()
+
+
 def _left_by_the_dead(repo: Repo) -> None:
-    """A michi killed while it held git's `index.lock` for a staged move left it (and its staging):
-    removed, so git can write the index again. One `listdir` when there is nothing."""
+    """A michi killed while it held git's `index.lock` for a move (staged or held) left it (and its
+    folder): removed, so git can write the index again. One `listdir` when there is nothing."""
     try:
         if not os.listdir(repo.paths.git_dir / "michi" / "stage"):
             return
@@ -492,16 +534,22 @@ def move_paths(
     added = [p for p in paths if diff[p][0] is None]
     deleted = {p for p in paths if diff[p][1] is None}
     goal = _Goal({p: diff[p][1] for p in paths}, own)
+    checks = (repo, old, paths, added, deleted, goal)
     _left_by_the_dead(repo)
+    before = _stats(repo, paths)  # the index and the paths' files, as the checks below find them
     refused = _refusal(repo, old, paths, added, deleted, goal)
     if refused is not None:
         return True, refused
-    done, changed = _staged(repo, new, paths)
-    if changed:  # the user wrote the index during the push (a `git add`): checked again, on that index
-        refused = _refusal(repo, old, paths, added, deleted, goal)
+
+    def untouched() -> bool:
+        return before is not None and _stats(repo, paths) == before
+
+    done, changed = _staged(repo, new, paths, untouched)
+    if done is None:
+        done, refused = _held_restore(repo, new, paths, changed, untouched, lambda: _refusal(*checks))
         if refused is not None:
             return True, refused
-    status, err = done if done is not None else _restore(repo, new, paths)
+    status, err = done
     if status != 0:  # put index and files back: nothing of this move may remain
         _restore(repo, old, [p for p in paths if p not in added])
         _restore(repo, old, added)  # removes them; a path the failed move did not add matches nothing
@@ -516,18 +564,26 @@ def move_paths(
 _RESTORE = ("-c", f"core.hooksPath={os.devnull}", "restore", "--staged", "--worktree")
 
 
-def _restore(repo: Repo, source: str, paths: list[str]) -> tuple[int, str]:
+def _restore(repo: Repo, source: str, paths: list[str], index: Path | None = None) -> tuple[int, str]:
     """Set `paths` in the index and the work tree to their version in `source`, removing those it lacks
     (and the folders that leaves empty); stat data is recorded, so `git status` reads them as clean. One
-    git process: the index is read and written once (at 50,000 entries each write is ~6 MB hashed)."""
+    git process: the index is read and written once (at 50,000 entries each write is ~6 MB hashed).
+    `index`: the index file git reads and writes instead (a held move's copy, `michi.git.heldindex`)."""
     if not paths:
         return 0, ""
     specs = _outermost(paths)
-    fed = prepared.run(repo, ("restore", source, *specs), _pathspec_input(specs))  # started beside the push
+    fed = prepared.run(repo, (_kind(index), source, *specs), _pathspec_input(specs))  # started ahead
     if fed is not None:
         return fed[0], str(output(fed[2], False))
-    status, _out, err = _exec(repo, *_RESTORE, f"--source={source}", "--", *specs, env=LITERAL)
+    env = LITERAL if index is None else {**LITERAL, "GIT_INDEX_FILE": str(index)}
+    status, _out, err = _exec(repo, *_RESTORE, f"--source={source}", "--", *specs, env=env)
     return status, err
+
+
+def _kind(index: Path | None) -> str:
+    """What a move's `restore` started ahead is kept under: one writing a held move's copy of the index
+    (`michi.git.heldindex`) is another than one writing the index."""
+    return "restore" if index is None else f"restore:{index}"
 
 
 def _pathspec_input(specs: list[str]) -> bytes:

@@ -26,12 +26,12 @@ import shutil
 import stat
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from michi import threads
-from michi.git import indexfile, prepared, splice
+from michi.git import heldindex, indexfile, prepared, splice
 from michi.pids import exists
 
 if TYPE_CHECKING:
@@ -42,7 +42,9 @@ if TYPE_CHECKING:
 _FILE_MODES = (0o100644, 0o100755)
 _SETTLED_NS = 20_000_000  # the kernel's file-time clock ticks at most this coarsely (`checkout._SETTLED_NS`)
 _SERIAL = itertools.count()
-HELD = "index.lock.held"  # in a staging folder: the device and inode of the `index.lock` it holds
+# In a staging folder: the device and inode of the `index.lock` it holds (a held move's too).
+HELD = heldindex.HELD
+_folder, _own_folder, _all_are = heldindex.folder, heldindex.own_folder, heldindex.all_are
 PathEntry = tuple[int, str] | None
 _Moves = Mapping[str, tuple[PathEntry, PathEntry]]
 
@@ -268,15 +270,17 @@ class Staged:
                     (self.where / "wt" / folder).mkdir(parents=True, exist_ok=True)
                     shutil.copyfile(source, self.where / "wt" / folder / ".gitattributes")
 
-    def install(self) -> tuple[int, str] | None:
+    def install(self, untouched: Callable[[], bool] = lambda: True) -> tuple[int, str] | None:
         """Finish the move: (0, "") when done; None when nothing was changed and `git restore` should do
-        it; (1, why) when it failed midway (the caller puts the paths back, as after a failed restore)."""
+        it; (1, why) when it failed midway (the caller puts the paths back, as after a failed restore).
+        `untouched`: are the moved paths' files as the move's checks found them (asked with the lock
+        held; False: `changed`, and the move is checked again)?"""
         try:
-            return self._install()
+            return self._install(untouched)
         finally:
             self.drop()
 
-    def _install(self) -> tuple[int, str] | None:
+    def _install(self, untouched: Callable[[], bool]) -> tuple[int, str] | None:
         if self.reader is None:
             return None
         self.reader.join()
@@ -296,8 +300,8 @@ class Staged:
             # Whose lock this is, should this process be killed holding it (`clear_dead` removes it).
             mine = os.fstat(fd)
             held.write_text(f"{mine.st_dev} {mine.st_ino}\n")
-            if _index_key(os.stat(self.git_dir / "index")) != self.index_was:
-                self.changed = True  # the user's `git add` meanwhile: the move is checked again
+            if _index_key(os.stat(self.git_dir / "index")) != self.index_was or not untouched():
+                self.changed = True  # the user's `git add` or edit meanwhile: the move is checked again
                 return None
             moving = True
             self._move_files()
@@ -393,28 +397,6 @@ def _copy(source: int, target: int, size: int) -> None:
 def _set(value: str | None) -> bool:
     """A git setting given and not false (`core.fsmonitor` may also be a hook's path)."""
     return value is not None and value.strip().lower() not in ("", "false", "no", "off", "0")
-
-
-def _all_are(top: Path, paths: Iterable[str | Path], kind: Callable[[int], bool]) -> bool:
-    """Is each of `paths` under `top` of `kind` (by `lstat`: a symlink is a symlink), or not there?"""
-    for path in paths:
-        try:
-            if not kind(os.lstat(top / path).st_mode):
-                return False
-        except FileNotFoundError:
-            continue
-    return True
-
-
-def _folder(git_dir: Path) -> Path:
-    return git_dir / "michi" / "stage"
-
-
-def _own_folder(git_dir: Path) -> bool:
-    """Are `<git dir>/michi` and its `stage` real folders (or not there yet)? Through a symlink the staging
-    would be written, and dead michis' staging folders cleared, in whatever folder it names: outside the
-    repository, deleting a folder of the user's whose name starts with a number no process has."""
-    return _all_are(git_dir, ["michi", "michi/stage"], stat.S_ISDIR)
 
 
 def _clear(where: Path) -> None:

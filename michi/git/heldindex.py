@@ -1,0 +1,138 @@
+"""git's `index.lock` held from a checkout move's last check to its write of the index (ADR 0015).
+
+git's own checkout checks the paths it moves and writes the index under one `index.lock`. A move made of
+two git processes (the check, then `git restore`) would leave a moment between them in which a user's
+`git add` lands and is then overwritten. Here the lock is taken first, as git takes it (`index.lock`
+created exclusively): every git that writes the index meanwhile (`git add`, `commit`, `stash`) fails
+and says so, as against git's own checkout. `git restore` writes a copy of the index (`GIT_INDEX_FILE`)
+made under the lock, and the copy is renamed over the index before the lock is let go: a reader sees the
+old index or the new one, a writer neither half.
+
+A michi killed holding the lock leaves it; its folder (`.git/michi/stage/<pid>.held/`) names the lock
+file (device, inode), and the next move removes that very file, never another git's
+(`staged.clear_dead`). Not held (`take` gives None, and the move runs as before) where the index is not
+`.git/index` (`GIT_INDEX_FILE`), there is no index yet, or `.git/michi/stage` is not michi's own folder.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import stat
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from michi.git.core import lock_held
+
+if TYPE_CHECKING:
+    from michi.git.repo import Repo
+
+WAIT = 1.0  # seconds another git may hold `index.lock` before the move says so and stops
+HELD = "index.lock.held"  # in a staging folder: the device and inode of the `index.lock` it holds
+
+
+def folder(git_dir: Path) -> Path:
+    """Where michi's moves keep their staging and their held locks' names."""
+    return git_dir / "michi" / "stage"
+
+
+def all_are(top: Path, paths: Iterable[str | Path], kind: Callable[[int], bool]) -> bool:
+    """Is each of `paths` under `top` of `kind` (by `lstat`: a symlink is a symlink), or not there?"""
+    for path in paths:
+        try:
+            if not kind(os.lstat(top / path).st_mode):
+                return False
+        except FileNotFoundError:
+            continue
+    return True
+
+
+def own_folder(git_dir: Path) -> bool:
+    """Are `<git dir>/michi` and its `stage` real folders (or not there yet)? Through a symlink a staging
+    would be written, and dead michis' folders cleared, in whatever folder it names: outside the
+    repository, deleting a folder of the user's whose name starts with a number no process has."""
+    return all_are(git_dir, ["michi", "michi/stage"], stat.S_ISDIR)
+
+
+def copy_path(repo: Repo) -> Path | None:
+    """The index copy a held move's `git restore` writes (known before the lock is taken, so the process
+    can be started beside the push, `michi.git.prepared`); None when no lock can be held for this move."""
+    if "GIT_INDEX_FILE" in os.environ or not own_folder(repo.paths.git_dir):
+        return None
+    return folder(repo.paths.git_dir) / f"{os.getpid()}.held" / "index"
+
+
+class Held:
+    """git's `index.lock`, held by this process, with a copy of the index made under it."""
+
+    def __init__(self, git_dir: Path, fd: int, copy: Path) -> None:
+        self.git_dir, self.fd, self.copy = git_dir, fd, copy
+        self.lock = git_dir / "index.lock"
+
+    def install(self) -> None:
+        """The copy (as `git restore` wrote it) becomes the index; the lock is still held."""
+        os.rename(self.copy, self.git_dir / "index")
+
+    def release(self) -> None:
+        """Let the lock go (only the very file taken: a lock someone removed and another git took is
+        not ours) and remove the folder."""
+        try:
+            mine = os.fstat(self.fd)
+            found = os.lstat(self.lock)
+            if (found.st_dev, found.st_ino) == (mine.st_dev, mine.st_ino):
+                os.unlink(self.lock)
+        except OSError:
+            pass
+        finally:
+            os.close(self.fd)
+        with contextlib.suppress(FileNotFoundError):
+            shutil.rmtree(self.copy.parent)
+
+
+def _locked(lock: Path) -> int | None:
+    """`lock` created exclusively (its descriptor), waiting up to `WAIT` seconds for a git holding it: a
+    `git status` (a shell prompt's, an editor's) takes it for a few ms to refresh the index. None when
+    it cannot be made at all."""
+    deadline = time.monotonic() + WAIT
+    while True:
+        try:
+            return os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+        except FileExistsError:
+            if time.monotonic() >= deadline:
+                busy = lock_held(f"fatal: Unable to create '{lock}': File exists.")
+                assert busy is not None
+                raise busy from None
+            time.sleep(0.01)  # nothing to wait on: git removes the file, and tells nobody
+        except OSError:
+            return None
+
+
+def take(repo: Repo) -> Held | None:
+    """git's `index.lock`, taken, and the index copied to `copy_path`; None when it cannot be held here
+    (the move then runs without it). Raises `GitFailed` when another git holds the lock: git's restore
+    would have failed on it the same way."""
+    copy = copy_path(repo)
+    if copy is None:
+        return None
+    git_dir = repo.paths.git_dir
+    lock = git_dir / "index.lock"
+    fd = _locked(lock)
+    if fd is None:
+        return None
+    held = Held(git_dir, fd, copy)
+    try:
+        with contextlib.suppress(FileNotFoundError):
+            shutil.rmtree(copy.parent)  # this process's earlier move's, if it could not remove it
+        copy.parent.mkdir(parents=True)
+        mine = os.fstat(fd)
+        (copy.parent / HELD).write_text(f"{mine.st_dev} {mine.st_ino}\n")
+        # A copy, not a link: git replaces the index (never writes into it), so the file opened is whole.
+        with open(git_dir / "index", "rb") as source, open(copy, "xb") as target:
+            shutil.copyfileobj(source, target, 1 << 20)
+    except OSError:  # no index yet (git's restore makes one), no room: the move runs as before
+        held.release()
+        return None
+    return held
