@@ -749,6 +749,77 @@ def test_a_move_killed_holding_the_index_lock_leaves_it_to_the_next_move(work: P
     assert os.listdir(work / ".git" / "michi" / "stage") == []
 
 
+@pytest.mark.parametrize("failing", ["restore", "install"])
+def test_a_held_move_that_fails_leaves_nothing_of_itself(
+    work: Path, monkeypatch: pytest.MonkeyPatch, failing: str
+) -> None:
+    """The held move's `git restore` fails after writing files, or its index cannot be installed (a full
+    disk): index and files go back to the old commit, the file it added included (the index never
+    named it: the copy does), and the lock is let go."""
+    old, new = _next(work)
+    (work / "notes.txt").write_text("mine, edited\n")
+    before = _state(work)
+    repo = mgit.open_repo(work)
+    if failing == "install":
+
+        def full(self: heldindex.Held) -> None:
+            raise OSError(28, "No space left on device")
+
+        monkeypatch.setattr(heldindex.Held, "install", full)
+    else:
+        real = checkout._restore
+
+        def failed(
+            repo_: mgit.Repo, source: str, paths: list[str], index: Path | None = None
+        ) -> tuple[int, str]:
+            status, err = real(repo_, source, paths, index)
+            return (1, "error: a file could not be written") if source == new else (status, err)
+
+        monkeypatch.setattr(checkout, "_restore", failed)
+    done, refused = move_paths(repo, old, new, _known(work, old, new))
+    assert done and refused and "error:" in refused
+    assert _state(work) == before
+    assert git(work, "status", "--porcelain") == "M notes.txt"
+    assert not (work / ".git" / "index.lock").exists()
+
+
+def test_an_interrupt_while_the_lock_is_taken_lets_it_go(work: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C (or a termination) while the index is being copied under the lock: the lock is let go
+    before the interrupt goes on, and git can write the index again."""
+    repo = mgit.open_repo(work)
+
+    def interrupted(*args: object) -> None:
+        assert (work / ".git" / "index.lock").exists()
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(heldindex.shutil, "copyfileobj", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        heldindex.take(repo)
+    assert not (work / ".git" / "index.lock").exists()
+    git(work, "add", "notes.txt")
+
+
+def test_a_lock_let_go_while_the_move_waits_lets_the_move_go_on(
+    work: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another git holds `index.lock` when the move wants it (a `git status` refreshing the index) and
+    lets it go while the move waits: the move takes it then and moves."""
+    old, new = _next(work)
+    lock = work / ".git" / "index.lock"
+    lock.write_text("")
+    waits = []
+
+    def other_git_done(seconds: float) -> None:
+        waits.append(seconds)
+        lock.unlink()
+
+    monkeypatch.setattr(heldindex.time, "sleep", other_git_done)
+    repo = mgit.open_repo(work)
+    assert move_paths(repo, old, new, _known(work, old, new)) == (True, None)
+    assert len(waits) == 1
+    assert git(work, "show", ":.tasks/b.json") == "b 2" and not lock.exists()
+
+
 def test_a_lock_another_git_holds_stops_the_move_before_it_writes(work: Path) -> None:
     """Another git holds `index.lock` for longer than the move waits: the move fails saying which file is
     in its way and how to go on, and has changed nothing."""

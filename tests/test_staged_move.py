@@ -348,20 +348,28 @@ def test_a_hand_edit_made_after_the_check_is_kept(
 
 def test_an_index_lock_a_killed_michi_held_is_removed_and_no_other(work: Path) -> None:
     """The staging folder of a dead process names the `index.lock` it held: that very file is removed
-    (git would take it for a git still writing); a lock file of any other process stays."""
+    (git would take it for a git still writing); a lock file of any other process stays, another inode
+    or the same inode reused by a later file (another ctime: the user removed the dead one's lock, as
+    told, and a git made its own)."""
     old, new = _next(work)
     dead = subprocess.Popen(["true"])
     dead.wait()
     lock = work / ".git" / "index.lock"
-    for ours in (False, True):
+    cases = [
+        (False, lambda st: f"{st.st_dev} {st.st_ino + 1} {st.st_ctime_ns}\n"),
+        (False, lambda st: f"{st.st_dev} {st.st_ino} {st.st_ctime_ns + 1}\n"),
+        (True, lambda st: f"{st.st_dev} {st.st_ino} {st.st_ctime_ns}\n"),
+        (True, lambda st: f"{st.st_dev} {st.st_ino}\n"),  # written by an earlier michi
+    ]
+    for ours, marker in cases:
         lock.write_text("")
-        st = os.lstat(lock)
-        left = work / ".git" / "michi" / "stage" / f"{dead.pid}.0"
+        left = work / ".git" / "michi" / "stage" / f"{dead.pid}.held"
         left.mkdir(parents=True)
-        (left / staged.HELD).write_text(f"{st.st_dev} {st.st_ino + (0 if ours else 1)}\n")
+        (left / staged.HELD).write_text(marker(os.lstat(lock)))
         staged.clear_dead(work / ".git")
         assert lock.exists() is not ours
         assert not left.exists()
+        lock.unlink(missing_ok=True)
     assert move_paths(mgit.open_repo(work), old, new) == (True, None)
 
 

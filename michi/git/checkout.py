@@ -470,35 +470,46 @@ def _staged(
 
 def _held_restore(
     repo: Repo,
-    new: str,
-    paths: list[str],
+    moves: tuple[str, str, list[str], list[str]],
     changed: bool,
     untouched: Callable[[], bool],
     check: Callable[[], str | None],
-) -> tuple[tuple[int, str], str | None]:
-    """`git restore` of `paths` to `new` with git's `index.lock` held from a last look to the index's
-    write (`michi.git.heldindex`), as git's own checkout holds it: a `git add` meanwhile fails saying
-    so instead of being overwritten. When the index or a moved file changed since the checks (`changed`,
-    or not `untouched`), they run again (`check`), the lock held. ((status, stderr), refusal)."""
+) -> tuple[tuple[int, str], str | None, bool]:
+    """`git restore` of `paths` from `old` to `new` (`moves`: old, new, paths, the added ones) with git's
+    `index.lock` held from a last look to the index's write (`michi.git.heldindex`), as git's own
+    checkout holds it: a `git add` meanwhile fails saying so instead of being overwritten. When the
+    index or a moved file changed since the checks (`changed`, or not `untouched`), they run again
+    (`check`), the lock held. ((status, stderr), refusal, whether a failed move was already put back)."""
     from michi.git import heldindex
 
+    old, new, paths, added = moves
     held = heldindex.take(repo)
     if held is None:  # not `.git/index`, no index yet: as before, the check and restore one after the other
         if changed and (refused := check()) is not None:
-            return (0, ""), refused
-        return _restore(repo, new, paths), None
+            return (0, ""), refused, False
+        return _restore(repo, new, paths), None, False
     try:
         if (changed or not untouched()) and (refused := check()) is not None:
-            return (0, ""), refused
+            return (0, ""), refused, False
         status, err = _restore(repo, new, paths, held.copy)
         if status == 0:
             try:
                 held.install()
+                return (0, err), None, False
             except OSError as exc:
-                return (1, f"error: could not write the index: {exc}"), None
-        return (status, err), None
+                status, err = 1, f"error: could not write the index: {exc}"
+        # The index was never replaced; the files git wrote go back by the copy, which names the added
+        # ones (the index does not), the lock still held.
+        _put_back(repo, old, paths, added, held.copy)
+        return (status, err), None, True
     finally:
         held.release()
+
+
+def _put_back(repo: Repo, old: str, paths: list[str], added: list[str], index: Path | None = None) -> None:
+    """Index (or `index`) and files of a failed move back to `old`: nothing of the move may remain."""
+    _restore(repo, old, [p for p in paths if p not in added], index)
+    _restore(repo, old, added, index)  # removes them; a path the failed move did not add matches nothing
 
 
 def _left_by_the_dead(repo: Repo) -> None:
@@ -545,14 +556,16 @@ def move_paths(
         return before is not None and _stats(repo, paths) == before
 
     done, changed = _staged(repo, new, paths, untouched)
+    put_back = False
     if done is None:
-        done, refused = _held_restore(repo, new, paths, changed, untouched, lambda: _refusal(*checks))
+        moves = (old, new, paths, added)
+        done, refused, put_back = _held_restore(repo, moves, changed, untouched, lambda: _refusal(*checks))
         if refused is not None:
             return True, refused
     status, err = done
     if status != 0:  # put index and files back: nothing of this move may remain
-        _restore(repo, old, [p for p in paths if p not in added])
-        _restore(repo, old, added)  # removes them; a path the failed move did not add matches nothing
+        if not put_back:
+            _put_back(repo, old, paths, added)
         if (held := lock_held(err)) is not None:
             raise held
         return True, err.strip() or f"restore exited {status}"

@@ -31,7 +31,20 @@ if TYPE_CHECKING:
     from michi.git.repo import Repo
 
 WAIT = 1.0  # seconds another git may hold `index.lock` before the move says so and stops
-HELD = "index.lock.held"  # in a staging folder: the device and inode of the `index.lock` it holds
+# In a staging folder: the device, inode and ctime of the `index.lock` it holds (`marker`): an inode
+# reused by another git's lock after the user removed a dead michi's has another ctime.
+HELD = "index.lock.held"
+
+
+def marker(lock: os.stat_result) -> str:
+    """What names a held `index.lock` (never written to: its ctime stays its creation's)."""
+    return f"{lock.st_dev} {lock.st_ino} {lock.st_ctime_ns}\n"
+
+
+def names(lock: os.stat_result, written: str) -> bool:
+    """Does the `marker` text `written` name the file `lock` (a marker of device and inode only, too)?"""
+    fields = [int(v) for v in written.split()]
+    return fields == [lock.st_dev, lock.st_ino, lock.st_ctime_ns][: len(fields)] and len(fields) >= 2
 
 
 def folder(git_dir: Path) -> Path:
@@ -118,21 +131,27 @@ def take(repo: Repo) -> Held | None:
     if copy is None:
         return None
     git_dir = repo.paths.git_dir
-    lock = git_dir / "index.lock"
-    fd = _locked(lock)
+    try:
+        if not stat.S_ISREG(os.lstat(git_dir / "index").st_mode):
+            return None  # a symlink: git would lock where it points, not `index.lock`
+        with contextlib.suppress(FileNotFoundError):
+            shutil.rmtree(copy.parent)  # this process's earlier move's, if it could not remove it
+        copy.parent.mkdir(parents=True)  # before the lock: its name is written at once once it is taken
+    except OSError:  # no index yet (git's restore makes one), a folder in the way: the move runs as before
+        return None
+    fd = _locked(git_dir / "index.lock")
     if fd is None:
         return None
     held = Held(git_dir, fd, copy)
     try:
-        with contextlib.suppress(FileNotFoundError):
-            shutil.rmtree(copy.parent)  # this process's earlier move's, if it could not remove it
-        copy.parent.mkdir(parents=True)
-        mine = os.fstat(fd)
-        (copy.parent / HELD).write_text(f"{mine.st_dev} {mine.st_ino}\n")
+        (copy.parent / HELD).write_text(marker(os.fstat(fd)))
         # A copy, not a link: git replaces the index (never writes into it), so the file opened is whole.
         with open(git_dir / "index", "rb") as source, open(copy, "xb") as target:
             shutil.copyfileobj(source, target, 1 << 20)
-    except OSError:  # no index yet (git's restore makes one), no room: the move runs as before
+    except OSError:  # no room: the move runs as before
         held.release()
         return None
+    except BaseException:  # Ctrl-C, a termination: the lock is let go before the command stops
+        held.release()
+        raise
     return held

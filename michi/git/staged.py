@@ -298,8 +298,7 @@ class Staged:
         moving = False
         try:
             # Whose lock this is, should this process be killed holding it (`clear_dead` removes it).
-            mine = os.fstat(fd)
-            held.write_text(f"{mine.st_dev} {mine.st_ino}\n")
+            held.write_text(heldindex.marker(os.fstat(fd)))
             if _index_key(os.stat(self.git_dir / "index")) != self.index_was or not untouched():
                 self.changed = True  # the user's `git add` or edit meanwhile: the move is checked again
                 return None
@@ -406,7 +405,7 @@ def _clear(where: Path) -> None:
 
 def clear_dead(git_dir: Path) -> None:
     """Remove the staging folders of michi processes no longer running (killed before they could), and
-    the `index.lock` one of them held (the very file: same device and inode), which git would otherwise
+    the `index.lock` one of them held (the very file: same device, inode and ctime), which git would otherwise
     take for a git still writing the index."""
     folder = _folder(git_dir)
     try:
@@ -422,9 +421,8 @@ def clear_dead(git_dir: Path) -> None:
         if not _all_are(folder, [name], stat.S_ISDIR):
             continue  # not a staging folder (a symlink, a file): not michi's to remove
         with contextlib.suppress(OSError, ValueError):
-            dev, ino = (int(v) for v in (folder / name / HELD).read_text().split())
-            lock = os.lstat(git_dir / "index.lock")
-            if (lock.st_dev, lock.st_ino) == (dev, ino):
+            written = (folder / name / HELD).read_text()
+            if heldindex.names(os.lstat(git_dir / "index.lock"), written):
                 os.unlink(git_dir / "index.lock")
         _clear(folder / name)
 
