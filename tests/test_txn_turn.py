@@ -393,3 +393,49 @@ def test_a_clones_name_is_made_once_and_a_copy_of_the_clone_is_another(tmp_path:
     (common / "michi" / "clone-id").write_text("")  # damaged
     remade = turn.clone_id(common)
     assert remade not in ("", name) and turn.clone_id(common) == remade
+
+
+@pytest.mark.parametrize("yielding", [True, False])
+def test_a_waiters_looks_at_the_turn_yield_the_cpu_unless_its_lock_is_held(
+    remote: Remote, monkeypatch, yielding: bool
+) -> None:
+    """Each look at the remote while another clone holds the turn is a git process (an `ls-remote`, and
+    on a local remote the `upload-pack` serving it): at a low CPU priority, its session's scheduling
+    group too where Linux has one, leaving the shared cores to the clone whose turn it is (ADR 0004);
+    at the usual one when this clone's lock is held meanwhile (its waiters wait for the look)."""
+    import os
+
+    from michi.errors import GitFailed
+    from michi.git.plain import YIELDING_NICE
+    from michi.workflow import turn
+
+    usual = os.getpriority(os.PRIO_PROCESS, 0)
+    if usual >= YIELDING_NICE:
+        pytest.skip(f"the tests run at nice {usual} already")
+    holder = remote.clone("holder")
+    _push_turn(holder, turn.holder(os.getpid()))  # this very process: alive, never judged gone
+    monkeypatch.setenv("MICHI_TURN_STALE", "3600")
+    waiter_clone = remote.clone("waiter")
+    seen = remote.root / "seen"
+    script = remote.root / "upload.sh"
+    # As in test_txn's yielding test: the group's priority, when the kernel put it off, is awaited.
+    script.write_text(
+        '#!/bin/sh\ngit upload-pack "$@"\nstatus=$?\n'
+        "nice=$(awk '{print $19}' /proc/$$/stat)\n"
+        'group() { g=$(cat /proc/$$/autogroup 2>/dev/null); echo "${g##* }"; }\n'
+        f'n=0; while [ "$nice" = {YIELDING_NICE} ] && [ -n "$(group)" ]'
+        f' && [ "$(group)" != {YIELDING_NICE} ] && [ $n -lt 1000 ]; do sleep 0.01; n=$((n+1)); done\n'
+        f'echo "$nice $(group)" >> "{seen}"\n'
+        "exit $status\n"
+    )
+    script.chmod(0o755)
+    git(waiter_clone, "config", "remote.origin.uploadpack", str(script))
+    waiter = turn.Turn(waiter_clone, waiter_clone / ".git", "origin", "main", None)
+    with pytest.raises(GitFailed):
+        waiter.wait(want=False, limit=0.3, yielding=yielding)
+    looks = [line.split(" ") for line in seen.read_text().splitlines()]
+    assert len(looks) >= 2, looks
+    expected = str(YIELDING_NICE) if yielding else str(usual)
+    assert all(look[0] == expected for look in looks), looks
+    if Path("/proc/self/autogroup").exists():
+        assert all(look[1] == (str(YIELDING_NICE) if yielding else "0") for look in looks), looks
