@@ -40,9 +40,7 @@ def _git(
     env: Mapping[str, str] | None = None,
     timeout: float | None = None,
     remote: str = "",
-    yielding: bool = False,
 ) -> subprocess.CompletedProcess[str]:
-    """`git <args>` in a session of its own; `yielding`: at a low CPU priority (`plain.run_ended`)."""
     try:
         # Its own session: Ctrl-C at the terminal must not kill a compare-and-swap push half-way; past the
         # timeout it is ended with what it started (a stuck upload-pack must not outlive it).
@@ -52,7 +50,6 @@ def _git(
             env=child_env({**NO_PROMPT, **(env or {})}),
             timeout=timeout,
             data=None if stdin is None else stdin.encode(),
-            yielding=yielding,
         )
         return subprocess.CompletedProcess(
             args, status, out.decode(errors="replace"), err.decode(errors="replace")
@@ -71,13 +68,9 @@ def _unreachable(err: str, remote: str) -> GitFailed:
     return failure
 
 
-def remote_oid(
-    cwd: Path, remote: str, ref: str, timeout: float | None = None, yielding: bool = False
-) -> str | None:
-    """The object the ref names on the remote now (`git ls-remote`); None when the ref does not exist.
-    `yielding`: a look no lock waits for (a waiter's poll), at a low CPU priority (ADR 0004)."""
-    args = ("ls-remote", "--exit-code", remote, ref)
-    proc = _git(cwd, *args, timeout=timeout, remote=remote, yielding=yielding)
+def remote_oid(cwd: Path, remote: str, ref: str, timeout: float | None = None) -> str | None:
+    """The object the ref names on the remote now (`git ls-remote`); None when the ref does not exist."""
+    proc = _git(cwd, "ls-remote", "--exit-code", remote, ref, timeout=timeout, remote=remote)
     if proc.returncode == 2:
         return None
     if proc.returncode != 0:

@@ -86,11 +86,9 @@ class Turn:
     def landed(self) -> None:
         self.mine = None  # the push that landed deleted it
 
-    def wait(self, want: bool, limit: float | None = None, yielding: bool = True) -> None:
+    def wait(self, want: bool, limit: float | None = None) -> None:
         """Return once no other clone holds the turn; with `want`, once this one holds it. Raises
-        `push_retries_exhausted` after `limit` (default `WAIT_FOR`) seconds of others' turns. Each look
-        at the remote is a git process; `yielding` (unless this clone's lock is held meanwhile): at a
-        low CPU priority, leaving the cores to the clone whose turn it is (ADR 0004)."""
+        `push_retries_exhausted` after `limit` (default `WAIT_FOR`) seconds of others' turns."""
         if self.unavailable:
             return
         limit = WAIT_FOR if limit is None else limit
@@ -105,7 +103,7 @@ class Turn:
                     code="push_retries_exhausted",
                     hint="nothing of this command landed; retry it",
                 )
-            held = lockref.remote_oid(self.cwd, self.remote, self.ref, timeout=_NET, yielding=yielding)
+            held = lockref.remote_oid(self.cwd, self.remote, self.ref, timeout=_NET)
             if held is not None and (held == self.mine or self._of_this_clone(held)):
                 self.mine = held  # ours, or taken by another process of this clone: its lock orders us
                 return

@@ -561,7 +561,7 @@ class Transaction:
             if self.turn is not None and turn_budget > 0:
                 waited_from = time.monotonic()
                 with contextlib.suppress(MichiError):
-                    self.turn.wait(want=False, limit=turn_budget, yielding=False)  # the lock waits
+                    self.turn.wait(want=False, limit=turn_budget)
                 turn_budget -= time.monotonic() - waited_from
             base, fetched = self._fetch(), True
         raise GitFailed(
