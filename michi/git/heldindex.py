@@ -9,7 +9,7 @@ made under the lock, and the copy is renamed over the index before the lock is l
 old index or the new one, a writer neither half.
 
 A michi killed holding the lock leaves it; its folder (`.git/michi/stage/<pid>.held/`) names the lock
-file (device, inode), and the next move removes that very file, never another git's
+file (device, inode, ctime), and the next move removes that very file, never another git's
 (`staged.clear_dead`). Not held (`take` gives None, and the move runs as before) where the index is not
 `.git/index` (`GIT_INDEX_FILE`), there is no index yet, or `.git/michi/stage` is not michi's own folder.
 """

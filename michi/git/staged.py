@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 _FILE_MODES = (0o100644, 0o100755)
 _SETTLED_NS = 20_000_000  # the kernel's file-time clock ticks at most this coarsely (`checkout._SETTLED_NS`)
 _SERIAL = itertools.count()
-# In a staging folder: the device and inode of the `index.lock` it holds (a held move's too).
+# In a staging folder: what names the `index.lock` it holds (`heldindex.marker`; a held move's too).
 HELD = heldindex.HELD
 _folder, _own_folder, _all_are = heldindex.folder, heldindex.own_folder, heldindex.all_are
 PathEntry = tuple[int, str] | None
