@@ -220,7 +220,8 @@ def measure(
         reads: dict[str, dict[int, list[float]]] = {
             k: {n: [] for n in sizes} for k in ("cold", "warm", "export")
         }
-        for _ in range(max(3, repeat // 2)):
+        # As many reads as changing commands: a cold read is ~1 s and spreads widely on shared cores.
+        for _ in range(max(5, repeat)):
             for n in sizes:
                 ms[n].drop_caches()
                 reads["cold"][n].append(ms[n].read("task", "list"))
