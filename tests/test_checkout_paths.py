@@ -749,13 +749,14 @@ def test_a_move_killed_holding_the_index_lock_leaves_it_to_the_next_move(work: P
     assert os.listdir(work / ".git" / "michi" / "stage") == []
 
 
-@pytest.mark.parametrize("failing", ["restore", "install"])
+@pytest.mark.parametrize("failing", ["restore", "install", "died"])
 def test_a_held_move_that_fails_leaves_nothing_of_itself(
     work: Path, monkeypatch: pytest.MonkeyPatch, failing: str
 ) -> None:
     """The held move's `git restore` fails after writing files, or its index cannot be installed (a full
-    disk): index and files go back to the old commit, the file it added included (the index never
-    named it: the copy does), and the lock is let go."""
+    disk), or git dies (SIGKILL) after writing the files and before its index, leaving the copy's lock:
+    index and files go back to the old commit, the file it added included (the index never named it),
+    and the lock is let go."""
     old, new = _next(work)
     (work / "notes.txt").write_text("mine, edited\n")
     before = _state(work)
@@ -766,6 +767,21 @@ def test_a_held_move_that_fails_leaves_nothing_of_itself(
             raise OSError(28, "No space left on device")
 
         monkeypatch.setattr(heldindex.Held, "install", full)
+    elif failing == "died":
+        real = checkout._restore
+
+        def died(
+            repo_: mgit.Repo, source: str, paths: list[str], index: Path | None = None
+        ) -> tuple[int, str]:
+            if source != new or index is None:
+                return real(repo_, source, paths, index)
+            elsewhere = index.with_name("elsewhere")  # the files written, the copy left as it was
+            elsewhere.write_bytes(index.read_bytes())
+            real(repo_, source, paths, elsewhere)
+            Path(f"{index}.lock").write_text("")
+            return -9, ""
+
+        monkeypatch.setattr(checkout, "_restore", died)
     else:
         real = checkout._restore
 
@@ -777,7 +793,7 @@ def test_a_held_move_that_fails_leaves_nothing_of_itself(
 
         monkeypatch.setattr(checkout, "_restore", failed)
     done, refused = move_paths(repo, old, new, _known(work, old, new))
-    assert done and refused and "error:" in refused
+    assert done and refused and ("error:" in refused or "exited -9" in refused)
     assert _state(work) == before
     assert git(work, "status", "--porcelain") == "M notes.txt"
     assert not (work / ".git" / "index.lock").exists()

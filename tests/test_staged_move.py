@@ -346,6 +346,25 @@ def test_a_hand_edit_made_after_the_check_is_kept(
     assert not (work / ".git" / "index.lock").exists()
 
 
+def test_a_staged_move_failing_after_its_files_moved_leaves_nothing_of_itself(
+    work: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The staged install fails after it renamed the files in (a moved file changed meanwhile): the files
+    go back to the old commit, the added one removed though the index never named it, and the lock
+    is let go."""
+    old, new = _next(work)
+    repo, known = mgit.open_repo(work), _known(work, old, new)
+    before = (git(work, "ls-files", "-s"), {p.name: p.read_bytes() for p in (work / ".tasks").iterdir()})
+    _stage(repo, old, new, known)
+    monkeypatch.setattr(staged.indexfile, "retime", lambda *args: None)
+    done, refused = move_paths(repo, old, new, known)
+    assert done and refused and "changed while it was moved" in refused
+    after = (git(work, "ls-files", "-s"), {p.name: p.read_bytes() for p in (work / ".tasks").iterdir()})
+    assert after == before
+    assert git(work, "status", "--porcelain") == ""
+    assert not (work / ".git" / "index.lock").exists()
+
+
 def test_an_index_lock_a_killed_michi_held_is_removed_and_no_other(work: Path) -> None:
     """The staging folder of a dead process names the `index.lock` it held: that very file is removed
     (git would take it for a git still writing); a lock file of any other process stays, another inode

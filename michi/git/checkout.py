@@ -471,11 +471,13 @@ def _staged(
 def _held_restore(
     repo: Repo,
     moves: tuple[str, str, list[str], list[str]],
+    goal: _Goal,
     changed: bool,
     untouched: Callable[[], bool],
     check: Callable[[], str | None],
 ) -> tuple[tuple[int, str], str | None, bool]:
-    """`git restore` of `paths` from `old` to `new` (`moves`: old, new, paths, the added ones) with git's
+    """`git restore` of `paths` from `old` to `new` (`moves`: old, new, paths, the added ones; `goal`:
+    what it writes) with git's
     `index.lock` held from a last look to the index's write (`michi.git.heldindex`), as git's own
     checkout holds it: a `git add` meanwhile fails saying so instead of being overwritten. When the
     index or a moved file changed since the checks (`changed`, or not `untouched`), they run again
@@ -500,16 +502,41 @@ def _held_restore(
                 status, err = 1, f"error: could not write the index: {exc}"
         # The index was never replaced; the files git wrote go back by the copy, which names the added
         # ones (the index does not), the lock still held.
-        _put_back(repo, old, paths, added, held.copy)
+        _put_back(repo, old, paths, added, goal, held.copy)
         return (status, err), None, True
     finally:
         held.release()
 
 
-def _put_back(repo: Repo, old: str, paths: list[str], added: list[str], index: Path | None = None) -> None:
-    """Index (or `index`) and files of a failed move back to `old`: nothing of the move may remain."""
+def _put_back(
+    repo: Repo, old: str, paths: list[str], added: list[str], goal: _Goal, index: Path | None = None
+) -> None:
+    """Index (or `index`) and files of a failed move back to `old`: nothing of the move may remain. The
+    added paths are not left to `git restore`, which refuses all its paths when one is in neither `old`
+    nor the index (a git that died before writing its index, a staged move that failed after renaming
+    its files): their entries go where they hold what the move wrote, and so do their files."""
+    if index is not None:  # a git killed while writing the copy left its lock: michi's own folder
+        with contextlib.suppress(OSError):
+            os.unlink(f"{index}.lock")
     _restore(repo, old, [p for p in paths if p not in added], index)
-    _restore(repo, old, added, index)  # removes them; a path the failed move did not add matches nothing
+    if not added:
+        return
+    env = LITERAL if index is None else {**LITERAL, "GIT_INDEX_FILE": str(index)}
+    status, out, _err = _exec(repo, "ls-files", "-s", "-z", "--", *added, env=env)
+    if status == 0:
+        entries = [record.partition("\t") for record in _names(out)]
+        moved = [p for meta, _t, p in entries if (goal.entries.get(p) or (0, ""))[1] == meta.split(" ")[1]]
+        if moved:
+            _exec(repo, "rm", "--cached", "-q", "--", *moved, env=env)
+    assert repo.working_dir is not None
+    top = Path(repo.working_dir)
+    for path in sorted(_already_written(repo, added, goal)):
+        with contextlib.suppress(OSError):
+            os.unlink(top / path)
+            folder = Path(path).parent
+            while folder.parts:  # the folders that leaves empty, as git's checkout removes them
+                os.rmdir(top / folder)
+                folder = folder.parent
 
 
 def _left_by_the_dead(repo: Repo) -> None:
@@ -559,13 +586,17 @@ def move_paths(
     put_back = False
     if done is None:
         moves = (old, new, paths, added)
-        done, refused, put_back = _held_restore(repo, moves, changed, untouched, lambda: _refusal(*checks))
+
+        def again() -> str | None:
+            return _refusal(*checks)
+
+        done, refused, put_back = _held_restore(repo, moves, goal, changed, untouched, again)
         if refused is not None:
             return True, refused
     status, err = done
     if status != 0:  # put index and files back: nothing of this move may remain
         if not put_back:
-            _put_back(repo, old, paths, added)
+            _put_back(repo, old, paths, added, goal)
         if (held := lock_held(err)) is not None:
             raise held
         return True, err.strip() or f"restore exited {status}"

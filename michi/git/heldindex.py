@@ -91,7 +91,10 @@ class Held:
 
     def release(self) -> None:
         """Let the lock go (only the very file taken: a lock someone removed and another git took is
-        not ours) and remove the folder."""
+        not ours) and remove the folder. Its marker goes first: killed in between, the lock is left
+        unnamed (the user removes it, as git says), never named after another git's lock took its inode."""
+        with contextlib.suppress(OSError):
+            os.unlink(self.copy.parent / HELD)
         try:
             mine = os.fstat(self.fd)
             found = os.lstat(self.lock)

@@ -320,10 +320,10 @@ class Staged:
             return 1, f"error: could not move the task files: {exc}"
         finally:
             os.close(fd)
+            with contextlib.suppress(OSError):  # the marker first (`heldindex.Held.release`)
+                held.unlink()
             with contextlib.suppress(OSError):
                 os.unlink(lock)
-            with contextlib.suppress(OSError):
-                held.unlink()
 
     def _move_files(self) -> None:
         stage = self.where / "wt"
