@@ -468,30 +468,36 @@ def _staged(
     return done, bool(move.changed)
 
 
+class _Move(NamedTuple):
+    """A move's paths as its checks (`_refusal`) take them: from `old` to `goal`, `added` and `deleted`
+    among `paths`."""
+
+    repo: Repo
+    old: str
+    paths: list[str]
+    added: list[str]
+    deleted: set[str]
+    goal: _Goal
+
+
 def _held_restore(
-    repo: Repo,
-    moves: tuple[str, str, list[str], list[str]],
-    goal: _Goal,
-    changed: bool,
-    untouched: Callable[[], bool],
-    check: Callable[[], str | None],
+    move: _Move, new: str, changed: bool, untouched: Callable[[], bool]
 ) -> tuple[tuple[int, str], str | None, bool]:
-    """`git restore` of `paths` from `old` to `new` (`moves`: old, new, paths, the added ones; `goal`:
-    what it writes) with git's
-    `index.lock` held from a last look to the index's write (`michi.git.heldindex`), as git's own
-    checkout holds it: a `git add` meanwhile fails saying so instead of being overwritten. When the
-    index or a moved file changed since the checks (`changed`, or not `untouched`), they run again
-    (`check`), the lock held. ((status, stderr), refusal, whether a failed move was already put back)."""
+    """`git restore` of the move's paths to `new` with git's `index.lock` held from a last look to the
+    index's write (`michi.git.heldindex`), as git's own checkout holds it: a `git add` meanwhile fails
+    saying so instead of being overwritten. When the index or a moved file changed since the checks
+    (`changed`, or not `untouched`), they run again, the lock held. ((status, stderr), refusal, whether
+    a failed move was already put back)."""
     from michi.git import heldindex
 
-    old, new, paths, added = moves
+    repo, paths = move.repo, move.paths
     held = heldindex.take(repo)
     if held is None:  # not `.git/index`, no index yet: as before, the check and restore one after the other
-        if changed and (refused := check()) is not None:
+        if changed and (refused := _refusal(*move)) is not None:
             return (0, ""), refused, False
         return _restore(repo, new, paths), None, False
     try:
-        if (changed or not untouched()) and (refused := check()) is not None:
+        if (changed or not untouched()) and (refused := _refusal(*move)) is not None:
             return (0, ""), refused, False
         status, err = _restore(repo, new, paths, held.copy)
         if status == 0:
@@ -500,25 +506,23 @@ def _held_restore(
                 return (0, err), None, False
             except OSError as exc:
                 status, err = 1, f"error: could not write the index: {exc}"
-        # The index was never replaced; the files git wrote go back by the copy, which names the added
-        # ones (the index does not), the lock still held.
-        _put_back(repo, old, paths, added, goal, held.copy)
+        # The index was never replaced; the files git wrote go back by the copy, the lock still held.
+        _put_back(move, held.copy)
         return (status, err), None, True
     finally:
         held.release()
 
 
-def _put_back(
-    repo: Repo, old: str, paths: list[str], added: list[str], goal: _Goal, index: Path | None = None
-) -> None:
+def _put_back(move: _Move, index: Path | None = None) -> None:
     """Index (or `index`) and files of a failed move back to `old`: nothing of the move may remain. The
     added paths are not left to `git restore`, which refuses all its paths when one is in neither `old`
     nor the index (a git that died before writing its index, a staged move that failed after renaming
     its files): their entries go where they hold what the move wrote, and so do their files."""
+    repo, added, goal = move.repo, move.added, move.goal
     if index is not None:  # a git killed while writing the copy left its lock: michi's own folder
         with contextlib.suppress(OSError):
             os.unlink(f"{index}.lock")
-    _restore(repo, old, [p for p in paths if p not in added], index)
+    _restore(repo, move.old, [p for p in move.paths if p not in added], index)
     if not added:
         return
     env = LITERAL if index is None else {**LITERAL, "GIT_INDEX_FILE": str(index)}
@@ -528,15 +532,14 @@ def _put_back(
         moved = [p for meta, _t, p in entries if (goal.entries.get(p) or (0, ""))[1] == meta.split(" ")[1]]
         if moved:
             _exec(repo, "rm", "--cached", "-q", "--", *moved, env=env)
+    from michi.git.heldindex import prune
+
     assert repo.working_dir is not None
     top = Path(repo.working_dir)
     for path in sorted(_already_written(repo, added, goal)):
         with contextlib.suppress(OSError):
             os.unlink(top / path)
-            folder = Path(path).parent
-            while folder.parts:  # the folders that leaves empty, as git's checkout removes them
-                os.rmdir(top / folder)
-                folder = folder.parent
+            prune(top, Path(path).parent)  # the folders it leaves empty, as git's checkout does
 
 
 def _left_by_the_dead(repo: Repo) -> None:
@@ -572,10 +575,10 @@ def move_paths(
     added = [p for p in paths if diff[p][0] is None]
     deleted = {p for p in paths if diff[p][1] is None}
     goal = _Goal({p: diff[p][1] for p in paths}, own)
-    checks = (repo, old, paths, added, deleted, goal)
+    move = _Move(repo, old, paths, added, deleted, goal)
     _left_by_the_dead(repo)
     before = _stats(repo, paths)  # the index and the paths' files, as the checks below find them
-    refused = _refusal(repo, old, paths, added, deleted, goal)
+    refused = _refusal(*move)
     if refused is not None:
         return True, refused
 
@@ -585,18 +588,13 @@ def move_paths(
     done, changed = _staged(repo, new, paths, untouched)
     put_back = False
     if done is None:
-        moves = (old, new, paths, added)
-
-        def again() -> str | None:
-            return _refusal(*checks)
-
-        done, refused, put_back = _held_restore(repo, moves, goal, changed, untouched, again)
+        done, refused, put_back = _held_restore(move, new, changed, untouched)
         if refused is not None:
             return True, refused
     status, err = done
     if status != 0:  # put index and files back: nothing of this move may remain
         if not put_back:
-            _put_back(repo, old, paths, added, goal)
+            _put_back(move)
         if (held := lock_held(err)) is not None:
             raise held
         return True, err.strip() or f"restore exited {status}"

@@ -10,8 +10,10 @@ old index or the new one, a writer neither half.
 
 A michi killed holding the lock leaves it; its folder (`.git/michi/stage/<pid>.held/`) names the lock
 file (device, inode, ctime), and the next move removes that very file, never another git's
-(`staged.clear_dead`). Not held (`take` gives None, and the move runs as before) where the index is not
-`.git/index` (`GIT_INDEX_FILE`), there is no index yet, or `.git/michi/stage` is not michi's own folder.
+(`staged.clear_dead`). `IndexLock` is that lock and its name, for the staged move's install too; the
+folder helpers are the stage folder's, shared with `michi.git.staged`. Not held (`take` gives None, and
+the move runs as before) where the index is not `.git/index` (`GIT_INDEX_FILE`, a symlink), there is no
+index yet, or `.git/michi/stage` is not michi's own folder.
 """
 
 from __future__ import annotations
@@ -63,6 +65,16 @@ def all_are(top: Path, paths: Iterable[str | Path], kind: Callable[[int], bool])
     return True
 
 
+def prune(top: Path, folder: Path) -> None:
+    """Remove `folder` and the folders above it that a deletion left empty, as git's checkout does."""
+    while folder.parts:
+        try:
+            os.rmdir(top / folder)
+        except OSError:
+            return
+        folder = folder.parent
+
+
 def own_folder(git_dir: Path) -> bool:
     """Are `<git dir>/michi` and its `stage` real folders (or not there yet)? Through a symlink a staging
     would be written, and dead michis' folders cleared, in whatever folder it names: outside the
@@ -78,23 +90,44 @@ def copy_path(repo: Repo) -> Path | None:
     return folder(repo.paths.git_dir) / f"{os.getpid()}.held" / "index"
 
 
-class Held:
-    """git's `index.lock`, held by this process, with a copy of the index made under it."""
+class IndexLock:
+    """git's `index.lock`, created by this process (`O_EXCL`, as git takes it) and named in `where/HELD`
+    (device, inode, ctime), so that the next move removes it should this process be killed holding it
+    (`staged.clear_dead`). Used by the held move and by the staged move's install alike."""
 
-    def __init__(self, git_dir: Path, fd: int, copy: Path) -> None:
-        self.git_dir, self.fd, self.copy = git_dir, fd, copy
-        self.lock = git_dir / "index.lock"
+    def __init__(self, git_dir: Path, fd: int, where: Path) -> None:
+        self.lock, self.fd, self.where = git_dir / "index.lock", fd, where
 
-    def install(self) -> None:
-        """The copy (as `git restore` wrote it) becomes the index; the lock is still held."""
-        os.rename(self.copy, self.git_dir / "index")
+    @classmethod
+    def take(cls, git_dir: Path, where: Path, wait: float = 0.0) -> IndexLock:
+        """The lock, once no other git holds it, waiting up to `wait` seconds for one that does (a
+        `git status`, a shell prompt's or an editor's, takes it for a few ms to refresh the index). Raises
+        `FileExistsError` when another git still holds it then, `OSError` when it cannot be made or
+        named."""
+        lock = git_dir / "index.lock"
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+                break
+            except FileExistsError:
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.01)  # nothing to wait on: git removes the file, and tells nobody
+        taken = cls(git_dir, fd, where)
+        try:
+            (where / HELD).write_text(marker(os.fstat(fd)))
+        except BaseException:
+            taken.release()
+            raise
+        return taken
 
     def release(self) -> None:
-        """Let the lock go (only the very file taken: a lock someone removed and another git took is
-        not ours) and remove the folder. Its marker goes first: killed in between, the lock is left
-        unnamed (the user removes it, as git says), never named after another git's lock took its inode."""
+        """Let the lock go: only the very file taken (a lock someone removed and another git took is not
+        ours). Its marker goes first: killed in between, the lock is left unnamed (the user removes it,
+        as git says), never named after another git's lock took its inode."""
         with contextlib.suppress(OSError):
-            os.unlink(self.copy.parent / HELD)
+            os.unlink(self.where / HELD)
         try:
             mine = os.fstat(self.fd)
             found = os.lstat(self.lock)
@@ -104,32 +137,29 @@ class Held:
             pass
         finally:
             os.close(self.fd)
+
+
+class Held:
+    """git's `index.lock`, held by this process, with a copy of the index made under it."""
+
+    def __init__(self, git_dir: Path, lock: IndexLock, copy: Path) -> None:
+        self.git_dir, self.index_lock, self.copy = git_dir, lock, copy
+
+    def install(self) -> None:
+        """The copy (as `git restore` wrote it) becomes the index; the lock is still held."""
+        os.rename(self.copy, self.git_dir / "index")
+
+    def release(self) -> None:
+        """Let the lock go and remove the folder."""
+        self.index_lock.release()
         with contextlib.suppress(FileNotFoundError):
             shutil.rmtree(self.copy.parent)
 
 
-def _locked(lock: Path) -> int | None:
-    """`lock` created exclusively (its descriptor), waiting up to `WAIT` seconds for a git holding it: a
-    `git status` (a shell prompt's, an editor's) takes it for a few ms to refresh the index. None when
-    it cannot be made at all."""
-    deadline = time.monotonic() + WAIT
-    while True:
-        try:
-            return os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
-        except FileExistsError:
-            if time.monotonic() >= deadline:
-                busy = lock_held(f"fatal: Unable to create '{lock}': File exists.")
-                assert busy is not None
-                raise busy from None
-            time.sleep(0.01)  # nothing to wait on: git removes the file, and tells nobody
-        except OSError:
-            return None
-
-
 def take(repo: Repo) -> Held | None:
-    """git's `index.lock`, taken, and the index copied to `copy_path`; None when it cannot be held here
-    (the move then runs without it). Raises `GitFailed` when another git holds the lock: git's restore
-    would have failed on it the same way."""
+    """git's `index.lock`, taken (waiting up to `WAIT` seconds for another git's), and the index copied to
+    `copy_path`; None when it cannot be held here (the move then runs without it). Raises `GitFailed`
+    when another git still holds the lock: git's restore would have failed on it the same way."""
     copy = copy_path(repo)
     if copy is None:
         return None
@@ -140,14 +170,15 @@ def take(repo: Repo) -> Held | None:
         with contextlib.suppress(FileNotFoundError):
             shutil.rmtree(copy.parent)  # this process's earlier move's, if it could not remove it
         copy.parent.mkdir(parents=True)  # before the lock: its name is written at once once it is taken
+        index_lock = IndexLock.take(git_dir, copy.parent, WAIT)
+    except FileExistsError:
+        busy = lock_held(f"fatal: Unable to create '{git_dir / 'index.lock'}': File exists.")
+        assert busy is not None
+        raise busy from None
     except OSError:  # no index yet (git's restore makes one), a folder in the way: the move runs as before
         return None
-    fd = _locked(git_dir / "index.lock")
-    if fd is None:
-        return None
-    held = Held(git_dir, fd, copy)
+    held = Held(git_dir, index_lock, copy)
     try:
-        (copy.parent / HELD).write_text(marker(os.fstat(fd)))
         # A copy, not a link: git replaces the index (never writes into it), so the file opened is whole.
         with open(git_dir / "index", "rb") as source, open(copy, "xb") as target:
             shutil.copyfileobj(source, target, 1 << 20)

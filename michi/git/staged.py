@@ -42,8 +42,7 @@ if TYPE_CHECKING:
 _FILE_MODES = (0o100644, 0o100755)
 _SETTLED_NS = 20_000_000  # the kernel's file-time clock ticks at most this coarsely (`checkout._SETTLED_NS`)
 _SERIAL = itertools.count()
-# In a staging folder: what names the `index.lock` it holds (`heldindex.marker`; a held move's too).
-HELD = heldindex.HELD
+HELD = heldindex.HELD  # in a staging folder: what names the `index.lock` it holds (`heldindex.IndexLock`)
 _folder, _own_folder, _all_are = heldindex.folder, heldindex.own_folder, heldindex.all_are
 PathEntry = tuple[int, str] | None
 _Moves = Mapping[str, tuple[PathEntry, PathEntry]]
@@ -289,16 +288,12 @@ class Staged:
         staged, data, where, prefix = self.found
         if not (self._real_folders() and self._room()):
             return None  # a symlinked folder on the way, a folder where a file goes: git's checkout
-        lock = self.git_dir / "index.lock"
-        try:
-            fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+        try:  # named in the staging folder, should this process be killed holding it (`clear_dead`)
+            index_lock = heldindex.IndexLock.take(self.git_dir, self.where)
         except OSError:
-            return None  # another git writes the index: git's restore waits for nothing and says so
-        held = self.where / HELD
+            return None  # another git writes the index: the held move waits for it, and says so
         moving = False
         try:
-            # Whose lock this is, should this process be killed holding it (`clear_dead` removes it).
-            held.write_text(heldindex.marker(os.fstat(fd)))
             if _index_key(os.stat(self.git_dir / "index")) != self.index_was or not untouched():
                 self.changed = True  # the user's `git add` or edit meanwhile: the move is checked again
                 return None
@@ -319,11 +314,7 @@ class Staged:
                 return None
             return 1, f"error: could not move the task files: {exc}"
         finally:
-            os.close(fd)
-            with contextlib.suppress(OSError):  # the marker first (`heldindex.Held.release`)
-                held.unlink()
-            with contextlib.suppress(OSError):
-                os.unlink(lock)
+            index_lock.release()
 
     def _move_files(self) -> None:
         stage = self.where / "wt"
@@ -333,7 +324,7 @@ class Staged:
         for path in self.deleted:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self.top / path)
-            _prune(self.top, Path(path).parent)
+            heldindex.prune(self.top, Path(path).parent)
 
     def _patch(self, patches: list[tuple[int, bytes]]) -> None:
         """The staged index itself becomes the index: a few bytes patched, not 6 MB written. Its mtime is
@@ -460,16 +451,6 @@ def _attributes_in(index: bytes, top: Path, written: list[tuple[str, str]]) -> b
                 return True
         at = index.find(b".gitattributes\0", at + 1)
     return False
-
-
-def _prune(top: Path, folder: Path) -> None:
-    """Remove `folder` and the folders above it that a deletion left empty, as git's checkout does."""
-    while folder.parts:
-        try:
-            os.rmdir(top / folder)
-        except OSError:
-            return
-        folder = folder.parent
 
 
 def usable(repo: Repo, moves: _Moves, config: Mapping[str, str]) -> bool:
