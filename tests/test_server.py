@@ -499,3 +499,26 @@ def test_a_caller_in_another_namespace_runs_its_command_itself(server: dict, tra
     assert proc.returncode == 0, proc.stderr
     assert "served by" not in proc.stderr
     assert "boxed" in _here(tracker, "--json", "task", "list").stdout
+
+
+def test_ctrl_c_before_the_command_began_says_interrupted_and_exits_130(tmp_path: Path) -> None:
+    """A Ctrl-C the client passes on while the worker is still between taking the request and the
+    command's own handling of it (on a busy machine, ms): the same answer as during the command, never
+    a bare exit 1. Run in a process of its own (the worker's code, its command interrupted at once)."""
+    script = (
+        "import json, socket, sys\n"
+        "from michi.serve import worker\n"
+        "def interrupted(args):\n"
+        "    raise KeyboardInterrupt\n"
+        "worker._main = interrupted\n"
+        "argv = ['michi', '--json', 'task', 'add', 'x']\n"
+        "worker.receive = lambda conn: worker.Request(argv, '.', 0o22, [], [])\n"
+        "worker._become = lambda request, client: None\n"
+        "ours, theirs = socket.socketpair()\n"
+        "code = worker._serve(ours, 0)\n"
+        "said = theirs.recv(4096).decode()\n"
+        "sys.stderr.write(f'CODE {code} SAID {said!r}\\n')\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path)
+    assert "CODE 130" in proc.stderr and "X130" in proc.stderr, proc.stderr
+    assert json.loads(proc.stdout)["error"]["code"] == "interrupted"

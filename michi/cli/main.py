@@ -31,6 +31,14 @@ def version_line(as_json: bool) -> str:
     return f'{{"version": "{__version__}"}}' if as_json else f"michi {__version__}"
 
 
+def interrupted(json_mode: bool) -> int:
+    """What a command Ctrl-C stopped says (`interrupted`), and its exit status (130)."""
+    from michi.cli import render
+    from michi.errors import Interrupted
+
+    return render.fail(Interrupted("interrupted by Ctrl-C", hint="run the command again"), json_mode)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:2] == ["hook", "run"]:
@@ -79,7 +87,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except MichiError as exc:
         return render.fail(exc, json_mode)
     except KeyboardInterrupt:
-        return render.fail(Interrupted("interrupted by Ctrl-C", hint="run the command again"), json_mode)
+        return interrupted(json_mode)
     except Exception as exc:  # the last line of defence: a bug must still honour the JSON contract
         err = unexpected(exc)  # a full or read-only disk is no bug: exit 5, `storage_failed`
         if not isinstance(err, StorageFailed) and not json_mode and "MICHI_DEBUG" in __import__("os").environ:

@@ -78,12 +78,18 @@ def _die_with_parent(signum: int) -> None:
 def _serve(conn: socket.socket, client: int) -> int:
     request = receive(conn)
     _become(request, client)
-    conn.sendall(b"P%d\n" % os.getpid())
     done = threading.Event()
-    # Not `threading.Thread.start()`, which waits until the new thread runs: a wait on the command's path
-    # (ms on a busy machine) for a thread that only waits. This process ends by `os._exit`, joining none.
-    _thread.start_new_thread(_watch, (conn, done))
-    code = _main(request.argv[1:])
+    try:
+        conn.sendall(b"P%d\n" % os.getpid())
+        # Not `threading.Thread.start()`, which waits until the new thread runs: a wait on the command's
+        # path (ms on a busy machine) for a thread that only waits. This process ends by `os._exit`.
+        _thread.start_new_thread(_watch, (conn, done))
+        code = _main(request.argv[1:])
+    except KeyboardInterrupt:  # Ctrl-C (passed on by the client) before the command's own handling began
+        from michi.cli.main import interrupted, split_json_flag
+
+        code = interrupted(split_json_flag(request.argv[1:])[1])
+        _flush()
     done.set()
     conn.sendall(b"X%d\n" % code)
     return code
@@ -182,7 +188,11 @@ def _main(args: list[str]) -> int:
         code = main(args)
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 1
+    _flush()
+    return code
+
+
+def _flush() -> None:
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):
             stream.flush()
-    return code
