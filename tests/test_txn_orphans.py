@@ -105,6 +105,27 @@ def test_takeover_waits_for_the_orphaned_pushes_then_finishes_each_once(remote: 
     assert git(ready, "status", "--porcelain") == ""
 
 
+def test_a_michi_killed_before_its_journal_names_the_push_leaves_no_push(remote: Remote, ready: Path) -> None:
+    """Killed after its `git push` process exists but before the journal names it: nothing would make the
+    next holder wait for such a push, whose update of the remote-tracking ref then raced that holder's
+    fetch ("cannot lock ref", exit 5), and which could land after the holder decided it had not. The push
+    waits at a gate until the journal names it, so it never runs at all, and the next holder finishes
+    the operation the journal holds, in its own one push."""
+    signals = remote.root / "signals"
+    gated_hook(remote.bare, signals)
+    code, out = finish(spawn_michi(ready, "task", "add", "task X", env={"MICHI_FAULT": "spawned"}))
+    assert code == -signal.SIGKILL, out
+    y = spawn_michi(ready, "--json", "task", "add", "task Y")
+    await_(lambda: (signals / "reached.1").exists(), "a push in the hook", y)
+    (signals / "open").touch()
+    code, out = finish(y)
+    assert code == 0, out
+    assert sorted(p.name for p in signals.glob("reached.*")) == ["reached.1"]  # only Y's push ever ran
+    assert sorted(tasks_on(remote.bare)) == ["task X", "task Y"]  # X's journaled operation, finished by Y
+    assert_exactly_once(remote.bare)
+    assert git(ready, "status", "--porcelain") == ""
+
+
 @pytest.mark.parametrize("op", ["add", "annotate"])
 def test_orphan_landing_after_a_refused_takeover_is_recognised_by_its_txn(
     cli: Callable[..., object], remote: Remote, ready: Path, op: str

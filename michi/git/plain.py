@@ -156,6 +156,13 @@ def run(cwd: Path, args: Sequence[str]) -> str:
     return quick(cwd, *args)
 
 
+# A shell that runs its arguments only once told to: a line "go" on its stdin. It `exec`s them, so the
+# command keeps the shell's pid and start time (what the journal records of a push). A pipe whose writer
+# died reads end of file, and the shell then exits without running them.
+_GATE = 'IFS= read -r go && [ "$go" = go ] && exec "$@"'
+_GO = b"go\n"
+
+
 def run_ended(
     argv: Sequence[str],
     *,
@@ -166,23 +173,37 @@ def run_ended(
     on_start: Callable[[int], None] | None = None,
     outlives_us: bool = False,
     yielding: bool = False,
+    named: Callable[[int], None] | None = None,
 ) -> tuple[int, bytes, bytes]:
     """(status, stdout, stderr) of a git call that talks to a remote. It runs in its own session, so that
     it and what it starts (ssh, a local remote's upload-pack or receive-pack and its hooks) are ended
     together, with SIGKILL, once it has run `timeout` seconds: then `subprocess.TimeoutExpired` is
     raised. `subprocess.run(timeout=)` kills the direct child only and leaves the rest running. An
     exception here ends it too, unless `outlives_us` (a push: it lands or not, ADR 0004). `on_start`
-    gets its pid as soon as it exists. `yielding`: work that no lock waits for, run at a low CPU
-    priority (`_yield_cpu`)."""
+    gets its pid once it runs. `yielding`: work that no lock waits for, run at a low CPU priority
+    (`_yield_cpu`). `named`: the command is held at a gate (`_GATE`) until `named(pid)` returned, so that
+    a caller who must write the pid down first (the journal names a push, ADR 0004) never leaves behind
+    a process it did not name: when `named` raises, or this process dies first, git never runs."""
+    if named is not None:
+        argv = ["/bin/sh", "-c", _GATE, "michi-gate", *argv]
     proc = subprocess.Popen(
         list(argv),
         cwd=cwd,
         env=dict(env),
-        stdin=subprocess.DEVNULL if data is None else subprocess.PIPE,
+        stdin=subprocess.DEVNULL if data is None and named is None else subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,
     )
+    if named is not None:
+        try:
+            named(proc.pid)
+        except BaseException:
+            proc.communicate(b"")  # the gate reads end of file: the shell exits, git never starts
+            raise
+        assert proc.stdin is not None
+        proc.stdin.write(_GO)  # the gate opens (within the pipe's buffer: never blocks)
+        proc.stdin.flush()
     try:
         again = yielding and not _yield_cpu(proc.pid) and not outlives_us
         try:

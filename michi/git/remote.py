@@ -60,6 +60,7 @@ def _network(
     on_start: Callable[[int], None] | None = None,
     outlives_us: bool = False,
     yielding: bool = False,
+    named: Callable[[int], None] | None = None,
 ) -> tuple[int, str, str]:
     """`git <args>` that talks to `remote`: (status, stdout, stderr), ended with what it started once it
     ran `repo.network_timeout` seconds (`plain.run_ended`). `outlives_us`: a push is not ended when
@@ -73,6 +74,7 @@ def _network(
             on_start=on_start,
             outlives_us=outlives_us,
             yielding=yielding,
+            named=named,
         )
     except subprocess.TimeoutExpired:
         raise _timed_out(repo, remote) from None
@@ -143,12 +145,18 @@ class PushResult:
 
 
 def _run_push(
-    repo: Repo, args: list[str], env: Mapping[str, str], on_start: Callable[[int], None] | None, remote: str
+    repo: Repo,
+    args: list[str],
+    env: Mapping[str, str],
+    hooks: tuple[Callable[[int], None] | None, Callable[[int], None] | None],
+    remote: str,
 ) -> tuple[int, str, str]:
-    """`git push` in its own session (a terminal Ctrl-C must not kill it half-way, ADR 0004), its pid
-    handed to `on_start` as soon as it exists: the push outlives a SIGKILLed michi, and the next holder
-    must be able to find it (see michi.workflow.orphans). Ended when it runs out of time (`_network`)."""
-    return _network(repo, args, remote, env, on_start, outlives_us=True)
+    """`git push` in its own session (a terminal Ctrl-C must not kill it half-way, ADR 0004). It outlives
+    a SIGKILLed michi, so the next holder must be able to find it (see michi.workflow.orphans): `hooks`
+    (named, on_start): the push starts only once `named(pid)` wrote its pid down, then `on_start(pid)`
+    runs beside it (`plain.run_ended`). Ended when it runs out of time (`_network`)."""
+    named, on_start = hooks
+    return _network(repo, args, remote, env, on_start, outlives_us=True, named=named)
 
 
 def push(
@@ -160,13 +168,15 @@ def push(
     on_start: Callable[[int], None] | None = None,
     thin: bool = True,
     release: tuple[str, str] | None = None,
+    named: Callable[[int], None] | None = None,
 ) -> PushResult:
     """Fast-forward-only push of `commit` to the remote branch (the remote serializes machines).
     `thin=False` for a commit adding thousands of files: a thin pack looks each new path up in the
     remote's trees one entry at a time, which took 12 s of a 10,000-task import chunk (ADR 0015).
     `release` (ref, oid): the same push deletes that remote ref, only if it still names oid, and the
     branch moves only if the deletion happens too (`--atomic`): a clone's turn (ADR 0004) ends with the
-    push that used it. A lost lease refuses the push as stale."""
+    push that used it. A lost lease refuses the push as stale. `named(pid)` runs before git may start
+    (it writes the pid down; if it raises, nothing is pushed), `on_start(pid)` beside the push."""
     from michi.errors import RemoteRejected
 
     # A large commit also skips the delta search: its blobs come from one fresh pack of small task files,
@@ -176,7 +186,7 @@ def push(
     if release is not None:
         args += ["--atomic", f"--force-with-lease={release[0]}:{release[1]}"]
     args += [remote, f"{commit}:refs/heads/{branch}", *([f":{release[0]}"] if release else [])]
-    status, out, err = _run_push(repo, args, env, on_start, remote)
+    status, out, err = _run_push(repo, args, env, (named, on_start), remote)
     if status == 0:
         return PushResult(ok=True, stale=False)
     text = f"{out}\n{err}"

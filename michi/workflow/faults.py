@@ -9,7 +9,18 @@ from __future__ import annotations
 import os
 import signal
 
-POINTS = ("locked", "fetched", "committed", "pushing", "pushed", "local", "refused", "prefetched", "prebuilt")
+POINTS = (
+    "locked",
+    "fetched",
+    "spawned",
+    "committed",
+    "pushing",
+    "pushed",
+    "local",
+    "refused",
+    "prefetched",
+    "prebuilt",
+)
 
 
 def point(name: str) -> None:

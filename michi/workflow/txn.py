@@ -68,10 +68,6 @@ _PLAIN_TASK = re.compile(r"(?:[A-Za-z0-9_][A-Za-z0-9_.-]*/)*\.tasks/([0-9a-f]{2}
 _THIN_UP_TO = 1000
 
 
-def _name_push(journal: Journal, entries: list[Entry], pid: int) -> None:
-    journal.save(entries, orphans.describe(pid))
-
-
 class _Refused(Exception):
     """The remote refused this run's push (another clone landed first) and nothing else rode on it: the
     lock is let go while waiting to try again, so it is held for one round at a time (ADR 0004)."""
@@ -520,15 +516,12 @@ class Transaction:
             # them should we die too (ADR 0017). Landed, they are never applied again.
             unanswered = [e for e in leftover if e.handed and e.txn in self.landed_at]
             entries = [e.but(state=PUSHING, commit=tip) for e in built] + unanswered
-            journal.save(entries)
-            faults.point("committed")
-            lock.ensure_held()  # our token and fence are still the latest (ADR 0003): else push nothing
-            faults.point("pushing")
             with interruptions_deferred(lambda: self.pushed):
-                pushing = functools.partial(self._pushing, journal, entries, old_remote, start, tip)
+                naming = functools.partial(self._naming, journal, entries, lock)
+                beside = functools.partial(self._beside, old_remote, start, tip)
                 landed_now = False
                 try:
-                    landed_now = self._push(tip, pushing)
+                    landed_now = self._push(tip, naming, beside)
                 finally:
                     if not landed_now:  # refused or failed: the move's processes and staging wait for nothing
                         git.drop_prepared(self.git)
@@ -635,18 +628,20 @@ class Transaction:
             self._back_off()
         turn.wait(want)
 
-    def _pushing(
-        self,
-        journal: Journal,
-        entries: list[Entry],
-        old_remote: str | None,
-        start: str | None,
-        tip: str,
-        pid: int,
-    ) -> None:
-        """The push process `pid` runs: the journal names it first (recovery needs it); then, beside it,
-        the checkout move's first check starts and the next command's tree diff is written down."""
-        _name_push(journal, entries, pid)
+    @staticmethod
+    def _naming(journal: Journal, entries: list[Entry], lock: RepoLock, pid: int) -> None:
+        """The push process `pid` exists, held at its gate (`git.push`): the journal saves the entries as
+        pushing, by that process, before it may start (a SIGKILLed michi's push is then always named, so
+        the next holder waits for it, ADR 0004); if saving fails or the lock is lost, nothing is pushed."""
+        faults.point("spawned")
+        journal.save(entries, orphans.describe(pid))
+        faults.point("committed")
+        lock.ensure_held()  # our token and fence are still the latest (ADR 0003): else push nothing
+        faults.point("pushing")
+
+    def _beside(self, old_remote: str | None, start: str | None, tip: str, _pid: int) -> None:
+        """Beside the push: the checkout move's first check starts and the next command's tree diff is
+        written down."""
         with contextlib.suppress(MichiError, OSError):  # both only save work later: never fail the push
             self._check_ahead(old_remote, tip)
             if start is not None:
@@ -739,12 +734,13 @@ class Transaction:
         self.already |= set(found)
         return stranded.replay(self.git, todo, base, self.target.remote, self.target.branch) if todo else base
 
-    def _push(self, tip: str, started: Callable[[int], None]) -> bool:
-        """True when `tip` is on the remote; False when the remote moved on (fetch and retry). `started`
-        gets the push's pid (the journal names it, so the next holder can wait for an orphaned push)."""
+    def _push(self, tip: str, named: Callable[[int], None], beside: Callable[[int], None]) -> bool:
+        """True when `tip` is on the remote; False when the remote moved on (fetch and retry). `named`
+        gets the push's pid before it may start (the journal names it, so the next holder can wait for an
+        orphaned push), `beside` once it runs."""
         assert self.target.remote
         try:
-            result = self._send(tip, started)
+            result = self._send(tip, named, beside)
         except RemoteUnreachable as exc:
             if not exc.connected:
                 raise  # git never reached the remote: nothing landed, the caller may simply retry
@@ -763,7 +759,7 @@ class Transaction:
             raise
         return result.ok
 
-    def _send(self, tip: str, started: Callable[[int], None]) -> git.PushResult:
+    def _send(self, tip: str, named: Callable[[int], None], beside: Callable[[int], None]) -> git.PushResult:
         """The push itself. A clone that looks at turns (ADR 0004) pushes atomically with the deletion of
         the turn ref, leased on "absent" (a no-op when no turn is held; refused as stale while another
         clone's is) or on its own turn, which then ends with the push that lands."""
@@ -771,7 +767,7 @@ class Transaction:
         thin = len(self.changed) < _THIN_UP_TO
         release = self.turn.release() if self.turn is not None else None
         push = functools.partial(
-            git.push, self.git, self.target.remote, tip, self.target.branch, {}, on_start=started, thin=thin
+            git.push, self.git, self.target.remote, tip, self.target.branch, {}, beside, thin, named=named
         )
         try:
             result = push(release=release)
