@@ -66,26 +66,13 @@ def read_snapshot(session: Session, mode: How) -> Read:
     if not want:
         return Read(snapshot.read_snapshot(paths, config), fetched=False)
     try:
-        return Read(_fetching(session), fetched=True)
+        # A fetch meeting another one in this clone tries again itself (`git.fetch_branch`).
+        return Read(snapshot.read_snapshot(paths, config, fetch=True), fetched=True)
     except GitFailed as exc:
         if mode is How.FETCH:
             exc.notes = [_failed_note(session)]
             raise
         return Read(snapshot.read_snapshot(paths, config), fetched=False, failure=exc.message)
-
-
-def _fetching(session: Session) -> Snapshot:
-    from michi.workflow import snapshot
-
-    try:
-        return snapshot.read_snapshot(session.repo, session.config, fetch=True)
-    except GitFailed as exc:
-        # A read fetches without the repo lock, so it can meet another fetch updating the same
-        # remote-tracking ref in this clone ("cannot lock ref"): one more try settles that. Any other
-        # failure (an unreachable remote) is not tried twice: that would only double the wait.
-        if "lock" not in exc.message.lower():
-            raise
-        return snapshot.read_snapshot(session.repo, session.config, fetch=True)
 
 
 def _failed_note(session: Session) -> str:

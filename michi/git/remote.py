@@ -4,7 +4,10 @@ accepts a connection and then never answers must not keep the repo lock forever.
 
 from __future__ import annotations
 
+import random
+import re
 import subprocess
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -81,26 +84,44 @@ def _network(
     return status, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
 
 
+# git's words when another process of this clone moved the remote-tracking ref between this fetch's read
+# of it and its write: a read's fetch (run without the repo lock), or the fetch or push of a SIGKILLed
+# holder (each in its own session, so it outlives michi). The other fetch brought the objects: try again.
+_TRACKING_RACED = re.compile(r"cannot lock ref '[^']*': is at [0-9a-f]+ but expected [0-9a-f]+")
+_FETCH_TRIES = 5
+
+
 def fetch_branch(repo: Repo, remote: str, branch: str) -> str | None:
-    """Update refs/remotes/<remote>/<branch> from the remote; None when the remote has no such branch."""
+    """Update refs/remotes/<remote>/<branch> from the remote; None when the remote has no such branch.
+    Fetches racing for the ref in this clone are tried again, a few times (`_TRACKING_RACED`)."""
     tracking = f"refs/remotes/{remote}/{branch}"
-    status, _out, err = _network(
-        repo,
-        [
-            "fetch",
-            "--quiet",
-            "--no-tags",
-            "--no-write-fetch-head",
-            remote,
-            f"+refs/heads/{branch}:{tracking}",
-        ],
+    args = [
+        "fetch",
+        "--quiet",
+        "--no-tags",
+        "--no-write-fetch-head",
         remote,
-    )
-    if status != 0:
+        f"+refs/heads/{branch}:{tracking}",
+    ]
+    raced = ""
+    for attempt in range(1, _FETCH_TRIES + 1):
+        status, _out, err = _network(repo, args, remote)
+        if status == 0:
+            return ref_oid(repo, tracking)
         if "couldn't find remote ref" in err:
             return None
-        raise lock_held(err) or _remote_failure(err, remote)
-    return ref_oid(repo, tracking)
+        found = _TRACKING_RACED.search(err)
+        if found is None:
+            raise lock_held(err) or _remote_failure(err, remote)
+        raced = found.group(0)
+        if attempt < _FETCH_TRIES:
+            time.sleep(random.uniform(0.005, 0.02) * attempt)  # out of step with the other fetch
+    raise GitFailed(
+        f"git cannot update {tracking}: other git processes in this clone kept moving it ({raced}, "
+        f"{_FETCH_TRIES} tries)",
+        code="git_lock_held",
+        hint="retry; if it keeps happening, stop whatever fetches this clone in a loop",
+    )
 
 
 def prefetch_branch(repo: Repo, remote: str, branch: str) -> str | None:
