@@ -244,7 +244,7 @@ def test_waves_of_adds_with_random_kills_land_each_at_most_once(remote: Remote, 
         procs: dict[str, subprocess.Popen[str]] = {}
         for n in range(6):
             label = f"w{wave}-{n}"
-            fault = rnd.choice([None] * 8 + ["locked", "committed", "pushing", "pushed", "local"])
+            fault = rnd.choice([None] * 8 + ["locked", "spawned", "committed", "pushing", "pushed", "local"])
             procs[label] = spawn_michi(
                 repo, "--json", "task", "add", label, env={"MICHI_FAULT": fault} if fault else {}
             )

@@ -17,7 +17,7 @@ from lockkit import new_lock, wait_until
 from michi.lock import LockLost, admin
 from michi.lock.procs import start_ticks
 from michi.repo import find_repo
-from michi.workflow import faults
+from michi.workflow import faults, turn, txn
 
 
 def test_fences_strictly_increase_and_show_in_status(cli, local_repo: Path) -> None:
@@ -89,22 +89,33 @@ def test_a_paused_holder_learns_it_was_paused_and_by_whom_it_was_replaced(local_
     assert start_ticks(int((local_repo / "a.pid").read_text())) is None  # stopped once michi woke up
 
 
-def test_a_transaction_pushes_nothing_on_a_stale_fence(cli, repo: Path, remote, monkeypatch) -> None:
+@pytest.mark.parametrize("turns", [False, True])
+def test_a_transaction_pushes_nothing_on_a_stale_fence(cli, repo: Path, remote, monkeypatch, turns) -> None:
+    """`turns`: the clone looks at turns (ADR 0004) and holds none, so its push would carry the turn's
+    release: a lock lost while the push is named must not be taken for a remote refusing turns, which
+    is pushed again without them."""
     assert cli(repo, "init").exit_code == 0
     before = remote.head()
     paths = find_repo(repo)
     stealer = new_lock(repo, command="the stealer")
     real_point = faults.point
+    gates: list[str] = []
 
     def steal_at_commit(name: str) -> None:
+        if name == "spawned":
+            gates.append(name)
         if name == "committed":  # built the commit, about to push: someone clears the lock and takes it
             admin.release(paths, token=None, force=True, yes=True)
             stealer.acquire(0)
         real_point(name)
 
     monkeypatch.setattr(faults, "point", steal_at_commit)
+    if turns:
+        monkeypatch.setattr(txn.Transaction, "_contended", lambda self: True)
+        monkeypatch.setattr(turn.Turn, "wait", lambda self, want, limit=None: None)
     result = cli(repo, "--json", "task", "add", "never pushed")
     stealer.release()
+    assert gates == ["spawned"]  # one push started, held at its gate, never opened
     assert result.exit_code == 75
     error = result.json()["error"]
     assert error["code"] == "lock_lost" and "nothing was pushed" in error["hint"]

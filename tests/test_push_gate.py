@@ -7,6 +7,7 @@ run, under that very pid: a michi that dies (or fails to write) in between leave
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -37,12 +38,25 @@ def test_the_command_runs_under_the_pid_named_and_keeps_its_input_and_output(tmp
     def beside(pid: int) -> None:
         seen["beside"] = (pid, process_start(pid))
 
-    script = "touch ran; cat; echo oops >&2; exit 3"
+    script = "touch ran; echo $$; cat; echo oops >&2; exit 3"
     status, out, err = _run(
         ["sh", "-c", script], tmp_path, data=b"line one\n", named=named, on_start=beside, outlives_us=True
     )
-    assert (status, out, err) == (3, b"line one\n", b"oops\n")
+    pid = seen["named"][0]
+    assert (status, out, err) == (3, f"{pid}\nline one\n".encode(), b"oops\n")  # the gate exec'd it
     assert seen["named"] == seen["beside"] and seen["named"][1] is not None  # one pid, one start time
+
+
+def test_a_gate_ended_before_it_opened_runs_nothing_and_says_so(tmp_path: Path) -> None:
+    """A paused holder's gate ended by the holder that took over (`orphans.settle`): no git ever ran."""
+
+    def named(pid: int) -> None:
+        os.killpg(pid, signal.SIGKILL)
+        psutil.Process(pid).wait(timeout=30)
+
+    with pytest.raises(plain.NeverStarted):
+        _run(["sh", "-c", "touch ran"], tmp_path, named=named, outlives_us=True)
+    assert not (tmp_path / "ran").exists()
 
 
 def test_a_failed_naming_runs_nothing_and_says_why(tmp_path: Path) -> None:

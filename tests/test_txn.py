@@ -311,7 +311,7 @@ def test_offline_work_is_pushed_by_sync_exactly_once(remote: Remote, repo: Path)
     assert not (repo / ".git/michi/journal.json").exists()
 
 
-@pytest.mark.parametrize("phase", ["locked", "fetched", "committed", "pushing", "pushed", "local"])
+@pytest.mark.parametrize("phase", ["locked", "fetched", "spawned", "committed", "pushing", "pushed", "local"])
 def test_sigkill_at_each_phase_is_recovered_exactly_once(remote: Remote, repo: Path, phase: str) -> None:
     flags = []
     if phase == "fetched":

@@ -26,7 +26,7 @@ from txnkit import assert_exactly_once, detached_server
 
 MAX_OPS = 36
 MAX_SECONDS = 30.0  # the loop stops starting operations after this; the final syncs follow
-FAULTS = ("locked", "fetched", "committed", "pushing", "pushed", "local")
+FAULTS = ("locked", "fetched", "spawned", "committed", "pushing", "pushed", "local")
 
 
 def _hook(bare: Path, signals: Path) -> None:

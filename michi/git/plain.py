@@ -163,6 +163,10 @@ _GATE = 'IFS= read -r go && [ "$go" = go ] && exec "$@"'
 _GO = b"go\n"
 
 
+class NeverStarted(Exception):
+    """The gate's shell was ended before it was told to go (`run_ended(named=)`): the command never ran."""
+
+
 def run_ended(
     argv: Sequence[str],
     *,
@@ -202,8 +206,12 @@ def run_ended(
             proc.communicate(b"")  # the gate reads end of file: the shell exits, git never starts
             raise
         assert proc.stdin is not None
-        proc.stdin.write(_GO)  # the gate opens (within the pipe's buffer: never blocks)
-        proc.stdin.flush()
+        try:
+            proc.stdin.write(_GO)  # the gate opens (within the pipe's buffer: never blocks)
+            proc.stdin.flush()
+        except BrokenPipeError:  # the gate was ended meanwhile (by a holder that took over): git never ran
+            proc.communicate()
+            raise NeverStarted(proc.returncode) from None
     try:
         again = yielding and not _yield_cpu(proc.pid) and not outlives_us
         try:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from michi.errors import GitFailed
 from michi.git.core import lock_held, ref_oid
-from michi.git.plain import run_ended
+from michi.git.plain import NeverStarted, run_ended
 from michi.git.repo import Repo
 
 # What git says when it never got to talk to the remote: nothing can have landed.
@@ -81,13 +81,24 @@ def _network(
         )
     except subprocess.TimeoutExpired:
         raise _timed_out(repo, remote) from None
+    except NeverStarted:
+        from michi.errors import RemoteUnreachable
+
+        raise RemoteUnreachable(  # not `connected`: nothing was sent, the caller may simply retry
+            f"git was ended before it started talking to remote {remote!r}; nothing was sent",
+            hint="retry the command; if this keeps happening, see which process ends michi's git",
+        ) from None
     return status, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
 
 
 # git's words when another process of this clone moved the remote-tracking ref between this fetch's read
-# of it and its write: a read's fetch (run without the repo lock), or the fetch or push of a SIGKILLed
-# holder (each in its own session, so it outlives michi). The other fetch brought the objects: try again.
-_TRACKING_RACED = re.compile(r"cannot lock ref '[^']*': is at [0-9a-f]+ but expected [0-9a-f]+")
+# of it and its write (made, deleted, or still holds its lock): a read's fetch (run without the repo
+# lock), a user's `git fetch`, or the fetch of a SIGKILLed holder (in its own session, so it outlives
+# michi). The other fetch brought the objects: try again.
+_TRACKING_RACED = re.compile(
+    r"cannot lock ref '[^']*': (?:is at [0-9a-f]+ but expected [0-9a-f]+|reference already exists"
+    r"|reference is missing but expected [0-9a-f]+|Unable to create '[^']*': File exists)"
+)
 _FETCH_TRIES = 5
 
 
@@ -116,7 +127,7 @@ def fetch_branch(repo: Repo, remote: str, branch: str) -> str | None:
         raced = found.group(0)
         if attempt < _FETCH_TRIES:
             time.sleep(random.uniform(0.005, 0.02) * attempt)  # out of step with the other fetch
-    raise GitFailed(
+    raise lock_held(err) or GitFailed(  # a lock file left behind is named as such, with what to do
         f"git cannot update {tracking}: other git processes in this clone kept moving it ({raced}, "
         f"{_FETCH_TRIES} tries)",
         code="git_lock_held",

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from michi import git
-from michi.errors import GitFailed, Interrupted, MichiError, RemoteUnreachable, RepoBusy
+from michi.errors import GitFailed, Interrupted, LockError, MichiError, RemoteUnreachable, RepoBusy
 from michi.git.names import git_refuses
 from michi.host import hostname
 from michi.unique import uuid4_hex
@@ -634,6 +634,7 @@ class Transaction:
         pushing, by that process, before it may start (a SIGKILLed michi's push is then always named, so
         the next holder waits for it, ADR 0004); if saving fails or the lock is lost, nothing is pushed."""
         faults.point("spawned")
+        lock.ensure_held()  # a lock taken over meanwhile: its holder's journal is not ours to write
         journal.save(entries, orphans.describe(pid))
         faults.point("committed")
         lock.ensure_held()  # our token and fence are still the latest (ADR 0003): else push nothing
@@ -773,6 +774,8 @@ class Transaction:
             result = push(release=release)
         except RemoteUnreachable:
             raise  # cut off mid-push, it may have landed: `_push` asks the remote, never pushes blind
+        except LockError:
+            raise  # lost while naming the push (`_naming`): nothing was pushed, and nothing may be
         except MichiError:
             if self.turn is None or release is None or release[1]:
                 raise
