@@ -22,6 +22,7 @@ import pytest
 from conftest import Remote, git, spawn_michi
 from txnkit import assert_exactly_once, detached_server, gated_hook, michi_commits
 
+from michi.git import plain
 from michi.workflow import orphans
 from michi.workflow.journal import PushProcess
 
@@ -206,6 +207,27 @@ def test_settle_waits_for_a_live_push_and_stops_one_that_hangs(tmp_path: Path) -
     assert note is not None and "stopped" in note
     assert hung.wait(timeout=DEADLINE) == -signal.SIGTERM  # its whole process group was ended
     assert orphans.settle(push) is None  # gone: nothing to wait for
+
+
+def test_settle_stops_a_push_still_held_at_its_gate_without_waiting(tmp_path: Path) -> None:
+    """A holder paused (or killed) after the journal named its push but before it let git start: the
+    push never ran, so the next holder stops it at once instead of waiting `MICHI_ORPHAN_WAIT` for it."""
+    ran = tmp_path / "ran"
+    gate = subprocess.Popen(
+        ["/bin/sh", "-c", plain._GATE, plain.GATE_NAME, "touch", str(ran)],
+        stdin=subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        push = orphans.describe(gate.pid)
+        assert push is not None
+        note = orphans.settle(push, wait=3.0)  # a running push would be waited for, then stopped
+        assert note is not None and "had not started" in note, note
+        assert gate.wait(timeout=DEADLINE) < 0  # ended by a signal, not by "go"
+        assert not ran.exists()
+    finally:
+        gate.kill()
+        gate.wait()
 
 
 def test_settle_never_touches_a_process_that_reused_the_pid() -> None:

@@ -161,6 +161,7 @@ def run(cwd: Path, args: Sequence[str]) -> str:
 # died reads end of file, and the shell then exits without running them.
 _GATE = 'IFS= read -r go && [ "$go" = go ] && exec "$@"'
 _GO = b"go\n"
+GATE_NAME = "michi-gate"  # the shell's $0: a process whose arguments still show it never ran git
 
 
 class NeverStarted(Exception):
@@ -189,7 +190,7 @@ def run_ended(
     a caller who must write the pid down first (the journal names a push, ADR 0004) never leaves behind
     a process it did not name: when `named` raises, or this process dies first, git never runs."""
     if named is not None:
-        argv = ["/bin/sh", "-c", _GATE, "michi-gate", *argv]
+        argv = ["/bin/sh", "-c", _GATE, GATE_NAME, *argv]
     proc = subprocess.Popen(
         list(argv),
         cwd=cwd,

@@ -53,19 +53,25 @@ def _wait_gone(push: PushProcess, seconds: float) -> bool:
     return True
 
 
-def settle(push: PushProcess | None, wait: float | None = None) -> str | None:
-    """Make sure the push a dead holder started is over; a note for the user when it was not yet.
-    `MICHI_ORPHAN_WAIT` (seconds) overrides the wait, e.g. 0 to stop such a push at once."""
-    if push is None or not _alive(push):
-        return None
-    if wait is None:
+def _gated(push: PushProcess) -> bool:
+    """Is the push still held at its gate (`plain.run_ended(named=)`): its holder named it, then stopped
+    (a paused process whose lease ran out) before it let git start?"""
+    from michi.git.plain import GATE_NAME
+
+    try:
+        with open(f"/proc/{push.pid}/cmdline", "rb") as f:
+            args = f.read().split(b"\0")
+    except OSError:
         try:
-            wait = float(os.environ.get("MICHI_ORPHAN_WAIT") or ORPHAN_WAIT)
-        except ValueError:
-            wait = ORPHAN_WAIT
-    started = time.monotonic()
-    if _wait_gone(push, wait):
-        return f"waited {time.monotonic() - started:.1f}s for the push of an interrupted michi to finish"
+            import psutil
+
+            args = [a.encode() for a in psutil.Process(push.pid).cmdline()]
+        except Exception:  # gone, not ours to read, or no psutil answer: wait for it as for any push
+            return False
+    return len(args) > 3 and args[3] == GATE_NAME.encode()
+
+
+def _stop(push: PushProcess) -> None:
     for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
             if os.getpgid(push.pid) == push.pid:  # its own session (git.push): end git and its helpers
@@ -76,6 +82,26 @@ def settle(push: PushProcess | None, wait: float | None = None) -> str | None:
             break
         if _wait_gone(push, _KILL_GRACE):
             break
+
+
+def settle(push: PushProcess | None, wait: float | None = None) -> str | None:
+    """Make sure the push a dead holder started is over; a note for the user when it was not yet.
+    `MICHI_ORPHAN_WAIT` (seconds) overrides the wait, e.g. 0 to stop such a push at once. A push still
+    held at its gate never started: it is stopped at once, not waited for."""
+    if push is None or not _alive(push):
+        return None
+    if _gated(push):
+        _stop(push)
+        return f"the push of an interrupted michi (pid {push.pid}) had not started; it was stopped, unrun"
+    if wait is None:
+        try:
+            wait = float(os.environ.get("MICHI_ORPHAN_WAIT") or ORPHAN_WAIT)
+        except ValueError:
+            wait = ORPHAN_WAIT
+    started = time.monotonic()
+    if _wait_gone(push, wait):
+        return f"waited {time.monotonic() - started:.1f}s for the push of an interrupted michi to finish"
+    _stop(push)
     return (
         f"the push of an interrupted michi (pid {push.pid}) was still running after {wait:.0f}s and was "
         "stopped; what it landed was checked on the remote"
