@@ -10,11 +10,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import psutil
 import pytest
+from lockkit import wait_until
 
 from michi.git import plain
 from michi.lock.record import process_start
@@ -83,10 +83,8 @@ plain.run_ended(["sh", "-c", "touch ran"], cwd=".", env=dict(os.environ), timeou
     proc = subprocess.run([sys.executable, "-c", caller], cwd=tmp_path, timeout=60)
     assert proc.returncode == -9
     gate = int((tmp_path / "gate.pid").read_text())
-    deadline = time.monotonic() + 30
-    while _running(gate):  # the gate read end of file: its shell exits without running the command
-        assert time.monotonic() < deadline, "the gate's shell never ended"
-        time.sleep(0.01)
+    # The gate read end of file: its shell exits without running the command.
+    wait_until(lambda: not _running(gate), timeout=30, what="the gate's shell to end")
     assert not (tmp_path / "ran").exists()
 
 
