@@ -91,9 +91,10 @@ def test_a_paused_holder_learns_it_was_paused_and_by_whom_it_was_replaced(local_
 
 @pytest.mark.parametrize("turns", [False, True])
 def test_a_transaction_pushes_nothing_on_a_stale_fence(cli, repo: Path, remote, monkeypatch, turns) -> None:
-    """`turns`: the clone looks at turns (ADR 0004) and holds none, so its push would carry the turn's
-    release: a lock lost while the push is named must not be taken for a remote refusing turns, which
-    is pushed again without them."""
+    """A holder that finds its fence stale right before the push pushes nothing, touches nothing, and
+    says its operation is the next holder's to finish. `turns`: the clone looks at turns (ADR 0004)
+    and holds none, so its push would carry the turn's release: a lock lost while the push is named
+    must not be taken for a remote refusing turns, which is pushed again without them."""
     assert cli(repo, "init").exit_code == 0
     before = remote.head()
     paths = find_repo(repo)
@@ -113,12 +114,19 @@ def test_a_transaction_pushes_nothing_on_a_stale_fence(cli, repo: Path, remote, 
     if turns:
         monkeypatch.setattr(txn.Transaction, "_contended", lambda self: True)
         monkeypatch.setattr(turn.Turn, "wait", lambda self, want, limit=None: None)
-    result = cli(repo, "--json", "task", "add", "never pushed")
+    result = cli(repo, "--json", "task", "add", "pushed once, later")
     stealer.release()
     assert gates == ["spawned"]  # one push started, held at its gate, never opened
-    assert result.exit_code == 75
-    error = result.json()["error"]
-    assert error["code"] == "lock_lost" and "nothing was pushed" in error["hint"]
-    assert "--force" in error["message"] and error["holder_fence"] > error["fence"]
     assert remote.head() == before
     assert git(remote.bare, "log", "--format=%s", "main").count("michi:") == 1  # only init's commit
+    # The operation stays in the journal, the next holder's to finish: running it again would do it twice.
+    assert result.exit_code == 5
+    error = result.json()["error"]
+    assert error["code"] == "push_unknown" and "do not run this command again" in error["hint"]
+    assert "--force" in error["message"] and error["holder_fence"] > error["fence"]
+    monkeypatch.setattr(faults, "point", real_point)
+    assert cli(repo, "sync").exit_code == 0
+    subjects = git(remote.bare, "log", "--format=%s", "main").splitlines()
+    assert subjects.count("michi: task add 1") == 1 and len(subjects) == 3  # init, setup, the add
+    listed = cli(repo, "--json", "task", "list").json()
+    assert [t["description"] for t in listed] == ["pushed once, later"]

@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 from conftest import Remote, git, spawn_michi
 from txnkit import assert_exactly_once, detached_server, gated_hook, michi_commits
@@ -127,6 +128,53 @@ def test_a_michi_killed_before_its_journal_names_the_push_leaves_no_push(remote:
     assert git(ready, "status", "--porcelain") == ""
 
 
+_PAUSED_AT = r"""
+import os, signal, sys
+from michi.workflow import faults
+real = faults.point
+def pause_there(name):
+    if name == os.environ["PAUSE_AT"]:
+        os.kill(os.getpid(), signal.SIGSTOP)
+    real(name)
+faults.point = pause_there
+from michi.cli.main import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize("where", ["committed", "pushing"])
+def test_a_holder_paused_past_its_lease_leaves_its_operation_to_the_next_once(
+    remote: Remote, ready: Path, where: str
+) -> None:
+    """A holder paused (SIGSTOP) after the journal named its push, before it let git start, until its
+    lease ran out: the next command stops the unopened gate at once, and lands the paused operation with
+    its own. The paused one, woken, touches nothing and says not to run it again (it would land twice)."""
+    env = {**os.environ, "MICHI_LOCK_TTL": "1", "PAUSE_AT": where}
+    paused = subprocess.Popen(
+        [sys.executable, "-c", _PAUSED_AT, "--json", "task", "add", "task X"],
+        cwd=ready,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        await_(lambda: psutil.Process(paused.pid).status() == psutil.STATUS_STOPPED, "the pause", paused)
+        code, out = finish(spawn_michi(ready, "--json", "task", "add", "task Y"))
+        assert code == 0, out
+        assert "had not started" in out, out
+    finally:
+        paused.send_signal(signal.SIGCONT)
+    code, out = finish(paused)
+    assert code == 5, out
+    error = json.loads(out.splitlines()[0])["error"]
+    assert error["code"] == "push_unknown" and "do not run this command again" in error["hint"], error
+    assert sorted(tasks_on(remote.bare)) == ["task X", "task Y"]
+    assert_exactly_once(remote.bare)
+    assert not (ready / ".git/michi/journal.json").exists()
+    assert git(ready, "rev-parse", "HEAD") == remote.head()
+
+
 @pytest.mark.parametrize("op", ["add", "annotate"])
 def test_orphan_landing_after_a_refused_takeover_is_recognised_by_its_txn(
     cli: Callable[..., object], remote: Remote, ready: Path, op: str
@@ -225,6 +273,40 @@ def test_settle_stops_a_push_still_held_at_its_gate_without_waiting(tmp_path: Pa
         assert note is not None and "had not started" in note, note
         assert gate.wait(timeout=DEADLINE) < 0  # ended by a signal, not by "go"
         assert not ran.exists()
+    finally:
+        gate.kill()
+        gate.wait()
+
+
+def test_settle_lets_a_push_whose_gate_opened_meanwhile_run_and_waits_for_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The paused holder wakes and opens its gate just after the takeover saw the gate's arguments: the
+    takeover stops the process before it decides, sees git running, and waits for it as for any push
+    (it never ends a push that started and calls it unrun)."""
+    ran = tmp_path / "ran"
+    gate = subprocess.Popen(
+        ["/bin/sh", "-c", plain._GATE, plain.GATE_NAME, "sh", "-c", f"sleep 0.3; touch {ran}"],
+        stdin=subprocess.PIPE,
+        start_new_session=True,
+    )
+    seen = orphans._gated
+
+    def opened_right_after(push: PushProcess) -> bool:
+        answer = seen(push)
+        if answer and gate.stdin is not None and not gate.stdin.closed:
+            gate.stdin.write(b"go\n")
+            gate.stdin.close()
+            await_(lambda: not seen(push), "the gate's exec")
+        return answer
+
+    monkeypatch.setattr(orphans, "_gated", opened_right_after)
+    try:
+        push = orphans.describe(gate.pid)
+        assert push is not None
+        note = orphans.settle(push, wait=DEADLINE)
+        assert note is not None and "waited" in note, note
+        assert gate.wait(timeout=DEADLINE) == 0 and ran.exists()
     finally:
         gate.kill()
         gate.wait()

@@ -238,4 +238,6 @@ def push(
             f"remote {remote!r} refused the push: {reason}" + (f"; it said: {said[:300]}" if said else ""),
             hint="the remote's hooks or branch protection refused michi's commit; ask its admin, then retry",
         )
+    if status < 0 and not err.strip():  # ended by a signal (a holder that took over stops a push)
+        err = f"git push was ended by signal {-status} before it finished"
     raise _remote_failure(err or out, remote)

@@ -10,6 +10,7 @@ trailer whatever commit carries it, see `recovery`), but a push still in flight 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import time
@@ -54,8 +55,7 @@ def _wait_gone(push: PushProcess, seconds: float) -> bool:
 
 
 def _gated(push: PushProcess) -> bool:
-    """Is the push still held at its gate (`plain.run_ended(named=)`): its holder named it, then stopped
-    (a paused process whose lease ran out) before it let git start?"""
+    """Does the push's process still show the gate's arguments (`plain.run_ended(named=)`)?"""
     from michi.git.plain import GATE_NAME
 
     try:
@@ -71,8 +71,42 @@ def _gated(push: PushProcess) -> bool:
     return len(args) > 3 and args[3] == GATE_NAME.encode()
 
 
-def _stop(push: PushProcess) -> None:
-    for sig in (signal.SIGTERM, signal.SIGKILL):
+def _stopped(push: PushProcess) -> bool:
+    """Wait (bounded) until the process is stopped by the SIGSTOP just sent, or gone."""
+    deadline = time.monotonic() + _KILL_GRACE
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{push.pid}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            return True  # gone (or no /proc: the check after the stop decides alone)
+        if stat[stat.rfind(b")") + 2 :][:1] in (b"T", b"t", b"Z"):
+            return True
+        time.sleep(0.002)
+    return False
+
+
+def _never_started(push: PushProcess) -> bool:
+    """Is the push still held at its gate: its holder named it, then stopped (a paused process whose
+    lease ran out) before it let git start? Read once the process is stopped, so that the answer stays
+    true: a signal is taken only between system calls, never half-way through `exec`, so a stopped
+    process that still shows the gate never ran git, and the SIGKILL that follows ends it so. A process
+    that started git meanwhile is let go on (SIGCONT), and waited for as any push."""
+    if not _gated(push):
+        return False
+    try:
+        os.killpg(push.pid, signal.SIGSTOP)
+    except (ProcessLookupError, PermissionError):
+        return False
+    if _stopped(push) and _gated(push):
+        return True
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(push.pid, signal.SIGCONT)
+    return False
+
+
+def _stop(push: PushProcess, first: signal.Signals = signal.SIGTERM) -> None:
+    for sig in dict.fromkeys((first, signal.SIGKILL)):
         try:
             if os.getpgid(push.pid) == push.pid:  # its own session (git.push): end git and its helpers
                 os.killpg(push.pid, sig)
@@ -90,9 +124,9 @@ def settle(push: PushProcess | None, wait: float | None = None) -> str | None:
     held at its gate never started: it is stopped at once, not waited for."""
     if push is None or not _alive(push):
         return None
-    if _gated(push):
-        _stop(push)
-        return f"the push of an interrupted michi (pid {push.pid}) had not started; it was stopped, unrun"
+    if _never_started(push):
+        _stop(push, first=signal.SIGKILL)
+        return f"the push of an interrupted michi (pid {push.pid}) had not started; it was ended, unrun"
     if wait is None:
         try:
             wait = float(os.environ.get("MICHI_ORPHAN_WAIT") or ORPHAN_WAIT)

@@ -68,6 +68,28 @@ _PLAIN_TASK = re.compile(r"(?:[A-Za-z0-9_][A-Za-z0-9_.-]*/)*\.tasks/([0-9a-f]{2}
 _THIN_UP_TO = 1000
 
 
+def _holds(lock: RepoLock) -> bool:
+    try:
+        lock.ensure_held()
+    except LockError:
+        return False
+    return True
+
+
+def _handed_over(exc: BaseException) -> GitFailed:
+    """What a command says that lost the lock after it journaled its operation: the operation is the
+    next holder's to finish (exactly once), so the command must not be run again (ADR 0004)."""
+    why = exc.message if isinstance(exc, MichiError) else f"{type(exc).__name__}: {exc}"
+    details = exc.details if isinstance(exc, LockError) else {}
+    return GitFailed(
+        f"{why}; this operation is in the journal, so the holder that took over the lock, or the next "
+        "michi command, finishes it exactly once",
+        code="push_unknown",
+        hint="do not run this command again: run `michi sync`, which finishes it or reports it",
+        **details,
+    )
+
+
 class _Refused(Exception):
     """The remote refused this run's push (another clone landed first) and nothing else rode on it: the
     lock is let go while waiting to try again, so it is held for one round at a time (ADR 0004)."""
@@ -409,13 +431,19 @@ class Transaction:
         # Under a script's lock (`michi lock run`) nothing of another command may happen: take no offers.
         target = None if lock.joined else self.group_target
         handed = group.take(state_dir, target, tracking) if target is not None else []
+        lock.ensure_held()  # the journal is the holder's alone: one that took over owns it now
         journal.save(leftover + mine + handed)
         faults.point("locked")
         try:
             if self.target.online:
                 return self._online(lock, journal, leftover, mine, handed, fetch, rescue)
             return self._local_only(journal, leftover, mine)
-        except BaseException:
+        except BaseException as exc:
+            if not _holds(lock):
+                # Taken over midway (paused past the lease, `lock release --force`): the journal, which
+                # holds this operation, is the new holder's now, and it or the next command finishes the
+                # operation exactly once. Touch nothing, and say so: run again, it would happen twice.
+                raise _handed_over(exc) from exc
             # A failed command is not pending work: forget its entry, unless its push landed (then the
             # next transaction sees that on the remote and only finishes the local update). The entries
             # it took stay: they are its waiters' (ADR 0017), who adopt them, or, if they are gone (told
@@ -526,6 +554,7 @@ class Transaction:
                     if not landed_now:  # refused or failed: the move's processes and staging wait for nothing
                         git.drop_prepared(self.git)
                 if landed_now:
+                    lock.ensure_held()  # else the holder that took over finishes it (`_handed_over`)
                     self.pushed = True
                     faults.point("pushed")
                     ours = {e.txn for e in mine + handed}
