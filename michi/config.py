@@ -31,7 +31,7 @@ class Config(Plain):
 
     def __init__(
         self,
-        lock_ttl: float = 300.0,  # seconds a lock lease lasts without renewal (ADR 79: 5 minutes)
+        lock_ttl: float = 300.0,  # seconds a lock lease lasts without renewal: 5 minutes (ADR 0003)
         lock_wait: float = 30.0,  # seconds a locking command waits for the lock; 0 = one try
         remote: str = "origin",  # the remote that is the source of truth
         branch: str = "",  # the task branch; empty = the remote's default branch
