@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 import re
+import signal
 import subprocess
 import time
 from collections.abc import Callable, Mapping
@@ -180,14 +181,14 @@ def _run_push(
     repo: Repo,
     args: list[str],
     env: Mapping[str, str],
-    hooks: tuple[Callable[[int], None] | None, Callable[[int], None] | None],
     remote: str,
+    named: Callable[[int], None] | None,
+    on_start: Callable[[int], None] | None,
 ) -> tuple[int, str, str]:
     """`git push` in its own session (a terminal Ctrl-C must not kill it half-way, ADR 0004). It outlives
-    a SIGKILLed michi, so the next holder must be able to find it (see michi.workflow.orphans): `hooks`
-    (named, on_start): the push starts only once `named(pid)` wrote its pid down, then `on_start(pid)`
-    runs beside it (`plain.run_ended`). Ended when it runs out of time (`_network`)."""
-    named, on_start = hooks
+    a SIGKILLed michi, so the next holder must be able to find it (see michi.workflow.orphans): it starts
+    only once `named(pid)` wrote its pid down, then `on_start(pid)` runs beside it (`plain.run_ended`).
+    Ended when it runs out of time (`_network`)."""
     return _network(repo, args, remote, env, on_start, outlives_us=True, named=named)
 
 
@@ -218,7 +219,7 @@ def push(
     if release is not None:
         args += ["--atomic", f"--force-with-lease={release[0]}:{release[1]}"]
     args += [remote, f"{commit}:refs/heads/{branch}", *([f":{release[0]}"] if release else [])]
-    status, out, err = _run_push(repo, args, env, (named, on_start), remote)
+    status, out, err = _run_push(repo, args, env, remote, named, on_start)
     if status == 0:
         return PushResult(ok=True, stale=False)
     text = f"{out}\n{err}"
@@ -239,5 +240,5 @@ def push(
             hint="the remote's hooks or branch protection refused michi's commit; ask its admin, then retry",
         )
     if status < 0 and not err.strip():  # ended by a signal (a holder that took over stops a push)
-        err = f"git push was ended by signal {-status} before it finished"
+        err = f"git push was ended by {signal.Signals(-status).name} before it finished"
     raise _remote_failure(err or out, remote)

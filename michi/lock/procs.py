@@ -131,7 +131,8 @@ def _link(pid: int, name: str) -> str | None:
         return None
 
 
-def _cmdline(pid: int) -> bytes | None:
+def cmdline(pid: int) -> bytes | None:
+    """The process's arguments, NUL-separated; None when it is gone (or there is no /proc)."""
     try:
         with open(f"{PROC}/{pid}/cmdline", "rb") as fh:
             return fh.read()
@@ -150,14 +151,14 @@ WRAPPERS = frozenset(
 def _is_transient(proc: Stat, parent: int) -> bool:
     """A subshell (a fork of its parent: same program, same arguments), as `$(...)`, a pipeline, `( )`
     or `||` make, or a wrapper waiting for its command: neither outlives the script that made it."""
-    cmdline = _cmdline(proc.pid)
-    if cmdline is None:
+    args = cmdline(proc.pid)
+    if args is None:
         return False
-    argv0 = os.path.basename(cmdline.split(b"\0", 1)[0].decode(errors="replace"))
+    argv0 = os.path.basename(args.split(b"\0", 1)[0].decode(errors="replace"))
     if argv0 in WRAPPERS:
         return True
     exe = _link(proc.pid, "exe")
-    return exe is not None and exe == _link(parent, "exe") and cmdline == _cmdline(parent)
+    return exe is not None and exe == _link(parent, "exe") and args == cmdline(parent)
 
 
 def script_holder(pid: int) -> int:

@@ -55,32 +55,23 @@ def _wait_gone(push: PushProcess, seconds: float) -> bool:
 
 
 def _gated(push: PushProcess) -> bool:
-    """Does the push's process still show the gate's arguments (`plain.run_ended(named=)`)?"""
+    """Does the push's process still show the gate's arguments (`plain.run_ended(named=)`)? False where
+    there is no /proc to tell: such a push is waited for as any other."""
     from michi.git.plain import GATE_NAME
+    from michi.lock import procs
 
-    try:
-        with open(f"/proc/{push.pid}/cmdline", "rb") as f:
-            args = f.read().split(b"\0")
-    except OSError:
-        try:
-            import psutil
-
-            args = [a.encode() for a in psutil.Process(push.pid).cmdline()]
-        except Exception:  # gone, not ours to read, or no psutil answer: wait for it as for any push
-            return False
+    args = (procs.cmdline(push.pid) or b"").split(b"\0")
     return len(args) > 3 and args[3] == GATE_NAME.encode()
 
 
 def _stopped(push: PushProcess) -> bool:
     """Wait (bounded) until the process is stopped by the SIGSTOP just sent, or gone."""
+    from michi.lock import procs
+
     deadline = time.monotonic() + _KILL_GRACE
     while time.monotonic() < deadline:
-        try:
-            with open(f"/proc/{push.pid}/stat", "rb") as f:
-                stat = f.read()
-        except OSError:
-            return True  # gone (or no /proc: the check after the stop decides alone)
-        if stat[stat.rfind(b")") + 2 :][:1] in (b"T", b"t", b"Z"):
+        found = procs.stat(push.pid)
+        if found is None or not found.running or found.state in ("T", "t"):
             return True
         time.sleep(0.002)
     return False
