@@ -69,7 +69,8 @@ for _name in (
     "_answer",
     "_between_rounds",
     "_back_off",
-    "_pushing",
+    "_send",
+    "_beside",
     "_not_landed",
 ):
     _wrap(txn.Transaction, _name, _name.lstrip("_"))
