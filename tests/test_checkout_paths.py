@@ -17,7 +17,7 @@ from conftest import git
 
 from michi import errors as mgit_errors
 from michi import git as mgit
-from michi.git import checkout, heldindex, prepared
+from michi.git import checkout, heldindex, indexwalk, prepared
 from michi.git.checkout import move_paths
 
 
@@ -929,20 +929,23 @@ _STATES = {
 _CLEAN = {"clean", "racily clean"}
 
 
+@pytest.mark.parametrize("lookup", ["searched", "walked"])
 @pytest.mark.parametrize("state", list(_STATES))
 def test_the_index_read_says_clean_only_where_git_does(
-    work: Path, monkeypatch: pytest.MonkeyPatch, state: str
+    work: Path, monkeypatch: pytest.MonkeyPatch, state: str, lookup: str
 ) -> None:
     """`_Read` stands in for git's `diff-index` and `ls-files -v`: where it says clean, git must too
     (nothing staged, nothing stat-dirty, nothing git was told not to look at); every other state (and a
-    racily clean file, which git would have to read) is left to git."""
+    racily clean file, which git would have to read) is left to git. The same whether it searches the
+    index for each path or walks its entries once (`michi.git.indexwalk`, for many paths)."""
     monkeypatch.setattr(checkout, "_SETTLED_NS", 0)
+    monkeypatch.setattr(indexwalk, "WALK_FROM", 1 if lookup == "walked" else 1 << 30)
     old, new = _next(work)
     _settled(work)
     _STATES[state](work)
     known = _known(work, old, new)
     paths = sorted(known)
-    read = checkout._Read.made(mgit.open_repo(work), paths, {p: known[p][0] for p in paths})
+    read = checkout._Read.made(mgit.open_repo(work), paths, {p: known[p][0] for p in paths}, len(old) // 2)
     checked = git(work, "diff-index", "-z", "--name-only", old, "--", *paths, check=False)
     tags = {line.split(" ")[0] for line in git(work, "ls-files", "-v", "--", *paths).splitlines()}
     git_clean = checked == "" and tags <= {"H"}

@@ -14,7 +14,7 @@ from conftest import git
 from test_checkout_paths import _exec_runs
 
 from michi import git as mgit
-from michi.git import checkout, splice, staged
+from michi.git import checkout, indexwalk, splice, staged
 from michi.git.checkout import move_paths
 
 FILES = {
@@ -26,10 +26,13 @@ FILES = {
 }
 
 
-@pytest.fixture(autouse=True)
-def _large(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture(autouse=True, params=["searched", "walked"])
+def _large(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> None:
+    """Every test twice: the moved entries searched for one by one, and looked up in one walk of the
+    index's entries (`michi.git.indexwalk`, as for a move of many paths)."""
     monkeypatch.setenv("MICHI_STAGED_INDEX_BYTES", "0")
     monkeypatch.setattr(checkout, "_SETTLED_NS", 0)
+    monkeypatch.setattr(indexwalk, "WALK_FROM", 1 if request.param == "walked" else 1 << 30)
 
 
 def _work(tmp_path: Path) -> Path:

@@ -31,6 +31,7 @@ from michi.git.objects import diff_moves
 from michi.git.repo import output
 
 if TYPE_CHECKING:
+    from michi.git.indexwalk import IndexRead
     from michi.git.repo import Repo
 
 # Above this many changed paths one read-tree is cheaper than the per-path work (and a first checkout of a
@@ -84,16 +85,17 @@ class _Read:
 
     def __init__(self, repo: Repo, paths: list[str], before: list[tuple[int, ...] | None]) -> None:
         self.repo, self.paths, self.before = repo, paths, before
-        self.index: tuple[os.stat_result, bytes] | None = None  # the index file as read: stat data, bytes
+        self.index: IndexRead | None = None  # the index file as read: stat data, bytes, walked entries
 
     @classmethod
-    def made(cls, repo: Repo, paths: list[str], old: Mapping[str, PathEntry]) -> _Read | None:
-        """The check, when the index says clean now; None when git must decide."""
+    def made(cls, repo: Repo, paths: list[str], old: Mapping[str, PathEntry], width: int) -> _Read | None:
+        """The check, when the index says clean now; None when git must decide. `width`: an object id's
+        bytes."""
         before = _stats(repo, paths)
         if before is None or before[0] is None or not _real_folders(repo, paths):
             return None
         assert repo.working_dir is not None
-        from michi.git import indexfile
+        from michi.git import indexfile, indexwalk
 
         git_dir = repo.paths.git_dir
         try:
@@ -112,12 +114,13 @@ class _Read:
         except OSError:
             return None
         top = Path(repo.working_dir)
+        walked = indexwalk.walk(data, width) if len(paths) >= indexwalk.WALK_FROM else None
         if not indexfile.unchanged(
-            data, found.st_mtime_ns, old, files, lambda p, st: _small_file(top / p, st)
+            data, found.st_mtime_ns, old, files, lambda p, st: _small_file(top / p, st), walked
         ):
             return None
         read = cls(repo, paths, before)
-        read.index = (found, data)  # a staged move splices into these bytes (`michi.git.staged`)
+        read.index = (found, data, walked)  # a staged move splices into these bytes (`michi.git.staged`)
         return read
 
     def clean(self) -> str | None:
@@ -382,7 +385,7 @@ def check_ahead(repo: Repo, old: str, known: Moves, new: str | None = None, spen
     diff = sorted(p for p, (o, n) in known.items() if o != n)
     if diff and len(diff) <= MAX_PATHS and (old, tuple(diff)) not in repo.ahead:
         with contextlib.suppress(OSError):  # no process to spare: the move checks as it always did
-            quick = _Read.made(repo, diff, {p: known[p][0] for p in diff})
+            quick = _Read.made(repo, diff, {p: known[p][0] for p in diff}, len(old) // 2)
             repo.ahead[(old, tuple(diff))] = quick or _Ahead(repo, old, diff)
     if diff and len(diff) <= MAX_PATHS and new is not None:
         specs = _outermost(diff)
@@ -408,7 +411,7 @@ def _stage(
     moves: Moves,
     specs: list[str],
     spend: bool,
-    index: tuple[os.stat_result, bytes] | None,
+    index: IndexRead | None,
 ) -> bool:
     """Start the move's `git restore` on a staging tree, for a large index (`michi.git.staged`): writing
     only the moved entries, to be spliced into the index, or, if that cannot be and `spend`, on a copy of

@@ -16,7 +16,10 @@ import stat
 import struct
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from michi.git.indexwalk import Entries
 
 _STAT = struct.Struct(">10I")  # ctime s, ns; mtime s, ns; dev; ino; mode; uid; gid; size (git truncates each)
 _U32 = 0xFFFFFFFF
@@ -46,9 +49,8 @@ def locate(data: bytes | bytearray, moved: list[Moved]) -> list[int] | None:
     found: list[int] = []
     for item in moved:
         name = item.path.encode("utf-8", "surrogateescape")
-        key = entry_key(item.oid, name)
-        at = data.find(key, 12)
-        if at < 12 + _STAT.size or data.find(key, at + 1) != -1:
+        at = _found(data, entry_key(item.oid, name))
+        if at is None:
             return None
         found.append(at - _STAT.size)
     return found if verify(data, moved, found) else None
@@ -141,6 +143,7 @@ def unchanged(
     entries: Mapping[str, tuple[int, str] | None],
     files: Mapping[str, os.stat_result | None],
     content: Callable[[str, os.stat_result], bytes | None],
+    walked: Entries | None = None,
 ) -> bool:
     """Does the index file `data` (last modified at `index_mtime_ns`) hold exactly `entries` (path ->
     (mode, object id) in stage 0 without flags; None: no entry at all; and none inside it, as in a folder
@@ -149,7 +152,7 @@ def unchanged(
     or later: by the second, as git built without USE_NSEC, most builds, judges it), hold its blob's
     bytes (`content`: the file's bytes, None when not read)? What `diff-index <commit> -- <paths>` would
     find clean and `ls-files -v` would show untagged; False whenever that cannot be told this way (git
-    decides)."""
+    decides). `walked`: the file's entries, when walked (`michi.git.indexwalk`): looked up, not searched."""
     if len(data) < 12 or data[:4] != b"DIRC" or int.from_bytes(data[4:8], "big") not in (2, 3):
         return False
     for path, entry in entries.items():
@@ -158,12 +161,15 @@ def unchanged(
             # Every entry's name ends in a NUL: none ends here. Nor is one inside it (git's pathspec `path`
             # names those too): a folder that becomes a file. (A file's path has none inside: git keeps
             # no folder and file of one name.)
-            if name + b"\0" in data or name + b"/" in data:
+            if walked is not None:
+                if walked.named(name) or walked.inside(name):
+                    return False
+            elif name + b"\0" in data or name + b"/" in data:
                 return False
             continue
         key = entry_key(entry[1], name)
-        at = data.find(key, 12)
-        if at < 12 + _STAT.size or data.find(key, at + 1) != -1:
+        at = _found(data, key) if walked is None else _walked_to(data, walked, key, name)
+        if at is None:
             return False
         fields = _STAT.unpack_from(data, at - _STAT.size)
         st = files.get(path)
@@ -175,6 +181,22 @@ def unchanged(
         if racy and not _holds(content(path, st), bytes.fromhex(entry[1])):
             return False
     return True
+
+
+def _found(data: bytes | bytearray, key: bytes) -> int | None:
+    """Where `key` (`entry_key`) is, when exactly one place in `data` holds it (then it is that entry)."""
+    at = data.find(key, 12)
+    if at < 12 + _STAT.size or data.find(key, at + 1) != -1:
+        return None
+    return at
+
+
+def _walked_to(data: bytes | bytearray, walked: Entries, key: bytes, name: bytes) -> int | None:
+    """Where `key` is, in the one entry named `name` the walk found, if it holds it there."""
+    start = walked.only(name)
+    if start is None or data[start + _STAT.size : start + _STAT.size + len(key)] != key:
+        return None
+    return start + _STAT.size
 
 
 def _holds(found: bytes | None, oid: bytes) -> bool:

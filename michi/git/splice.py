@@ -6,7 +6,8 @@ git writes only the moved entries, into an index of their own, and they are spli
 user's index as read before the push. Only the entries that change are looked at: an entry is found by
 its object id, flags and path (exactly one place in the file, as `michi.git.indexfile` finds them); a
 new one goes after the entry its folder's previous file has in the old commit, past any the index holds
-beyond it in git's order. The cache tree (`TREE`, git's record of which folders' trees it already knows)
+beyond it in git's order (for many paths, both are looked up in one walk of the entries instead,
+`michi.git.indexwalk`). The cache tree (`TREE`, git's record of which folders' trees it already knows)
 is invalidated along each moved path, as git does when it changes an entry. Only version 2 indexes whose
 one extension is `TREE` are read; anything else, or anything not as expected: None, and the caller has
 git write the index as before.
@@ -16,9 +17,12 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Mapping, Sequence
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from michi.git.indexfile import entry_key
+
+if TYPE_CHECKING:
+    from michi.git.indexwalk import Entries
 
 _HEAD = 12  # "DIRC", version, entry count
 _FIXED = 62  # stat data (40), object id (20), flags (2): SHA-1; SHA-256 ids make it 74
@@ -121,29 +125,40 @@ def plan(
     old: Mapping[str, tuple[int, str] | None],
     new: Mapping[str, tuple[int, str] | None],
     before: Mapping[str, tuple[str, str]],
+    walked: Entries | None = None,
 ) -> Plan | None:
     """Where, in `data` (the whole index), each moved path's entry is replaced, added or removed: `old` and
     `new` give each path's entry (mode, object id) in the commits moved from and to, None where it has
     none. `before`: for each added path, the file that precedes it in its folder in the commit moved from
-    (path, object id). None whenever an entry is not found exactly as expected."""
+    (path, object id). `walked`: the file's entries, when walked (`michi.git.indexwalk`): each path is
+    looked up there instead of searched for, and an added one goes where the walk puts it, after another
+    file of its folder (`before` is not read). None whenever an entry is not found exactly as expected."""
     if not _version_2(data) or len(data) < _HEAD + width:
         return None
     found = _tree_extension(data, width)
     if found is None:
         return None
     tree_at, root = found
+    if walked is not None and walked.end != tree_at:
+        return None  # the entries must end where the cache tree begins
     cuts: list[tuple[int, int, str]] = []
     for path, entry in old.items():
         name = path.encode("utf-8", "surrogateescape")
         if entry is None:
-            if new.get(path) is None or path not in before:
+            if new.get(path) is None or (walked is None and path not in before):
                 return None
-            at = _insertion(data, width, tree_at, name, before[path])
+            if walked is not None:
+                at = walked.insertion_after_folder_file(name)
+            else:
+                at = _insertion(data, width, tree_at, name, before[path])
             if at is None:
                 return None
             cuts.append((at, at, path))
             continue
-        start = _find(data, width, tree_at, name, entry)
+        if walked is not None:
+            start = _looked_up(data, walked, name, entry)
+        else:
+            start = _find(data, width, tree_at, name, entry)
         if start is None:
             return None
         cuts.append((start, start + _size(len(name), width), path))
@@ -181,6 +196,20 @@ def _find(data: bytes | bytearray, width: int, end: int, name: bytes, entry: tup
     nxt = start + _size(len(name), width)
     if nxt < end and _name_at(data, width, nxt, end) == name:
         return None  # a conflict's stages: not a move this splice makes
+    return start
+
+
+def _looked_up(data: bytes | bytearray, walked: Entries, name: bytes, entry: tuple[int, str]) -> int | None:
+    """`_find`'s answer from the walked entries: the one entry named `name`, when it holds `entry`'s
+    object id and mode, in stage 0 without flags."""
+    start = walked.only(name)
+    if start is None:
+        return None
+    key = entry_key(entry[1], name)
+    if data[start + 40 : start + 40 + len(key)] != key:
+        return None
+    if int.from_bytes(data[start + 24 : start + 28], "big") != entry[0]:
+        return None
     return start
 
 

@@ -31,12 +31,13 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from michi import threads
-from michi.git import heldindex, indexfile, prepared, splice
+from michi.git import heldindex, indexfile, indexwalk, prepared, splice
 from michi.pids import exists
 
 if TYPE_CHECKING:
     import subprocess
 
+    from michi.git.indexwalk import Entries, IndexRead
     from michi.git.repo import Repo
 
 _FILE_MODES = (0o100644, 0o100755)
@@ -65,7 +66,7 @@ class Staged:
         env: Mapping[str, str],
         old: str | None = None,
         only_spliced: bool = False,
-        index: tuple[os.stat_result, bytes] | None = None,
+        index: IndexRead | None = None,
     ) -> None:
         """`old`: the commit the move starts from; with it the index is spliced where it can be (only the
         moved entries written by git, `michi.git.splice`), else git writes a copy of all of it, unless
@@ -101,14 +102,14 @@ class Staged:
         restore: list[str],
         env: Mapping[str, str],
         only_spliced: bool,
-        index: tuple[os.stat_result, bytes] | None,
+        index: IndexRead | None,
     ) -> None:
         if not _own_folder(self.git_dir):
             raise NotADirectoryError(f"{_folder(self.git_dir)} is not a folder of michi's")
         clear_dead(self.git_dir)
         if self.old is not None and self.written:
-            found, before = _index(self.git_dir, index)
-            self.plan = self._plan(before) if len(before) == found.st_size else None
+            found, before, walked = _index(self.git_dir, index)
+            self.plan = self._plan(before, walked) if len(before) == found.st_size else None
             if self.plan is not None:
                 self.spliced = True
                 self.index_was = _index_key(found)
@@ -205,16 +206,21 @@ class Staged:
         assert self.plan is not None and self.placed is not None
         return self.placed if indexfile.verify(data, staged, self.placed) else None
 
-    def _plan(self, index: bytes) -> splice.Plan | None:
-        """Where the moved entries go in `index` (the user's, as read now), when they can be spliced in."""
+    def _plan(self, index: bytes, walked: Entries | None) -> splice.Plan | None:
+        """Where the moved entries go in `index` (the user's, as read now; `walked`: its entries, if the
+        move's first check walked them), when they can be spliced in."""
         if _attributes_in(index, self.top, self.written):
             return None
-        before = self._neighbours([p for p, (o, _n) in self.moves.items() if o is None])
+        if walked is None and len(self.moves) >= indexwalk.WALK_FROM:
+            walked = indexwalk.walk(index, self.width)
+        before: dict[str, tuple[str, str]] | None = {}
+        if walked is None:
+            before = self._neighbours([p for p, (o, _n) in self.moves.items() if o is None])
         if before is None:
             return None
         old = {p: o for p, (o, _n) in self.moves.items()}
         new = {p: n for p, (_o, n) in self.moves.items()}
-        return splice.plan(index, self.width, old, new, before)
+        return splice.plan(index, self.width, old, new, before, walked)
 
     def _splice(self) -> tuple[bytearray, int] | None:
         """The user's index as read before the push with the moved entries git wrote spliced in, written as
@@ -418,14 +424,14 @@ def clear_dead(git_dir: Path) -> None:
         _clear(folder / name)
 
 
-def _index(git_dir: Path, read: tuple[os.stat_result, bytes] | None) -> tuple[os.stat_result, bytes]:
-    """The index file's stat data and bytes: as the move's first check read them (`read`), when it is
-    still that file (git replaces the index, never writes into it), else read now."""
+def _index(git_dir: Path, read: IndexRead | None) -> IndexRead:
+    """The index file's stat data, bytes and walked entries: as the move's first check read them (`read`),
+    when it is still that file (git replaces the index, never writes into it), else read now (not walked)."""
     with open(git_dir / "index", "rb") as source:
         found = os.fstat(source.fileno())
         if read is not None and _index_key(read[0]) == _index_key(found):
-            return found, read[1]
-        return found, source.read()
+            return read
+        return found, source.read(), None
 
 
 def _bytes(path: str) -> bytes:
