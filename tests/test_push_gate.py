@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import psutil
@@ -35,8 +36,9 @@ def test_the_command_runs_under_the_pid_named_and_keeps_its_input_and_output(tmp
         assert not (tmp_path / "ran").exists()  # held at the gate while it is being named
         seen["named"] = (pid, process_start(pid))
 
-    def beside(pid: int) -> None:
+    def beside(pid: int, status: Callable[[], int | None]) -> None:
         seen["beside"] = (pid, process_start(pid))
+        assert status() is None  # still running: its input is written only after this returns
 
     script = "touch ran; echo $$; cat; echo oops >&2; exit 3"
     status, out, err = _run(

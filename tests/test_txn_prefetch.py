@@ -3,9 +3,17 @@ takes the other clones' changes along with its own, and nothing of the user's is
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+from typing import Any
 
+import pytest
 from conftest import Remote, git, run_michi
+
+from michi.git import prepared
+from michi.lock import RepoLock
+from michi.workflow import txn
+from michi.workflow.journal import Entry, Journal
 
 
 def _add(clone: Path, what: str) -> dict[str, object]:
@@ -36,3 +44,52 @@ def test_the_checkout_moves_by_what_the_fetch_between_rounds_brought(remote: Rem
     assert listed == git(one, "ls-tree", "-r", "--name-only", "HEAD", "--", ".tasks").splitlines()
     assert all((one / path).is_file() for path in listed)
     assert git(one, "diff", "--stat", "HEAD", "--", ".tasks") == ""
+
+
+def test_a_round_whose_push_was_refused_starts_no_move_beside_it(
+    cli, remote: Remote, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Beside the push, the checkout move's restore and update-ref are started for a push that lands. A
+    push already refused by then (another clone landed first) starts none of them: its round fetches at
+    once. The operation lands in the next round, once, and the checkout follows."""
+    one = remote.clone("one")
+    assert run_michi(one, "init").exit_code == 0
+    two = remote.clone("two")
+    _add(one, "first")  # one's checkout and its last-known tip are the remote's
+    theirs: list[dict[str, object]] = []
+
+    def naming(journal: Journal, entries: list[Entry], lock: RepoLock, pid: int) -> None:
+        if not theirs:  # the first round's push is about to start: another clone lands first
+            theirs.append(_add(two, "theirs"))
+        real_naming(journal, entries, lock, pid)
+
+    statuses: list[int | None] = []
+
+    def beside(self: txn.Transaction, *args: Any) -> None:
+        pid, status = args[-2:]
+        os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)  # the push has ended (not reaped: still ours)
+        statuses.append(status())
+        real_beside(self, *args)
+
+    started: list[str] = []  # what the move started ahead, by kind
+
+    def prepare(repo: object, key: tuple[str, ...], *args: Any, **kw: Any) -> None:
+        started.append(key[0])
+        real_prepare(repo, key, *args, **kw)
+
+    real_naming, real_beside, real_prepare = (
+        txn.Transaction._naming,
+        txn.Transaction._beside,
+        prepared.prepare,
+    )
+    monkeypatch.setattr(txn.Transaction, "_naming", staticmethod(naming))
+    monkeypatch.setattr(txn.Transaction, "_beside", beside)
+    monkeypatch.setattr(prepared, "prepare", prepare)
+    mine = cli(one, "--json", "task", "add", "mine")
+    assert mine.exit_code == 0, mine.stdout + mine.stderr
+    assert statuses[0] not in (None, 0) and statuses[-1] == 0 and len(statuses) == 2
+    assert len(started) == 2 and "update-ref" in started  # restore and update-ref, for the landing round
+    assert git(one, "rev-parse", "HEAD") == remote.head()
+    assert git(one, "status", "--porcelain") == ""
+    for task in (*theirs, mine.json()):
+        assert run_michi(one, "--json", "task", "show", str(task["id"])).exit_code == 0

@@ -375,13 +375,21 @@ def _already_written(repo: Repo, paths: list[str], goal: _Goal) -> set[str]:
     return ours
 
 
-def check_ahead(repo: Repo, old: str, known: Moves, new: str | None = None, spend: bool = True) -> None:
+def check_ahead(
+    repo: Repo,
+    old: str,
+    known: Moves,
+    new: str | None = None,
+    spend: bool = True,
+    stop: Callable[[], bool] = lambda: False,
+) -> None:
     """Start the check a move from `old` by `known` begins with, so it runs while the caller waits for
     something else (the push); `move_paths` uses its answer when nothing it looked at changed since.
     With `new`, the move's own `restore` is started too, to wait for its paths (`michi.git.prepared`), or,
     for a large index, the staged move (`michi.git.staged`): with the moved entries spliced into the
     index where that can be done, else, if `spend`, on a copy of the whole index (git's full write, on
-    the bet that the push lands)."""
+    the bet that the push lands). `stop`: asked before the move's restore is started (the push it was
+    for has failed: then it is not)."""
     diff = sorted(p for p, (o, n) in known.items() if o != n)
     if diff and len(diff) <= MAX_PATHS and (old, tuple(diff)) not in repo.ahead:
         with contextlib.suppress(OSError):  # no process to spare: the move checks as it always did
@@ -393,6 +401,8 @@ def check_ahead(repo: Repo, old: str, known: Moves, new: str | None = None, spen
         index = read.index if isinstance(read, _Read) else None
         if isinstance(read, _Read):
             read.index = None  # 6 MB at 50,000 tasks: not kept longer than needed
+        if stop():
+            return
         if _stage(repo, old, new, {p: known[p] for p in diff}, specs, spend, index):
             return
         if len(_pathspec_input(specs)) <= prepared.ATOMIC:

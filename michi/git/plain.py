@@ -168,6 +168,10 @@ class NeverStarted(Exception):
     """The gate's shell was ended before it was told to go (`run_ended(named=)`): the command never ran."""
 
 
+# What runs beside a started command: its pid, and what tells its exit status once it ended (None before).
+OnStart = Callable[[int, Callable[[], int | None]], None]
+
+
 def run_ended(
     argv: Sequence[str],
     *,
@@ -175,20 +179,21 @@ def run_ended(
     env: Mapping[str, str],
     timeout: float | None,
     data: bytes | None = None,
-    on_start: Callable[[int], None] | None = None,
+    on_start: OnStart | None = None,
     outlives_us: bool = False,
     yielding: bool = False,
     named: Callable[[int], None] | None = None,
 ) -> tuple[int, bytes, bytes]:
-    """(status, stdout, stderr) of a git call that talks to a remote. It runs in its own session, so that
-    it and what it starts (ssh, a local remote's upload-pack or receive-pack and its hooks) are ended
-    together, with SIGKILL, once it has run `timeout` seconds: then `subprocess.TimeoutExpired` is
-    raised. `subprocess.run(timeout=)` kills the direct child only and leaves the rest running. An
-    exception here ends it too, unless `outlives_us` (a push: it lands or not, ADR 0004). `on_start`
-    gets its pid once it runs. `yielding`: work that no lock waits for, run at a low CPU priority
-    (`_yield_cpu`). `named`: the command is held at a gate (`_GATE`) until `named(pid)` returned, so that
-    a caller who must write the pid down first (the journal names a push, ADR 0004) never leaves behind
-    a process it did not name: when `named` raises, or this process dies first, git never runs."""
+    """(status, stdout, stderr) of a git call that talks to a remote. It runs in its own session, so that it
+    and what it starts (ssh, a local remote's upload-pack or receive-pack and its hooks) are ended
+    together, with SIGKILL, once it has run `timeout` seconds: then `subprocess.TimeoutExpired` is raised.
+    `subprocess.run(timeout=)` kills the direct child only and leaves the rest running. An exception here
+    ends it too, unless `outlives_us` (a push: it lands or not, ADR 0004). `on_start` gets its pid once it
+    runs, and what tells its exit status once it ended (None before). `yielding`: work that no lock waits
+    for, run at a low CPU priority (`_yield_cpu`). `named`: the command is held at a gate (`_GATE`) until
+    `named(pid)` returned, so that a caller who must write the pid down first (the journal names a push,
+    ADR 0004) never leaves behind a process it did not name: when `named` raises, or this process dies
+    first, git never runs."""
     if named is not None:
         argv = ["/bin/sh", "-c", _GATE, GATE_NAME, *argv]
     proc = subprocess.Popen(
@@ -217,7 +222,7 @@ def run_ended(
         again = yielding and not _yield_cpu(proc.pid) and not outlives_us
         try:
             if on_start is not None:
-                on_start(proc.pid)
+                on_start(proc.pid, proc.poll)
         finally:
             if outlives_us:  # seen to its end even when `on_start` failed (ADR 0004)
                 out, err = proc.communicate(data, timeout=timeout)

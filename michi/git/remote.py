@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from michi.errors import GitFailed
 from michi.git.core import lock_held, ref_oid
-from michi.git.plain import NeverStarted, run_ended
+from michi.git.plain import NeverStarted, OnStart, run_ended
 from michi.git.repo import Repo
 
 # What git says when it never got to talk to the remote: nothing can have landed.
@@ -61,7 +61,7 @@ def _network(
     args: list[str],
     remote: str,
     env: Mapping[str, str] | None = None,
-    on_start: Callable[[int], None] | None = None,
+    on_start: OnStart | None = None,
     outlives_us: bool = False,
     yielding: bool = False,
     named: Callable[[int], None] | None = None,
@@ -183,7 +183,7 @@ def _run_push(
     env: Mapping[str, str],
     remote: str,
     named: Callable[[int], None] | None,
-    on_start: Callable[[int], None] | None,
+    on_start: OnStart | None,
 ) -> tuple[int, str, str]:
     """`git push` in its own session (a terminal Ctrl-C must not kill it half-way, ADR 0004). It outlives
     a SIGKILLed michi, so the next holder must be able to find it (see michi.workflow.orphans): it starts
@@ -198,7 +198,7 @@ def push(
     commit: str,
     branch: str,
     env: Mapping[str, str],
-    on_start: Callable[[int], None] | None = None,
+    on_start: OnStart | None = None,
     thin: bool = True,
     release: tuple[str, str] | None = None,
     named: Callable[[int], None] | None = None,

@@ -32,6 +32,7 @@ from michi.workflow.tree import GitTaskTree
 
 if TYPE_CHECKING:
     from michi.git import Repo
+    from michi.git.plain import OnStart
     from michi.lock import RepoLock
     from michi.workflow.turn import Turn
 
@@ -669,21 +670,29 @@ class Transaction:
         lock.ensure_held()  # our token and fence are still the latest (ADR 0003): else push nothing
         faults.point("pushing")
 
-    def _beside(self, old_remote: str | None, start: str | None, tip: str, _pid: int) -> None:
+    def _beside(
+        self, old_remote: str | None, start: str | None, tip: str, _pid: int, status: Callable[[], int | None]
+    ) -> None:
         """Beside the push: the checkout move's first check starts and the next command's tree diff is
-        written down."""
+        written down. Both are for a push that lands: once the push has ended otherwise (refused, as
+        another clone landed first), what is left of them is not done, and the round goes on at once."""
+
+        def failed() -> bool:
+            return status() not in (None, 0)
+
         with contextlib.suppress(MichiError, OSError):  # both only save work later: never fail the push
-            self._check_ahead(old_remote, tip)
-            if start is not None:
+            self._check_ahead(old_remote, tip, failed)
+            if start is not None and not failed():
                 git.remember_delta(
                     self.git, git.tree_of(self.git, start), git.tree_of(self.git, tip), self.changed
                 )
 
-    def _check_ahead(self, old_remote: str | None, tip: str) -> None:
+    def _check_ahead(self, old_remote: str | None, tip: str, failed: Callable[[], bool]) -> None:
         """The checkout move's first check, started to run beside the push when the move will start at
         `old_remote` with this run's own edits (its answer is used only if still provably true), and the
         move's `restore` and `update-ref`, waiting to be told to go (ADR 0016): after the push, the move
-        pays no git start-up. Unfed (the push refused, the move refused), they change nothing."""
+        pays no git start-up. Unfed (the push refused, the move refused), they change nothing; none is
+        started once the push `failed`."""
         if old_remote is None or git.ref_oid(self.git, self.target.local_ref) != old_remote:
             return
         if self.known is not None and git.head(self.git).branch == self.target.branch:
@@ -691,8 +700,9 @@ class Transaction:
             # where pushes are being refused (other clones landing first), where it was CPU wasted round
             # after round. A spliced one (only the moved entries written) costs little either way.
             spend = self.refusals == 0 and not self.contended
-            git.check_ahead(self.git, old_remote, self.known, tip, spend=spend)
-        git.prepare_update_ref(self.git, self.target.local_ref, tip, old_remote, UPDATE_MESSAGE)
+            git.check_ahead(self.git, old_remote, self.known, tip, spend=spend, stop=failed)
+        if not failed():
+            git.prepare_update_ref(self.git, self.target.local_ref, tip, old_remote, UPDATE_MESSAGE)
 
     def _kept_result(self, entry: Entry, landed: str) -> Any:
         """The result a dead holder kept for `entry`, if the commit that landed is the one it built."""
@@ -764,7 +774,7 @@ class Transaction:
         self.already |= set(found)
         return stranded.replay(self.git, todo, base, self.target.remote, self.target.branch) if todo else base
 
-    def _push(self, tip: str, named: Callable[[int], None], beside: Callable[[int], None]) -> bool:
+    def _push(self, tip: str, named: Callable[[int], None], beside: OnStart) -> bool:
         """True when `tip` is on the remote; False when the remote moved on (fetch and retry). `named`
         gets the push's pid before it may start (the journal names it, so the next holder can wait for an
         orphaned push), `beside` once it runs."""
@@ -789,7 +799,7 @@ class Transaction:
             raise
         return result.ok
 
-    def _send(self, tip: str, named: Callable[[int], None], beside: Callable[[int], None]) -> git.PushResult:
+    def _send(self, tip: str, named: Callable[[int], None], beside: OnStart) -> git.PushResult:
         """The push itself. A clone that looks at turns (ADR 0004) pushes atomically with the deletion of
         the turn ref, leased on "absent" (a no-op when no turn is held; refused as stale while another
         clone's is) or on its own turn, which then ends with the push that lands."""
