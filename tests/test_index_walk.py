@@ -116,7 +116,14 @@ def _swapped(data: bytes, walked: indexwalk.Entries, i: int, j: int) -> bytes:
 
 @pytest.mark.parametrize(
     "case",
-    ["version 3, an intent to add", "version 4", "cut short", "out of order", "a name over 4,095 bytes"],
+    [
+        "version 3, an intent to add",
+        "version 4",
+        "cut short",
+        "out of order",
+        "a name over 4,095 bytes",
+        "an entry count too small",
+    ],
 )
 def test_the_walk_refuses_what_it_cannot_read(tmp_path: Path, case: str) -> None:
     repo = _repo(tmp_path)
@@ -132,6 +139,8 @@ def test_the_walk_refuses_what_it_cannot_read(tmp_path: Path, case: str) -> None
     data = _index(repo)
     if case == "cut short":
         data = data[: len(data) // 2]
+    elif case == "an entry count too small":  # the last entry's bytes would be taken for an extension
+        data = data[:8] + (int.from_bytes(data[8:12], "big") - 1).to_bytes(4, "big") + data[12:]
     elif case == "out of order":
         walked = indexwalk.walk(data, 20)
         assert walked is not None

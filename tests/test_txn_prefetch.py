@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from conftest import Remote, git, run_michi
 
-from michi.git import prepared
+from michi.git import checkout, prepared
 from michi.lock import RepoLock
 from michi.workflow import txn
 from michi.workflow.journal import Entry, Journal
@@ -77,11 +77,20 @@ def test_a_round_whose_push_was_refused_starts_no_move_beside_it(
         started.append(key[0])
         real_prepare(repo, key, *args, **kw)
 
-    real_naming, real_beside, real_prepare = (
-        txn.Transaction._naming,
-        txn.Transaction._beside,
-        prepared.prepare,
-    )
+    checks: list[str] = []  # the move's first check: its index read, or git's two processes
+
+    def made(cls: type, *args: Any) -> Any:
+        checks.append("read")
+        return real_made(*args)
+
+    def ahead(self: Any, *args: Any) -> None:
+        checks.append("git")
+        real_ahead(self, *args)
+
+    real_naming, real_beside = txn.Transaction._naming, txn.Transaction._beside
+    real_prepare, real_made, real_ahead = prepared.prepare, checkout._Read.made, checkout._Ahead.__init__
+    monkeypatch.setattr(checkout._Read, "made", classmethod(made))
+    monkeypatch.setattr(checkout._Ahead, "__init__", ahead)
     monkeypatch.setattr(txn.Transaction, "_naming", staticmethod(naming))
     monkeypatch.setattr(txn.Transaction, "_beside", beside)
     monkeypatch.setattr(prepared, "prepare", prepare)
@@ -89,6 +98,7 @@ def test_a_round_whose_push_was_refused_starts_no_move_beside_it(
     assert mine.exit_code == 0, mine.stdout + mine.stderr
     assert statuses[0] not in (None, 0) and statuses[-1] == 0 and len(statuses) == 2
     assert len(started) == 2 and "update-ref" in started  # restore and update-ref, for the landing round
+    assert len(checks) == 1  # and its first check: the refused round started none
     assert git(one, "rev-parse", "HEAD") == remote.head()
     assert git(one, "status", "--porcelain") == ""
     for task in (*theirs, mine.json()):

@@ -388,8 +388,10 @@ def check_ahead(
     With `new`, the move's own `restore` is started too, to wait for its paths (`michi.git.prepared`), or,
     for a large index, the staged move (`michi.git.staged`): with the moved entries spliced into the
     index where that can be done, else, if `spend`, on a copy of the whole index (git's full write, on
-    the bet that the push lands). `stop`: asked before the move's restore is started (the push it was
-    for has failed: then it is not)."""
+    the bet that the push lands). `stop`: asked before the check and before the move's restore are
+    started (the push they are for has failed: then nothing more is started)."""
+    if stop():
+        return
     diff = sorted(p for p, (o, n) in known.items() if o != n)
     if diff and len(diff) <= MAX_PATHS and (old, tuple(diff)) not in repo.ahead:
         with contextlib.suppress(OSError):  # no process to spare: the move checks as it always did

@@ -94,7 +94,7 @@ def walk(data: bytes | bytearray, width: int) -> Entries | None:
         return None
     # 0x40: an extended entry (version 3 only), 0x0F with 0xFF: a name of 4,095 bytes or more, whose length
     # the flags do not hold; the walk above read neither right.
-    if flags_seen & 0x40 or at > last or 0xFFF in map(len, names):
+    if flags_seen & 0x40 or not _extensions_fill(data, at, last) or 0xFFF in map(len, names):
         return None
     if not all(map(operator.le, names, itertools.islice(names, 1, None))):
         return None  # not as git writes it: bisecting would not find what is there
@@ -103,3 +103,13 @@ def walk(data: bytes | bytearray, width: int) -> Entries | None:
 
 # The index file as one reader read it: its stat data, its bytes, and its entries if they were walked.
 IndexRead = tuple[os.stat_result, bytes, Entries | None]
+
+
+def _extensions_fill(data: bytes, at: int, last: int) -> bool:
+    """Do extensions (each a 4-byte signature and a 4-byte size, then that many bytes) fill `data` from
+    `at` exactly to `last` (the checksum)? Else the header's entry count is not the entries' own."""
+    while at < last:
+        if at + 8 > last:
+            return False
+        at += 8 + int.from_bytes(data[at + 4 : at + 8], "big")
+    return at == last

@@ -139,8 +139,8 @@ def plan(
     if found is None:
         return None
     tree_at, root = found
-    if walked is not None and walked.end != tree_at:
-        return None  # the entries must end where the cache tree begins
+    if walked is not None and (walked.end != tree_at or walked.fixed != _fixed(width)):
+        return None  # the entries must end where the cache tree begins, walked with ids of this width
     cuts: list[tuple[int, int, str]] = []
     for path, entry in old.items():
         name = path.encode("utf-8", "surrogateescape")

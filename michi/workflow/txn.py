@@ -693,7 +693,7 @@ class Transaction:
         move's `restore` and `update-ref`, waiting to be told to go (ADR 0016): after the push, the move
         pays no git start-up. Unfed (the push refused, the move refused), they change nothing; none is
         started once the push `failed`."""
-        if old_remote is None or git.ref_oid(self.git, self.target.local_ref) != old_remote:
+        if failed() or old_remote is None or git.ref_oid(self.git, self.target.local_ref) != old_remote:
             return
         if self.known is not None and git.head(self.git).branch == self.target.branch:
             # Staging a copy of the whole index (ADR 0015) is work done on the bet that the push lands: not
