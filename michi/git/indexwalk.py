@@ -68,7 +68,8 @@ class Entries:
 
 def walk(data: bytes | bytearray, width: int) -> Entries | None:
     """Every entry of the version 2 index file `data` (object ids of `width` bytes); None when it is not
-    one, when an entry does not fit in the file, or when the names are not in git's order."""
+    one, when an entry does not fit in the file, when its extensions do not end at its checksum, or when
+    the names are not in git's order."""
     if len(data) < _HEAD + width or data[:4] != b"DIRC" or int.from_bytes(data[4:8], "big") != 2:
         return None
     data = bytes(data)  # a bytearray's slices would be bytearrays: not comparable with bytes, nor hashable
