@@ -114,7 +114,7 @@ class _Read:
         except OSError:
             return None
         top = Path(repo.working_dir)
-        walked = indexwalk.walk(data, width) if len(paths) >= indexwalk.WALK_FROM else None
+        walked = indexwalk.walk_for(data, width, len(paths))
         if not indexfile.unchanged(
             data, found.st_mtime_ns, old, files, lambda p, st: _small_file(top / p, st), walked
         ):

@@ -168,7 +168,7 @@ def unchanged(
                 return False
             continue
         key = entry_key(entry[1], name)
-        at = _found(data, key) if walked is None else _walked_to(data, walked, key, name)
+        at = _found(data, key) if walked is None else walked_at(data, walked, key, name)
         if at is None:
             return False
         fields = _STAT.unpack_from(data, at - _STAT.size)
@@ -191,8 +191,8 @@ def _found(data: bytes | bytearray, key: bytes) -> int | None:
     return at
 
 
-def _walked_to(data: bytes | bytearray, walked: Entries, key: bytes, name: bytes) -> int | None:
-    """Where `key` is, in the one entry named `name` the walk found, if it holds it there."""
+def walked_at(data: bytes | bytearray, walked: Entries, key: bytes, name: bytes) -> int | None:
+    """Where `key` (`entry_key`) is, in the one entry named `name` the walk found, if it holds it there."""
     start = walked.only(name)
     if start is None or data[start + _STAT.size : start + _STAT.size + len(key)] != key:
         return None

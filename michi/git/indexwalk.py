@@ -66,6 +66,12 @@ class Entries:
         return self.starts[i] if i < len(self.names) else self.end
 
 
+def walk_for(data: bytes | bytearray, width: int, paths: int) -> Entries | None:
+    """The entries of `data` walked, when `paths` are to be looked up in it (from `WALK_FROM` on): else
+    None, and the caller searches for each."""
+    return walk(data, width) if paths >= WALK_FROM else None
+
+
 def walk(data: bytes | bytearray, width: int) -> Entries | None:
     """Every entry of the version 2 index file `data` (object ids of `width` bytes); None when it is not
     one, when an entry does not fit in the file, when its extensions do not end at its checksum, or when

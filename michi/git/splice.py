@@ -19,7 +19,7 @@ import itertools
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
-from michi.git.indexfile import entry_key
+from michi.git.indexfile import entry_key, walked_at
 
 if TYPE_CHECKING:
     from michi.git.indexwalk import Entries
@@ -202,15 +202,10 @@ def _find(data: bytes | bytearray, width: int, end: int, name: bytes, entry: tup
 def _looked_up(data: bytes | bytearray, walked: Entries, name: bytes, entry: tuple[int, str]) -> int | None:
     """`_find`'s answer from the walked entries: the one entry named `name`, when it holds `entry`'s
     object id and mode, in stage 0 without flags."""
-    start = walked.only(name)
-    if start is None:
+    at = walked_at(data, walked, entry_key(entry[1], name), name)
+    if at is None or int.from_bytes(data[at - 16 : at - 12], "big") != entry[0]:
         return None
-    key = entry_key(entry[1], name)
-    if data[start + 40 : start + 40 + len(key)] != key:
-        return None
-    if int.from_bytes(data[start + 24 : start + 28], "big") != entry[0]:
-        return None
-    return start
+    return at - 40
 
 
 def _name_at(data: bytes | bytearray, width: int, at: int, end: int) -> bytes | None:

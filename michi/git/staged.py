@@ -211,8 +211,8 @@ class Staged:
         move's first check walked them), when they can be spliced in."""
         if _attributes_in(index, self.top, self.written):
             return None
-        if walked is None and len(self.moves) >= indexwalk.WALK_FROM:
-            walked = indexwalk.walk(index, self.width)
+        if walked is None:
+            walked = indexwalk.walk_for(index, self.width, len(self.moves))
         before: dict[str, tuple[str, str]] | None = {}
         if walked is None:
             before = self._neighbours([p for p, (o, _n) in self.moves.items() if o is None])
