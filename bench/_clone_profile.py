@@ -103,4 +103,6 @@ finally:
         }
         out.write(json.dumps({"started": _started, "ended": time.time(), "spans": _spans, **cpu}))
         out.write("\n")
-raise SystemExit(code)
+from michi.serve.client import finish  # noqa: E402  # as `python -m michi` ends
+
+raise SystemExit(finish(code))

@@ -24,4 +24,6 @@ finally:
         )
         with open(os.environ["MICHI_BENCH_RSS"], "w") as out:
             out.write(f"{peak}\n")  # KiB on Linux: the largest of michi and the git processes it ran
-raise SystemExit(code)
+from michi.serve.client import finish  # noqa: E402  # as `python -m michi` ends
+
+raise SystemExit(finish(code))

@@ -1,0 +1,53 @@
+"""How a `michi` process that ran its command itself ends (`michi.serve.client.finish`): its exit handlers
+run and its output is flushed, then `os._exit` skips the interpreter's teardown (freeing every object and
+module: ~13 ms of every command), unless a thread that is not a daemon still runs, which the teardown
+would wait for."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+_PROBE = """
+import atexit, os, sys, threading
+
+class Freed:
+    def __del__(self):
+        sys.stderr.write("teardown\\n")
+
+kept = Freed()  # freed by the interpreter's teardown only
+atexit.register(lambda: sys.stderr.write("exit handler\\n"))
+read, write = os.pipe()
+if sys.argv[1] == "thread":
+    threading.Thread(target=os.read, args=(read, 1)).start()  # not a daemon: runs until written to
+sys.argv = ["michi", "--json", "--version"]
+from michi.serve.client import main
+
+code = main()
+sys.stderr.write("returned\\n")
+os.write(write, b"x")
+raise SystemExit(code)
+"""
+
+
+@pytest.mark.parametrize("running", ["none", "thread"])
+def test_a_command_run_here_ends_without_the_teardown_unless_a_thread_must_end_first(running: str) -> None:
+    root = str(Path(__file__).resolve().parent.parent)
+    proc = subprocess.run(
+        [sys.executable, "-c", _PROBE, running],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": root, "MICHI_SERVER": "off"},
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith('{"version": '), proc.stdout  # flushed before the end
+    assert "exit handler" in proc.stderr
+    if running == "none":
+        assert "returned" not in proc.stderr and "teardown" not in proc.stderr
+    else:  # the thread is joined by the interpreter's end, as without michi's
+        assert "returned" in proc.stderr and "teardown" in proc.stderr
