@@ -17,7 +17,7 @@ from conftest import git
 
 from michi import errors as mgit_errors
 from michi import git as mgit
-from michi.git import checkout, freed, heldindex, indexwalk, prepared
+from michi.git import checkout, heldindex, indexwalk, prepared
 from michi.git.checkout import move_paths
 
 
@@ -37,14 +37,6 @@ def make_work(tmp_path: Path, *init: str) -> Path:
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "one")
     return repo
-
-
-def swept(repo: Path) -> list[str]:
-    """What the stage folder holds once the folders moves put aside are removed (`michi.git.freed`)."""
-    thread = freed.free_replaced(repo / ".git")
-    if thread is not None:
-        thread.join()
-    return os.listdir(repo / ".git" / "michi" / "stage")
 
 
 def _next(repo: Path) -> tuple[str, str]:
@@ -733,19 +725,6 @@ def test_a_git_add_while_the_move_writes_fails_saying_so(work: Path, monkeypatch
     assert git(work, "diff", "--cached", "--name-only", new) == "notes.txt"
 
 
-def test_the_index_a_move_replaced_is_left_for_the_next_command_to_free(work: Path) -> None:
-    """Freeing the index a move replaced (6 MB at 50,000 tasks) is no work for the lock's holder, nor for
-    the command once the lock is let go: the move's folder keeps it, put aside (`michi.git.freed`)."""
-    old, new = _next(work)
-    replaced = os.stat(work / ".git" / "index")
-    assert move_paths(mgit.open_repo(work), old, new, _known(work, old, new)) == (True, None)
-    stage = work / ".git" / "michi" / "stage"
-    assert os.listdir(stage) == [f"{os.getpid()}.held{freed.SUFFIX}"]
-    assert os.stat(stage / f"{os.getpid()}.held{freed.SUFFIX}" / "index.old").st_ino == replaced.st_ino
-    assert git(work, "show", ":.tasks/b.json") == "b 2"
-    assert swept(work) == []
-
-
 def test_a_move_killed_holding_the_index_lock_leaves_it_to_the_next_move(work: Path) -> None:
     """A michi SIGKILLed while it holds git's `index.lock` for a move leaves the file; git then refuses
     every write of the index. The next move removes that very lock (its folder names it) and moves."""
@@ -767,7 +746,7 @@ def test_a_move_killed_holding_the_index_lock_leaves_it_to_the_next_move(work: P
     assert move_paths(repo, old, new, _known(work, old, new)) == (True, None)
     assert not (work / ".git" / "index.lock").exists()
     assert git(work, "show", ":.tasks/b.json") == "b 2"
-    assert swept(work) == []
+    assert os.listdir(work / ".git" / "michi" / "stage") == []
 
 
 @pytest.mark.parametrize("failing", ["restore", "install", "died"])

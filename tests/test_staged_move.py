@@ -11,17 +11,16 @@ import signal
 import stat
 import subprocess
 import sys
-import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import git
-from test_checkout_paths import _exec_runs, _known, _next, _state, make_work, swept
+from test_checkout_paths import _exec_runs, _known, _next, _state, make_work
 
 from michi import git as mgit
 from michi.errors import MichiError
-from michi.git import checkout, freed, indexfile, staged
+from michi.git import checkout, indexfile, staged
 from michi.git.checkout import move_paths
 
 
@@ -69,18 +68,13 @@ def test_the_staged_index_is_installed_with_the_moved_files(
     repo, known = mgit.open_repo(work), _known(work, old, new)
     move = _stage(repo, old, new, known)
     runs = _exec_runs(monkeypatch, "restore")
-    replaced = os.stat(work / ".git" / "index")
     assert move_paths(repo, old, new, known) == (True, None)
     assert runs == []  # no git restore ran: the staged index was installed
     assert move.proc is None
-    # The index it replaced is not freed inside the lock, nor once it is let go: its folder is put aside
-    # with it, for the next command to remove (`michi.git.freed`).
-    assert os.stat(move.where / "index.old").st_ino == replaced.st_ino
+    # The index it replaced is freed with the staging folder once the lock is let go, not inside it.
+    assert (move.where / "index.old").exists()
     mgit.tidy()
     assert not move.where.exists()
-    aside = move.where.with_name(move.where.name + freed.SUFFIX)
-    assert os.stat(aside / "index.old").st_ino == replaced.st_ino
-    assert swept(work) == []
     assert (work / ".tasks" / "b.json").read_text() == "b 2\n"
     assert (work / ".tasks" / "d.json").read_text() == "d 1\n"
     assert not (work / ".tasks" / "c.json").exists()
@@ -89,6 +83,7 @@ def test_the_staged_index_is_installed_with_the_moved_files(
     _stat_clean(work, [".tasks/b.json", ".tasks/d.json"])
     assert stat.S_IMODE(os.stat(work / ".git" / "index").st_mode) == 0o640
     assert not (work / ".git" / "index.lock").exists()
+    assert os.listdir(work / ".git" / "michi" / "stage") == []
 
 
 def test_the_users_git_add_while_the_push_ran_is_kept(work: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -223,13 +218,7 @@ def test_transactions_move_the_checkout_by_the_staged_index(
         assert git(repo, "status", "--porcelain") == ""
         assert git(repo, "diff-files", "--name-only") == ""
         assert git(repo, "diff-index", "--cached", "--name-only", "HEAD") == ""
-        # Each command removes the folders the one before it put aside; this one's waits for the next.
-        for thread in threading.enumerate():
-            if thread.name == "michi-free":
-                thread.join()
-        (left,) = os.listdir(repo / ".git" / "michi" / "stage")
-        assert left.endswith(freed.SUFFIX) and left.startswith(f"{os.getpid()}.")
-    assert swept(repo) == []
+    assert os.listdir(repo / ".git" / "michi" / "stage") == []
     assert installed and all(done == (0, "") for done in installed)
     changed = git(repo, "show", "--name-only", "--format=", "HEAD").split()
     _stat_clean(repo, [p for p in changed if p.endswith(".json")])
@@ -530,7 +519,7 @@ def test_a_push_that_cannot_reach_the_remote_leaves_no_staging(cli, remote, tmp_
     assert cli(repo, "task", "add", "one").exit_code == 0
     git(repo, "remote", "set-url", "origin", str(tmp_path / "gone.git"))
     assert cli(repo, "task", "add", "two").exit_code != 0
-    assert swept(repo) == []
+    assert os.listdir(repo / ".git" / "michi" / "stage") == []
 
 
 def _renamed(st: os.stat_result) -> os.stat_result:
@@ -592,8 +581,6 @@ def test_a_symlinked_staging_folder_is_neither_written_nor_cleared_through(
     precious = elsewhere / "stage" / f"{dead.pid}.photos" / "keep.txt"
     precious.parent.mkdir(parents=True)
     precious.write_text("the user's\n")
-    named_like_aside = elsewhere / "stage" / f"1.photos{freed.SUFFIX}"
-    named_like_aside.mkdir()
     (work / ".git" / "michi").mkdir(exist_ok=True)
     if link == "michi":
         (work / ".git" / "michi").rmdir()
@@ -606,9 +593,8 @@ def test_a_symlinked_staging_folder_is_neither_written_nor_cleared_through(
     staged_through = any(k[0] == "staged" for k in repo.ahead)
     assert move_paths(repo, old, new, known) == (True, None)
     mgit.drop_prepared(repo)
-    assert freed.free_replaced(work / ".git") is None  # nor is what looks put aside removed there
     assert precious.read_text() == "the user's\n"
-    assert sorted(os.listdir(elsewhere / "stage")) == sorted([f"{dead.pid}.photos", named_like_aside.name])
+    assert os.listdir(elsewhere / "stage") == [f"{dead.pid}.photos"]
     assert not staged_through
     assert (work / ".tasks" / "b.json").read_text() == "b 2\n"
 

@@ -44,7 +44,6 @@ if TYPE_CHECKING:
     from michi.git.files import read_ref as read_ref
     from michi.git.files import read_ref_file as read_ref_file
     from michi.git.files import refs_are_files as refs_are_files
-    from michi.git.freed import free_replaced as free_replaced
     from michi.git.history import PathRevision as PathRevision
     from michi.git.history import path_history as path_history
     from michi.git.objects import BLOB_MODE as BLOB_MODE
@@ -111,7 +110,6 @@ _HOMES = {
     "prepare_update_ref": "core",
     "drop_prepared": "prepared",
     "tidy": "prepared",
-    "free_replaced": "freed",
     "config_fingerprint": "files",
     "operation_in_progress": "files",
     "read_ref": "files",

@@ -147,16 +147,13 @@ class Held:
 
     def install(self) -> None:
         """The copy (as `git restore` wrote it) becomes the index; the lock is still held."""
-        with contextlib.suppress(OSError):  # the index replaced goes with the folder (`michi.git.freed`)
-            os.link(self.git_dir / "index", self.copy.parent / "index.old")
         os.rename(self.copy, self.git_dir / "index")
 
     def release(self) -> None:
-        """Let the lock go, and leave the folder to a later command to remove (`michi.git.freed`)."""
-        from michi.git import freed
-
+        """Let the lock go and remove the folder."""
         self.index_lock.release()
-        freed.put_aside(self.copy.parent)
+        with contextlib.suppress(FileNotFoundError):
+            shutil.rmtree(self.copy.parent)
 
 
 def take(repo: Repo) -> Held | None:

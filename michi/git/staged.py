@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from michi import threads
-from michi.git import freed, heldindex, indexfile, indexwalk, prepared, splice
+from michi.git import heldindex, indexfile, indexwalk, prepared, splice
 from michi.pids import exists
 
 if TYPE_CHECKING:
@@ -311,7 +311,7 @@ class Staged:
             if patches is None:
                 return 1, "error: a moved task file changed while it was moved"
             self._patch(patches)
-            with contextlib.suppress(OSError):  # the index replaced goes with the folder (`freed`)
+            with contextlib.suppress(OSError):  # the index replaced is freed with the staging, after the lock
                 os.link(self.git_dir / "index", self.where / "index.old")
             os.rename(self.where / "index", self.git_dir / "index")
             return 0, ""
@@ -361,12 +361,12 @@ class Staged:
 
     def drop(self) -> None:
         """Forget the staging: its process ends (its input closed) and its folder goes, once the lock is
-        let go (`tidy`), left to a later command to remove (`michi.git.freed`). A git
-        still staging (the push was refused, or failed) is killed: it writes only in the staging folder,
-        and finishing a 6 MB index there cost the lock's holder ~30 ms of CPU, up to 200 ms on a busy
-        machine. The reader is not waited for either: it stops at its next step (building and writing a
-        spliced index, finding the entries, the checksum; up to ~50 ms inside a refused round's hold on a
-        busy machine) and is joined before the folder goes."""
+        let go (`tidy`): freeing a 6 MB file costs ~5 ms, which nobody need wait for. A git still staging
+        (the push was refused, or failed) is killed: it writes only in the staging folder, and finishing
+        a 6 MB index there cost the lock's holder ~30 ms of CPU, up to 200 ms on a busy machine. The
+        reader is not waited for either: it stops at its next step (building and writing a spliced
+        index, finding the entries, the checksum; up to ~50 ms inside a refused round's hold on a busy
+        machine) and is joined before the folder goes."""
         self.dropped.set()
         reader, proc = self.reader, self.proc
         if reader is not None:
@@ -378,8 +378,7 @@ class Staged:
             with contextlib.suppress(OSError, ValueError):
                 proc.communicate()
         self.proc = self.reader = self.found = None
-        # With the index it replaced, or a whole index staged and not installed (6 MB at 50,000 tasks).
-        prepared.later(functools.partial(freed.put_aside, self.where))
+        prepared.later(functools.partial(_clear, self.where))
 
 
 def _copy(source: int, target: int, size: int) -> None:
@@ -396,8 +395,13 @@ def _set(value: str | None) -> bool:
     return value is not None and value.strip().lower() not in ("", "false", "no", "off", "0")
 
 
+def _clear(where: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        shutil.rmtree(where)
+
+
 def clear_dead(git_dir: Path) -> None:
-    """Put aside the staging folders of michi processes no longer running (killed before they could), and
+    """Remove the staging folders of michi processes no longer running (killed before they could), and
     the `index.lock` one of them held (the very file: same device, inode and ctime), which git would otherwise
     take for a git still writing the index."""
     folder = _folder(git_dir)
@@ -409,15 +413,15 @@ def clear_dead(git_dir: Path) -> None:
         return
     for name in names:
         pid = name.partition(".")[0]
-        if name.endswith(freed.SUFFIX) or not pid.isdigit() or int(pid) == os.getpid() or exists(int(pid)):
-            continue  # one put aside is removed by the next command that changes tasks (`freed`)
+        if not pid.isdigit() or int(pid) == os.getpid() or exists(int(pid)):
+            continue
         if not _all_are(folder, [name], stat.S_ISDIR):
             continue  # not a staging folder (a symlink, a file): not michi's to remove
         with contextlib.suppress(OSError, ValueError):
             written = (folder / name / HELD).read_text()
             if heldindex.names(os.lstat(git_dir / "index.lock"), written):
                 os.unlink(git_dir / "index.lock")
-        freed.put_aside(folder / name)
+        _clear(folder / name)
 
 
 def _index(git_dir: Path, read: IndexRead | None) -> IndexRead:

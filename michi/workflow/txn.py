@@ -297,7 +297,6 @@ class Transaction:
     def run(self, mutations: list[Mutation], fetch: bool = False, rescue: bool = False) -> TxnOutcome:
         from michi.lock import Answered, RepoLock
 
-        git.free_replaced(self.git.paths.git_dir)  # an earlier move's replaced index, beside this (ADR 0015)
         for m in mutations:
             m.resolve()  # import the apply functions before the lock (ADR 0002)
         guess = self.target.remote_ref if self.target.online else self.target.local_ref
