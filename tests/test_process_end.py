@@ -1,7 +1,7 @@
 """How a `michi` process that ran its command itself ends (`michi.serve.client.finish`): its exit handlers
 run and its output is flushed, then `os._exit` skips the interpreter's teardown (freeing every object and
 module: ~13 ms of every command), unless a thread that is not a daemon still runs, which the teardown
-would wait for."""
+would wait for, or a profiler, tracer or debugger still has to report."""
 
 from __future__ import annotations
 
@@ -51,3 +51,32 @@ def test_a_command_run_here_ends_without_the_teardown_unless_a_thread_must_end_f
         assert "returned" not in proc.stderr and "teardown" not in proc.stderr
     else:  # the thread is joined by the interpreter's end, as without michi's
         assert "returned" in proc.stderr and "teardown" in proc.stderr
+
+
+def _michi(*args: str, stdout: int | None = subprocess.PIPE) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # output flushed at the end
+    env.update(PYTHONPATH=str(Path(__file__).resolve().parent.parent), MICHI_SERVER="off")
+    return subprocess.run(
+        [sys.executable, *args], stdout=stdout, stderr=subprocess.PIPE, text=True, timeout=60, env=env
+    )
+
+
+def test_output_lost_at_the_end_is_said_and_the_exit_code_is_the_commands() -> None:
+    """`--version` leaves its line to the last flush: a full disk there (or a reader gone) is said on
+    stderr, as for every command's output (`render`), and the exit code stays the command's."""
+    full = os.open("/dev/full", os.O_WRONLY)
+    try:
+        proc = _michi("-m", "michi", "--json", "--version", stdout=full)
+    finally:
+        os.close(full)
+    assert proc.returncode == 0, proc.stderr
+    assert "michi: the output could not be written" in proc.stderr
+    assert "Traceback" not in proc.stderr and "Exception ignored" not in proc.stderr
+
+
+def test_a_profiler_still_reports_once_michi_returned(tmp_path: Path) -> None:
+    profile = tmp_path / "michi.prof"
+    proc = _michi("-m", "cProfile", "-o", str(profile), "-m", "michi", "--json", "--version")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith('{"version": ')
+    assert profile.stat().st_size > 0

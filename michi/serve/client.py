@@ -47,7 +47,12 @@ def finish(code: int) -> int:
     every object and module of michi, typer and rich: ~13 ms of `task done`'s wall at 100 tasks, ~18 ms at
     50,000, measured), unless a thread other than this one is not a daemon (michi starts none; a library's
     the teardown would join); then `code` is returned for the interpreter's own end. A process holding
-    what it handed a cache writer always ends by `end` (freeing that cost ~0.05 s at 50,000 tasks)."""
+    what it handed a cache writer ends by `end` whatever its threads (freeing that cost ~0.05 s at 50,000
+    tasks). Nor when michi runs under a profiler, a tracer or a debugger (`python -m cProfile -m michi`,
+    `-m trace`, `-m pdb`, `python -i`): they report once michi's `main` returned. (A program that runs
+    this `main` in its own process ends with it; `michi.cli.main.main` returns the code instead.)"""
+    if sys.getprofile() is not None or sys.gettrace() is not None or sys.flags.inspect:
+        return code
     twocore = sys.modules.get("michi.tasks.twocore")
     threading = sys.modules.get("threading")  # not imported: no thread was started
     if (
@@ -62,16 +67,25 @@ def finish(code: int) -> int:
 def end(code: int) -> None:
     """End this process with `code` once the command ran here: its exit handlers (the cache writer
     waited for: `twocore.at_exit`; what the lock's hold put off: `prepared.tidy`) and its output flushed,
-    then `os._exit`, skipping the interpreter's teardown, as the served path does. Every thread michi
+    then `os._exit`, skipping the interpreter's teardown, as a served command's client does. Every thread michi
     starts is a daemon (none is joined at exit), and files are written by `with` blocks or `atomic`."""
     import atexit  # built in: nothing to load
 
     atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
+    try:
+        sys.stdout.flush()
+    except Exception as exc:  # a reader gone (EPIPE), a full disk: said, as `render` says it
+        why = getattr(exc, "strerror", None) or exc
         try:  # noqa: SIM105  # (contextlib is not loaded by `--version`)
-            stream.flush()
-        except Exception:  # a reader gone (EPIPE): what the interpreter's end drops too
+            sys.stderr.write(
+                f"michi: the output could not be written ({why}); the exit code is the command's\n"
+            )
+        except Exception:
             pass
+    try:  # noqa: SIM105
+        sys.stderr.flush()
+    except Exception:  # nowhere left to say it
+        pass
     os._exit(code)
 
 
