@@ -67,8 +67,9 @@ def finish(code: int) -> int:
 def end(code: int) -> None:
     """End this process with `code` once the command ran here: its exit handlers (the cache writer
     waited for: `twocore.at_exit`; what the lock's hold put off: `prepared.tidy`) and its output flushed,
-    then `os._exit`, skipping the interpreter's teardown, as a served command's client does. Every thread michi
-    starts is a daemon (none is joined at exit), and files are written by `with` blocks or `atomic`."""
+    then `os._exit`, skipping the interpreter's teardown, as a served command's client does. Every
+    thread michi starts is a daemon (none is joined at exit), and files are written by `with` blocks or
+    `atomic`."""
     import atexit  # built in: nothing to load
 
     atexit._run_exitfuncs()
