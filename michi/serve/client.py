@@ -43,14 +43,14 @@ def main() -> int:
 
 
 def finish(code: int) -> int:
-    """End this process once a command ran here: by `end`, skipping the interpreter's teardown (freeing
-    every object and module of michi, typer and rich: ~13 ms of `task done`'s wall at 100 tasks, ~18 ms at
-    50,000, measured), unless a thread other than this one is not a daemon (michi starts none; a library's
-    the teardown would join); then `code` is returned for the interpreter's own end. A process holding
-    what it handed a cache writer ends by `end` whatever its threads (freeing that cost ~0.05 s at 50,000
-    tasks). Nor when michi runs under a profiler, a tracer or a debugger (`python -m cProfile -m michi`,
-    `-m trace`, `-m pdb`, `python -i`): they report once michi's `main` returned. (A program that runs
-    this `main` in its own process ends with it; `michi.cli.main.main` returns the code instead.)"""
+    """End this process once a command ran here, by `end`: the interpreter's teardown (freeing every
+    object and module of michi, typer and rich) cost ~13 ms of `task done`'s wall at 100 tasks and ~18 ms
+    at 50,000. `code` is returned instead, for the interpreter's own end, while a thread that is not a
+    daemon runs (michi starts none; that end joins a library's), and under a profiler, tracer or debugger
+    (`python -m cProfile -m michi`, `-m trace`, `-m pdb`, `python -i`), which report once `main` returned.
+    A process holding what it handed a cache writer ends by `end` whatever its threads (freeing that cost
+    ~0.05 s at 50,000 tasks). A program that runs this `main` in its own process ends with it;
+    `michi.cli.main.main` returns the code instead."""
     if sys.getprofile() is not None or sys.gettrace() is not None or sys.flags.inspect:
         return code
     twocore = sys.modules.get("michi.tasks.twocore")
