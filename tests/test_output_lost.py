@@ -76,3 +76,33 @@ def test_a_domain_whose_name_is_not_utf8_is_printed_as_valid_utf8(ready: Path, s
         shown = run(*args)
         assert shown.returncode == 0, (args, shown.stderr)
         shown.stdout.decode("utf-8")
+
+
+@pytest.mark.parametrize("json_mode", [True, False], ids=["json", "people"])
+def test_a_stderr_that_cannot_be_written_changes_no_result(ready: Path, remote, json_mode: bool) -> None:
+    """A read's note on stderr (how old the data is) that cannot be written (a full disk) was reported as
+    `storage_failed` ("cannot write to the repository"), exit 5, its result lost: the note is dropped,
+    the result is printed and the exit code is the command's."""
+    mode = ["--json"] if json_mode else []
+    assert subprocess.run([sys.executable, "-m", "michi", "task", "add", "kept"], cwd=ready).returncode == 0
+    full = os.open("/dev/full", os.O_WRONLY)
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "michi", *mode, "task", "list"],
+            cwd=ready,
+            stdout=subprocess.PIPE,
+            stderr=full,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        os.close(full)
+    assert proc.returncode == 0, proc.stdout
+    if json_mode:
+        assert [t["description"] for t in json.loads(proc.stdout)] == ["kept"]
+    else:
+        assert "kept" in proc.stdout
+    shown = subprocess.run(
+        [sys.executable, "-m", "michi", *mode, "task", "list"], cwd=ready, capture_output=True, text=True
+    )
+    assert "michi: " in shown.stderr  # the note a full stderr dropped: there is one to drop

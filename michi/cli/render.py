@@ -37,7 +37,21 @@ def for_terminal(text: str) -> str:
 
 def note(text: str) -> None:
     """One `michi: ...` line on stderr, for people (stdout stays one JSON document)."""
-    sys.stderr.write(for_terminal(f"michi: {text}") + "\n")
+    _to_stderr(for_terminal(f"michi: {text}") + "\n")
+
+
+def _to_stderr(text: str) -> None:
+    """Write `text` on stderr; a stderr that cannot take it (closed, a full disk) drops it, and later
+    writes go nowhere: what is said there never changes the command's result or exit code (a read whose
+    note could not be written was reported as `storage_failed`, exit 5)."""
+    try:
+        sys.stderr.write(text)
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        with contextlib.suppress(OSError, ValueError, io.UnsupportedOperation):
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, sys.stderr.fileno())
+            os.close(null)
 
 
 @singledispatch
@@ -121,10 +135,10 @@ def fail(exc: MichiError, json_mode: bool) -> int:
         line = f"michi: {exc.message}"
         if exc.hint:
             line += f"\n  hint: {exc.hint}"
-        sys.stderr.write(for_terminal(line) + "\n")
+        _to_stderr(for_terminal(line) + "\n")
     return int(exc.exit_code)
 
 
 def usage_text(text: str) -> None:
     if text:
-        sys.stderr.write(text + "\n")
+        _to_stderr(text + "\n")
