@@ -48,10 +48,16 @@ def _to_stderr(text: str) -> None:
         sys.stderr.write(text)
         sys.stderr.flush()
     except (OSError, ValueError):
-        with contextlib.suppress(OSError, ValueError, io.UnsupportedOperation):
-            null = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(null, sys.stderr.fileno())
-            os.close(null)
+        _to_nowhere(sys.stderr)
+
+
+def _to_nowhere(stream: Any) -> None:
+    """Point `stream`'s file at `/dev/null`: later writes and the interpreter's last flush then go nowhere
+    instead of failing again."""
+    with contextlib.suppress(OSError, ValueError, io.UnsupportedOperation):
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, stream.fileno())
+        os.close(null)
 
 
 @singledispatch
@@ -115,13 +121,8 @@ def _to_stdout(write: Callable[[], object]) -> None:
         write()
         sys.stdout.flush()
     except OSError as exc:
-        # Later writes and the interpreter's last flush then go nowhere instead of failing again.
-        with contextlib.suppress(OSError, ValueError, io.UnsupportedOperation):
-            null = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(null, sys.stdout.fileno())
-            os.close(null)
-        with contextlib.suppress(OSError):
-            note(f"the output could not be written ({exc.strerror or exc}); the exit code is the command's")
+        _to_nowhere(sys.stdout)
+        note(f"the output could not be written ({exc.strerror or exc}); the exit code is the command's")
 
 
 def fail(exc: MichiError, json_mode: bool) -> int:
