@@ -7,6 +7,7 @@ splice cannot be made exactly, the whole index is staged (or git's restore moves
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ from conftest import git
 from test_checkout_paths import _exec_runs
 
 from michi import git as mgit
-from michi.git import checkout, indexwalk, splice, staged
+from michi.git import checkout, indexwalk, objects, splice, staged
 from michi.git.checkout import move_paths
 
 FILES = {
@@ -164,6 +165,44 @@ def test_a_new_folder_or_a_folders_first_file_is_not_spliced(tmp_path: Path) -> 
         move, new = _move(repo, changes)
         assert move is not None and not move.spliced  # the whole index is staged instead
         _whole(repo, new)
+
+
+@pytest.mark.parametrize("object_format", ["sha1", "sha256"])
+def test_a_folders_files_are_read_as_git_lists_them(tmp_path: Path, object_format: str) -> None:
+    """A new entry's neighbour comes from the trees michi reads itself (`objects.folder_files`), not from a
+    `git ls-tree` of its own: the same blobs (plain, executable, symlink, a name that is not UTF-8), and no
+    folder or submodule."""
+    repo = tmp_path / "w"
+    git(tmp_path, "init", "-q", "-b", "main", f"--object-format={object_format}", str(repo))
+    folder = repo / ".tasks" / "aa"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "sub" / "x.json").write_text("x\n")
+    (folder / "1.json").write_text("one\n")
+    (folder / "2.sh").write_text("#!/bin/sh\n")
+    (folder / "2.sh").chmod(0o755)
+    os.symlink("1.json", folder / "3.link")
+    with open(os.fsencode(folder) + b"/\xff.json", "w") as odd:
+        odd.write("odd\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "one")
+    gitlink = f"160000,{git(repo, 'rev-parse', 'HEAD')},.tasks/aa/4-module"
+    git(repo, "update-index", "--add", "--cacheinfo", gitlink)
+    git(repo, "commit", "-qm", "a submodule")
+    tree = git(repo, "rev-parse", "HEAD^{tree}")
+    out = subprocess.run(
+        ["git", "ls-tree", "-z", tree, "--", ".tasks/aa/"], cwd=repo, capture_output=True, check=True
+    ).stdout
+    records = [r.split(b"\t", 1) for r in out.split(b"\0") if r]
+    listed = [
+        (path.decode("utf-8", "surrogateescape"), meta.split()[2].decode())
+        for meta, path in records
+        if meta.split()[1] == b"blob"
+    ]
+    assert len(listed) == 4 and len(records) == 6  # the folder and the submodule are no blobs
+    handle = mgit.open_repo(repo)
+    assert sorted(objects.folder_files(handle, tree, ".tasks/aa") or []) == sorted(listed)
+    for not_a_folder in (".tasks/cc", ".tasks/aa/1.json", ".tasks/aa/4-module", "nowhere/aa"):
+        assert objects.folder_files(handle, tree, not_a_folder) is None
 
 
 def test_the_splice_refuses_what_it_cannot_read() -> None:

@@ -95,6 +95,29 @@ def test_lookups_answer_as_the_index_holds(tmp_path: Path) -> None:
     assert walked.insertion_after_folder_file(b"top.txt") is None  # not in a folder
 
 
+def test_an_absent_path_is_checked_alike_searched_or_walked(tmp_path: Path) -> None:
+    """A path the move adds must have no entry of its name, and none inside it (a folder that becomes a
+    file): searched for in the index's bytes, the answer is the walk's, for names that only begin alike."""
+    repo = _repo(tmp_path)
+    data = _index(repo)
+    walked = indexwalk.walk(data, 20)
+    assert walked is not None
+    mtime = (repo / ".git" / "index").stat().st_mtime_ns
+    for path, free in [
+        ("a", False),  # a/b and a/c/d.json are inside it
+        ("a/c", False),
+        ("a/b", False),  # its own entry
+        ("é", False),
+        ("a-", True),  # only the start of a-b
+        ("dir with space/x", True),  # only the start of "x y.txt"
+        (".tasks/0f/" + "1" * 35, True),
+        ("x", True),
+    ]:
+        for walk in (None, walked):
+            answer = indexfile.unchanged(data, mtime, {path: None}, {}, lambda _p, _st: None, walk)
+            assert answer is free, (path, walk is not None)
+
+
 def test_a_conflicts_stages_are_no_single_entry(tmp_path: Path) -> None:
     repo = _repo(tmp_path)
     oid = git(repo, "rev-parse", "HEAD:a-b")

@@ -164,7 +164,7 @@ def unchanged(
             if walked is not None:
                 if walked.named(name) or walked.inside(name):
                     return False
-            elif name + b"\0" in data or name + b"/" in data:
+            elif _named_or_inside(data, name):
                 return False
             continue
         key = entry_key(entry[1], name)
@@ -181,6 +181,17 @@ def unchanged(
         if racy and not _holds(content(path, st), bytes.fromhex(entry[1])):
             return False
     return True
+
+
+def _named_or_inside(data: bytes | bytearray, name: bytes) -> bool:
+    """Does `data` hold `name` followed by a NUL or a slash (an entry of that name, or one inside it)? One
+    search through the file, not one for each."""
+    at = data.find(name)
+    while at != -1:
+        if data[at + len(name) : at + len(name) + 1] in (b"\0", b"/"):
+            return True
+        at = data.find(name, at + 1)
+    return False
 
 
 def _found(data: bytes | bytearray, key: bytes) -> int | None:
@@ -239,9 +250,14 @@ def _digest(width: int, data: memoryview) -> bytes:
 def _hasher(width: int, size: int) -> Any:
     """The hash git's index of `width`-byte checksums uses, as the quickest constructor for `size` bytes."""
     if size >= _OPENSSL_FROM:
-        import hashlib
+        try:  # hashlib's own OpenSSL constructors, without the ~1 ms hashlib spends setting up the others
+            from _hashlib import openssl_sha1, openssl_sha256
 
-        return hashlib.sha1 if width == 20 else hashlib.sha256
+            return openssl_sha1 if width == 20 else openssl_sha256
+        except ImportError:  # pragma: no cover - a Python built without OpenSSL
+            import hashlib
+
+            return hashlib.sha1 if width == 20 else hashlib.sha256
     try:  # only the one this repository uses: a module imported is start-up paid (ADR 0010)
         if width == 20:
             from _sha1 import sha1  # type: ignore[import-not-found]

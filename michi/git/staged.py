@@ -31,7 +31,8 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from michi import threads
-from michi.git import heldindex, indexfile, indexwalk, prepared, splice
+from michi.errors import MichiError
+from michi.git import heldindex, indexfile, indexwalk, objects, prepared, splice
 from michi.pids import exists
 
 if TYPE_CHECKING:
@@ -242,23 +243,19 @@ class Staged:
         if not added:
             return {}
         assert self.old is not None
-        folders = sorted({p.rpartition("/")[0] + "/" for p in added})
-        if "/" in folders:
+        folders = sorted({p.rpartition("/")[0] for p in added})
+        if "" in folders:
             return None  # a file at the top: not a task's
-        env = {"GIT_LITERAL_PATHSPECS": "1"}
-        status, out, _err = self.repo.execute(["ls-tree", "-z", self.old, "--", *folders], env=env)
-        if status != 0:
+        try:
+            tree = objects.tree_of(self.repo, self.old)
+            listed = {f: objects.folder_files(self.repo, tree, f) for f in folders}
+        except MichiError:
             return None
-        files: dict[str, list[tuple[str, str]]] = {}
-        for record in out.decode("utf-8", "surrogateescape").split("\0"):
-            meta, _tab, path = record.partition("\t")
-            fields = meta.split(" ")
-            if len(fields) == 3 and fields[1] == "blob":
-                files.setdefault(path.rpartition("/")[0] + "/", []).append((path, fields[2]))
         found: dict[str, tuple[str, str]] = {}
         for path in added:
             name = _bytes(path)
-            earlier = [f for f in files.get(path.rpartition("/")[0] + "/", []) if _bytes(f[0]) < name]
+            files = listed[path.rpartition("/")[0]] or []
+            earlier = [f for f in files if _bytes(f[0]) < name]
             if not earlier:
                 return None  # the first in its folder: git writes the index
             found[path] = max(earlier, key=lambda f: _bytes(f[0]))
@@ -377,8 +374,11 @@ class Staged:
         elif proc is not None:
             with contextlib.suppress(OSError, ValueError):
                 proc.communicate()
+        # The index bytes it holds (the user's as read, and the spliced one: 6 MB each at 50,000 tasks)
+        # are let go with the folder too: unmapping them cost ~0.4 ms apiece inside the lock.
+        kept = (self.plan, self.found)
         self.proc = self.reader = self.found = None
-        prepared.later(functools.partial(_clear, self.where))
+        prepared.later(functools.partial(_clear, self.where, kept))
 
 
 def _copy(source: int, target: int, size: int) -> None:
@@ -395,7 +395,8 @@ def _set(value: str | None) -> bool:
     return value is not None and value.strip().lower() not in ("", "false", "no", "off", "0")
 
 
-def _clear(where: Path) -> None:
+def _clear(where: Path, _kept: object = None) -> None:
+    """Remove a staging folder; `_kept`: what is to be freed with it (dropped when this is)."""
     with contextlib.suppress(FileNotFoundError):
         shutil.rmtree(where)
 
