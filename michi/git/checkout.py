@@ -109,7 +109,9 @@ class _Read:
                 found = os.fstat(index.fileno())
                 if _stat_key(found) != before[0]:
                     return None
-                data = index.read()
+                data = indexfile.read_whole(index, found.st_size)
+                if data is None:
+                    return None
             files = {p: _lstat(Path(repo.working_dir, p)) for p in paths}
         except OSError:
             return None
