@@ -80,3 +80,23 @@ def test_a_profiler_still_reports_once_michi_returned(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith('{"version": ')
     assert profile.stat().st_size > 0
+
+
+_WORKER_PROBE = """
+import atexit, os, sys
+from michi.serve import worker
+
+atexit.register(lambda: sys.stderr.write("exit handler\\n"))
+code = worker._main(["--json", "--version"])
+sys.stderr.write("answered %d\\n" % code)
+os._exit(code)  # as the worker ends (`standby`)
+"""
+
+
+def test_a_served_command_runs_its_exit_handlers_before_it_answers() -> None:
+    """A served command's worker ends by `os._exit` too: its exit handlers (the cache writer waited for,
+    what the lock's hold put off) run before it sends the exit code, as `client.end` runs them."""
+    proc = _michi("-c", _WORKER_PROBE)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith('{"version": '), proc.stdout
+    assert proc.stderr.splitlines()[-2:] == ["exit handler", "answered 0"], proc.stderr

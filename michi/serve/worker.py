@@ -10,6 +10,7 @@ without a server.
 from __future__ import annotations
 
 import _thread
+import atexit
 import contextlib
 import io
 import os
@@ -42,6 +43,7 @@ def standby(listener: socket.socket, told: socket.socket, closed: list[int], war
     try:
         for fd in closed:
             os.close(fd)
+        atexit._clear()  # the server's: this process ends by `os._exit`, running only its command's
         _reset_signals()
         parent = os.getppid()
         _die_with_parent(signal.SIGKILL)  # a spare outliving its server would wait forever
@@ -188,6 +190,11 @@ def _main(args: list[str]) -> int:
         code = main(args)
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 1
+    _flush()
+    # Its exit handlers, as a command run here has them run (`client.end`): the cache writer waited for
+    # (the next read finds its cache), what the lock's hold put off (`prepared.tidy`). The server's own
+    # were cleared at the fork (`standby`).
+    atexit._run_exitfuncs()
     _flush()
     return code
 
