@@ -109,9 +109,7 @@ class _Read:
                 found = os.fstat(index.fileno())
                 if _stat_key(found) != before[0]:
                     return None
-                data = indexfile.read_whole(index, found.st_size)
-                if data is None:
-                    return None
+                data = index.read()
             files = {p: _lstat(Path(repo.working_dir, p)) for p in paths}
         except OSError:
             return None

@@ -19,8 +19,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from io import BufferedReader
-
     from michi.git.indexwalk import Entries
 
 _STAT = struct.Struct(">10I")  # ctime s, ns; mtime s, ns; dev; ino; mode; uid; gid; size (git truncates each)
@@ -35,14 +33,6 @@ class Moved:
     path: str
     oid: str
     staged: os.stat_result
-
-
-def read_whole(file: BufferedReader, size: int) -> bytearray | None:
-    """An index file's `size` bytes (its size when opened) into a buffer of their own, which a staged move's
-    splice then writes the new index in (no second 6 MB buffer, `michi.git.splice`); None when the file
-    holds other than `size` bytes."""
-    data = bytearray(size)
-    return data if file.readinto(data) == size and not file.read(1) else None
 
 
 def entry_key(oid: str, name: bytes) -> bytes:

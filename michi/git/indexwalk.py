@@ -109,7 +109,7 @@ def walk(data: bytes | bytearray, width: int) -> Entries | None:
 
 
 # The index file as one reader read it: its stat data, its bytes, and its entries if they were walked.
-IndexRead = tuple[os.stat_result, bytearray, Entries | None]
+IndexRead = tuple[os.stat_result, bytes, Entries | None]
 
 
 def _extensions_fill(data: bytes, at: int, last: int) -> bool:

@@ -207,7 +207,7 @@ class Staged:
         assert self.plan is not None and self.placed is not None
         return self.placed if indexfile.verify(data, staged, self.placed) else None
 
-    def _plan(self, index: bytes | bytearray, walked: Entries | None) -> splice.Plan | None:
+    def _plan(self, index: bytes, walked: Entries | None) -> splice.Plan | None:
         """Where the moved entries go in `index` (the user's, as read now; `walked`: its entries, if the
         move's first check walked them), when they can be spliced in."""
         if _attributes_in(index, self.top, self.written):
@@ -432,15 +432,14 @@ def _index(git_dir: Path, read: IndexRead | None) -> IndexRead:
         found = os.fstat(source.fileno())
         if read is not None and _index_key(read[0]) == _index_key(found):
             return read
-        data = indexfile.read_whole(source, found.st_size)
-        return found, data if data is not None else bytearray(), None
+        return found, source.read(), None
 
 
 def _bytes(path: str) -> bytes:
     return path.encode("utf-8", "surrogateescape")
 
 
-def _attributes_in(index: bytes | bytearray, top: Path, written: list[tuple[str, str]]) -> bool:
+def _attributes_in(index: bytes, top: Path, written: list[tuple[str, str]]) -> bool:
     """Is there a `.gitattributes` along the written paths, in the work tree or in the `index` (its bytes)?
     git reads a file's attributes from the index first: a spliced move's git, whose index holds nothing
     but the moved entries, would not see those, so such a move is staged on a copy of the index. An
