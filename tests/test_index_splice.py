@@ -243,11 +243,13 @@ def test_sha256_repository(tmp_path: Path) -> None:
     assert os.listdir(repo / ".git" / "michi" / "stage") in ([], [move.where.name])
 
 
-def test_an_index_with_an_entry_offset_table_is_not_spliced(tmp_path: Path) -> None:
+@pytest.mark.parametrize("threads", ["2", "64"])
+def test_an_index_with_an_entry_offset_table_is_not_spliced(tmp_path: Path, threads: str) -> None:
     """git writes its entry offset table (`IEOT`) before the cache tree when it records no end of the
-    entries: its bytes are no entry, so such an index is staged whole."""
+    entries: its bytes are no entry, so such an index is staged whole. With more threads than entries,
+    git writes a block for each entry: the table is as far back as it can be."""
     repo = _work(tmp_path)
-    for key, value in (("index.threads", "2"), ("index.recordEndOfIndexEntries", "false")):
+    for key, value in (("index.threads", threads), ("index.recordEndOfIndexEntries", "false")):
         git(repo, "config", key, value)
     git(repo, "config", "index.recordOffsetTable", "true")
     (repo / "extra.txt").write_text("x\n")
