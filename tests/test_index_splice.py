@@ -205,6 +205,36 @@ def test_a_folders_files_are_read_as_git_lists_them(tmp_path: Path, object_forma
         assert objects.folder_files(handle, tree, not_a_folder) is None
 
 
+def test_a_folder_in_a_tree_git_would_not_write_is_read_as_git_reads_it(tmp_path: Path) -> None:
+    """Trees written by another tool (`hash-object --literally`): a mode without a file type is a
+    submodule to git, a folder's mode `40755` a folder; a mode git cannot read, an empty name or a name
+    with a slash: no answer (the whole index is staged instead)."""
+    repo = _work(tmp_path)
+    blob = git(repo, "rev-parse", "HEAD:notes.txt")
+
+    def tree(*entries: tuple[bytes, bytes, str]) -> str:
+        raw = b"".join(mode + b" " + name + b"\0" + bytes.fromhex(oid) for mode, name, oid in entries)
+        made = subprocess.run(
+            ["git", "hash-object", "-t", "tree", "--literally", "-w", "--stdin"],
+            cwd=repo,
+            input=raw,
+            capture_output=True,
+            check=True,
+        )
+        return made.stdout.decode().strip()
+
+    inner = tree((b"100644", b"a.json", blob), (b"644", b"b.json", blob), (b"100755", b"c.sh", blob))
+    top = tree((b"40755", b"aa", inner))
+    handle = mgit.open_repo(repo)
+    listed = git(repo, "ls-tree", top, "--", "aa/").splitlines()
+    assert [line.split("\t")[1] for line in listed if " blob " in line] == ["aa/a.json", "aa/c.sh"]
+    assert objects.folder_files(handle, top, "aa") == [("aa/a.json", blob), ("aa/c.sh", blob)]
+    unreadable = [(b"+100644", b"b.json"), (b"10a644", b"b.json"), (b"100644", b""), (b"100644", b"x/y")]
+    for mode, name in unreadable:
+        unread = tree((b"100644", b"a.json", blob), (mode, name, blob))
+        assert objects.folder_files(handle, tree((b"40000", b"aa", unread)), "aa") is None, (mode, name)
+
+
 def test_the_splice_refuses_what_it_cannot_read() -> None:
     width, oid = 20, "ab" * 20
     old = {".tasks/aa/1.json": (0o100644, oid)}

@@ -253,8 +253,10 @@ def _hasher(width: int, size: int) -> Any:
         try:  # hashlib's own OpenSSL constructors, without the ~1 ms hashlib spends setting up the others
             from _hashlib import openssl_sha1, openssl_sha256
 
-            return openssl_sha1 if width == 20 else openssl_sha256
-        except ImportError:  # pragma: no cover - a Python built without OpenSSL
+            made = openssl_sha1 if width == 20 else openssl_sha256
+            made(b"")  # an OpenSSL that refuses it (FIPS mode) raises: hashlib then decides, as before
+            return made
+        except (ImportError, ValueError):  # pragma: no cover - no OpenSSL, or one that refuses SHA-1
             import hashlib
 
             return hashlib.sha1 if width == 20 else hashlib.sha256

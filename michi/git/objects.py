@@ -341,27 +341,28 @@ _PARSED: dict[str, dict[bytes, bytes]] = {}  # the last few trees `path_kind` wa
 def folder_files(repo: Repo, tree: str, folder: str) -> list[tuple[str, str]] | None:
     """The files directly in `folder` of `tree` (a path without a trailing slash) as (path, object id), as
     `git ls-tree <tree> -- <folder>/` lists its blobs (plain, executable, symlink); None when `folder` is
-    not a folder there. Read as `path_kind` reads: the trees on the way are the ones the commit's edit
-    read, so a staged move's splice asks no git process of its own (ADR 0015). Ids of either width."""
+    not a folder there, or a tree on the way is not one git would read. Read as `path_kind` reads: the
+    trees on the way are the ones the commit's edit read, so a staged move's splice asks no git process
+    of its own (ADR 0015). Ids of either width."""
     at = tree
     for name in folder.encode("utf-8", "surrogateescape").split(b"/"):
-        entry = next((e for e in _tree_entries(repo, at) or [] if e[0] == name), None)
-        if entry is None or entry[1] != TREE_MODE:
+        found = [e for e in _tree_entries(repo, at) or [] if e[0] == name]
+        if len(found) != 1 or _kind(found[0][1]) != TREE_MODE:
             return None
-        at = entry[2]
+        at = found[0][2]
     entries = _tree_entries(repo, at)
     if entries is None:
         return None
     return [
         (f"{folder}/{name.decode('utf-8', 'surrogateescape')}", oid)
         for name, mode, oid in entries
-        if mode & _KIND_BITS not in (TREE_MODE, _GITLINK)
+        if _kind(mode) in _BLOB_KINDS
     ]
 
 
 def _tree_entries(repo: Repo, oid: str) -> list[tuple[bytes, int, str]] | None:
     """A tree's entries (name, mode, object id) in its order; None when `oid` is not a tree, or not one
-    that reads whole."""
+    git reads (a mode not in octal digits, an empty name or one holding a slash, an id cut short)."""
     raw = repo.cached_tree(oid)
     if raw is None:
         found = repo.cat(oid)
@@ -371,18 +372,26 @@ def _tree_entries(repo: Repo, oid: str) -> list[tuple[bytes, int, str]] | None:
     width = len(oid) // 2
     entries: list[tuple[bytes, int, str]] = []
     at = 0
-    try:
-        while at < len(raw):
-            space, nul = raw.index(b" ", at), raw.index(b"\0", at)
-            end = nul + 1 + width
-            entries.append((raw[space + 1 : nul], int(raw[at:space], 8), raw[nul + 1 : end].hex()))
-            at = end
-    except ValueError:
-        return None  # not a tree git wrote: the caller lets git do what needs it
-    return entries if at == len(raw) else None
+    while at < len(raw):
+        space, nul = raw.find(b" ", at), raw.find(b"\0", at)
+        mode, name, end = raw[at:space], raw[space + 1 : nul], nul + 1 + width
+        if not 0 <= space < nul or end > len(raw) or not mode or mode.strip(b"01234567"):
+            return None
+        if not name or b"/" in name:
+            return None
+        entries.append((name, int(mode, 8), raw[nul + 1 : end].hex()))
+        at = end
+    return entries
 
 
-_KIND_BITS = 0o170000  # a mode's file type (stat's S_IFMT): git's blobs are neither folder nor submodule
+def _kind(mode: int) -> int:
+    """What git takes an entry of `mode` for (its `canon_mode`): a file's or symlink's type, a folder, or
+    else a submodule."""
+    kind = mode & 0o170000  # stat's S_IFMT
+    return kind if kind in (*_BLOB_KINDS, TREE_MODE) else _GITLINK
+
+
+_BLOB_KINDS = (0o100000, 0o120000)  # a file (plain or executable) and a symlink: git's blobs
 
 
 def _parsed_tree(oid: str, raw: bytes) -> dict[bytes, bytes]:

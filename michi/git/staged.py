@@ -249,7 +249,7 @@ class Staged:
         try:
             tree = objects.tree_of(self.repo, self.old)
             listed = {f: objects.folder_files(self.repo, tree, f) for f in folders}
-        except MichiError:
+        except (MichiError, OSError):  # the persistent `cat-file` gone: as when `ls-tree` failed
             return None
         found: dict[str, tuple[str, str]] = {}
         for path in added:
