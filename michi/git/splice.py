@@ -271,11 +271,12 @@ def _offsets_before(data: bytes | bytearray, tree_at: int) -> bool:
     holds 8 bytes a block of entries, each block at least one entry: it is looked for only that far back
     (~400 KB at 50,000 entries, not the whole 6 MB)."""
     reach = 8 + 4 + 8 * int.from_bytes(data[8:12], "big")  # its header, version, and a block per entry
-    at = data.rfind(b"IEOT", max(_HEAD, tree_at - reach), tree_at)
+    earliest = max(_HEAD, tree_at - reach)
+    at = data.rfind(b"IEOT", earliest, tree_at)
     while at != -1:
         if at + 8 + int.from_bytes(data[at + 4 : at + 8], "big") == tree_at:
             return True
-        at = data.rfind(b"IEOT", max(_HEAD, tree_at - reach), at)
+        at = data.rfind(b"IEOT", earliest, at)
     return False
 
 
