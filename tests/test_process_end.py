@@ -95,7 +95,8 @@ os._exit(code)  # as the worker ends (`standby`)
 
 def test_a_served_command_runs_its_exit_handlers_before_it_answers() -> None:
     """A served command's worker ends by `os._exit` too: its exit handlers (the cache writer waited for,
-    what the lock's hold put off) run before it sends the exit code, as `client.end` runs them."""
+    what the lock's hold put off) run before it sends the exit code, by the same `client.wind_up` as a
+    command run here."""
     proc = _michi("-c", _WORKER_PROBE)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith('{"version": '), proc.stdout

@@ -65,11 +65,18 @@ def finish(code: int) -> int:
 
 
 def end(code: int) -> None:
-    """End this process with `code` once the command ran here: its exit handlers (the cache writer
-    waited for: `twocore.at_exit`; what the lock's hold put off: `prepared.tidy`) and its output flushed,
-    then `os._exit`, skipping the interpreter's teardown, as a served command's client does. Every
-    thread michi starts is a daemon (none is joined at exit), and files are written by `with` blocks or
-    `atomic`."""
+    """End this process with `code` once the command ran here: `wind_up`, then `os._exit`, skipping the
+    interpreter's teardown, as a served command's client does. Every thread michi starts is a daemon
+    (none is joined at exit), and files are written by `with` blocks or `atomic`."""
+    wind_up()
+    os._exit(code)
+
+
+def wind_up() -> None:
+    """What a command's process does once the command returned, before it ends by `os._exit` (here, or
+    as a served command's worker): its exit handlers (the cache writer waited for: `twocore.at_exit`;
+    what the lock's hold put off: `prepared.tidy`) and its output flushed; output the last flush cannot
+    write is said on stderr, as `render` says it."""
     import atexit  # built in: nothing to load
 
     atexit._run_exitfuncs()
@@ -87,7 +94,6 @@ def end(code: int) -> None:
         sys.stderr.flush()
     except Exception:  # nowhere left to say it
         pass
-    os._exit(code)
 
 
 def die_of(signum: int) -> None:

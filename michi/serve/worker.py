@@ -21,7 +21,7 @@ import threading
 from typing import Any, NoReturn
 
 from michi.serve import caller, prefault
-from michi.serve.client import PROTOCOL
+from michi.serve.client import PROTOCOL, wind_up
 
 MAX_REQUEST = 4 << 20  # arguments and environment: far beyond any real one (Linux caps both at 2 MiB)
 
@@ -190,12 +190,8 @@ def _main(args: list[str]) -> int:
         code = main(args)
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 1
-    _flush()
-    # Its exit handlers, as a command run here has them run (`client.end`): the cache writer waited for
-    # (the next read finds its cache), what the lock's hold put off (`prepared.tidy`). The server's own
-    # were cleared at the fork (`standby`).
-    atexit._run_exitfuncs()
-    _flush()
+    # As a command run here ends (the server's own exit handlers were cleared at the fork, `standby`).
+    wind_up()
     return code
 
 
