@@ -11,10 +11,10 @@ import _txn_timings
 
 _txn_timings.install()
 
-from michi.cli.main import main  # noqa: E402
+from michi.serve.client import finish, run_here  # noqa: E402  # as `python -m michi` runs and ends
 
 try:
-    code = main(sys.argv[1:])
+    code = run_here(sys.argv[1:])
 finally:
     if os.environ.get("MICHI_BENCH_RSS"):
         import resource
@@ -24,6 +24,4 @@ finally:
         )
         with open(os.environ["MICHI_BENCH_RSS"], "w") as out:
             out.write(f"{peak}\n")  # KiB on Linux: the largest of michi and the git processes it ran
-from michi.serve.client import finish  # noqa: E402  # as `python -m michi` ends
-
 raise SystemExit(finish(code))

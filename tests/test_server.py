@@ -20,6 +20,7 @@ import pytest
 
 from tests.conftest import CliResult, git, run_michi, spawn_michi
 from tests.lockkit import new_lock, wait_until
+from tests.test_leftovers import HeldRm, assert_detached
 
 
 def _served(repo: Path, *args: str, **env: str) -> CliResult:
@@ -108,6 +109,18 @@ def test_the_worker_is_the_caller(server: dict, tracker: Path) -> None:
     assert claimed.exit_code == 0, claimed.stderr
     assert "served by" in claimed.stderr and claimed.json()["assignee"] == "bot-7"
     assert "Michi-Agent: bot-7" in git(tracker, "log", "-1", "--format=%B")
+
+
+def test_a_served_command_leaves_its_staging_to_a_detached_rm(
+    server: dict, tracker: Path, tmp_path: Path
+) -> None:
+    """The worker ends with its command, as a command run here does: the removal of its staging folder
+    is handed to an `rm` that nobody waits for (`michi.leftovers`)."""
+    held = HeldRm.make(tmp_path / "held")
+    added = _served(tracker, "--json", "task", "add", "served", PATH=held.path, MICHI_STAGED_INDEX_BYTES="0")
+    assert added.exit_code == 0, added.stderr
+    assert "served by the michi server" in added.stderr
+    assert_detached(held, tracker)
 
 
 def test_other_commands_run_in_the_callers_process(server: dict, tracker: Path) -> None:

@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
-from michi import threads
+from michi import leftovers, threads
 from michi.errors import MichiError
 from michi.git import heldindex, indexfile, indexwalk, objects, prepared, splice
 from michi.pids import exists
@@ -378,7 +378,7 @@ class Staged:
         # are let go with the folder too: unmapping them cost ~0.4 ms apiece inside the lock.
         kept = (self.plan, self.found)
         self.proc = self.reader = self.found = None
-        prepared.later(functools.partial(_clear, self.where, kept))
+        prepared.later(functools.partial(_leave, self.where, kept))
 
 
 def _copy(source: int, target: int, size: int) -> None:
@@ -395,8 +395,16 @@ def _set(value: str | None) -> bool:
     return value is not None and value.strip().lower() not in ("", "false", "no", "off", "0")
 
 
-def _clear(where: Path, _kept: object = None) -> None:
-    """Remove a staging folder; `_kept`: what is to be freed with it (dropped when this is)."""
+def _leave(where: Path, _kept: object = None) -> None:
+    """Remove this process's staging folder, detached when this process ends with its command (freeing
+    the index it replaced, ~3 ms at 50,000 tasks, is nobody's wait: `leftovers`); `_kept`: what is to be
+    freed with it (dropped when this is)."""
+    if not leftovers.remove(str(where)):
+        _clear(where)
+
+
+def _clear(where: Path) -> None:
+    """Remove a staging folder here."""
     with contextlib.suppress(FileNotFoundError):
         shutil.rmtree(where)
 

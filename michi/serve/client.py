@@ -37,9 +37,18 @@ def main() -> int:
         if code < 0:
             die_of(-code)
         os._exit(code)
-    from michi.cli.main import main as run_here
-
     return finish(run_here(args))
+
+
+def run_here(args: list[str]) -> int:
+    """Run the command in this process, which ends with it (`finish`): what it leaves behind that nobody
+    waits for is removed detached (`michi.leftovers`)."""
+    from michi import leftovers
+
+    leftovers.detach()
+    from michi.cli.main import main
+
+    return main(args)
 
 
 def finish(code: int) -> int:

@@ -181,10 +181,12 @@ def _watch(conn: socket.socket, done: threading.Event) -> None:
 
 
 def _main(args: list[str]) -> int:
+    from michi import leftovers
     from michi.cli.main import main
     from michi.git import repo
 
     repo.AWAIT_CLOSE = False  # this process ends with the command: its cat-files end with it
+    leftovers.detach()  # and what it leaves behind is removed detached
 
     try:
         code = main(args)
