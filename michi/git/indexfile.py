@@ -19,7 +19,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    import mmap
+
     from michi.git.indexwalk import Entries
+
+    Buffer = bytes | bytearray | mmap.mmap  # an index file's bytes: read, or mapped (`staged._splice`)
 
 _STAT = struct.Struct(">10I")  # ctime s, ns; mtime s, ns; dev; ino; mode; uid; gid; size (git truncates each)
 _U32 = 0xFFFFFFFF
@@ -41,7 +45,7 @@ def entry_key(oid: str, name: bytes) -> bytes:
     return bytes.fromhex(oid) + min(len(name), 0xFFF).to_bytes(2, "big") + name + b"\0"
 
 
-def locate(data: bytes | bytearray, moved: list[Moved]) -> list[int] | None:
+def locate(data: Buffer, moved: list[Moved]) -> list[int] | None:
     """Where each of `moved`'s entries starts in `data` (a whole index file), None when one cannot be found
     or is not what git wrote for its staged file (`Moved.staged`)."""
     if len(data) < 12 or data[:4] != b"DIRC" or int.from_bytes(data[4:8], "big") not in (2, 3):
@@ -56,7 +60,7 @@ def locate(data: bytes | bytearray, moved: list[Moved]) -> list[int] | None:
     return found if verify(data, moved, found) else None
 
 
-def verify(data: bytes | bytearray, moved: list[Moved], where: list[int]) -> bool:
+def verify(data: Buffer, moved: list[Moved], where: list[int]) -> bool:
     """Is the entry at each of `where` in `data` (a whole index file) the one git wrote for its staged file
     (`Moved.staged`): its object id and name, a file's mode and the file's stat data?"""
     if len(data) < 12 or data[:4] != b"DIRC" or int.from_bytes(data[4:8], "big") not in (2, 3):
@@ -86,19 +90,19 @@ class Prefix:
     (the push runs): after the move only the bytes from that entry on are hashed, half the file on average
     (entries are sorted by path and a task's path is random)."""
 
-    def __init__(self, data: bytes | bytearray, where: list[int], width: int) -> None:
+    def __init__(self, data: Buffer, where: list[int], width: int) -> None:
         self.end = min(where, default=0)
         self.width = width
         self.hash = _hasher(width, len(data))(memoryview(data)[: self.end])
 
-    def digest(self, data: bytes | bytearray) -> bytes:
+    def digest(self, data: Buffer) -> bytes:
         whole = self.hash.copy()
         whole.update(memoryview(data)[self.end : len(data) - self.width])
         return bytes(whole.digest())
 
 
 def retime(
-    data: bytearray,
+    data: bytearray | mmap.mmap,
     moved: list[Moved],
     where: list[int],
     now: list[os.stat_result],
@@ -194,7 +198,7 @@ def _named_or_inside(data: bytes | bytearray, name: bytes) -> bool:
     return False
 
 
-def _found(data: bytes | bytearray, key: bytes) -> int | None:
+def _found(data: Buffer, key: bytes) -> int | None:
     """Where `key` (`entry_key`) is, when exactly one place in `data` holds it (then it is that entry)."""
     at = data.find(key, 12)
     if at < 12 + _STAT.size or data.find(key, at + 1) != -1:

@@ -42,12 +42,13 @@ class _Tree:
 
 
 class Spliced(NamedTuple):
-    """The new index's bytes (its checksum still the old one's: made when the entries get their files'
-    final stat data), where each written entry starts in them (path -> offset), and where the first
-    moved entry's bytes begin (the entry count before it may differ too: the checksum is made from the
-    new bytes)."""
+    """The new index file as its pieces, in order (memory views into the old file's bytes, the written
+    entries, the new `TREE`; its checksum still the old one's: made when the entries get their files'
+    final stat data), where each written entry starts in it (path -> offset), and where the first moved
+    entry's bytes begin (the entry count before it may differ too: the checksum is made from the new
+    bytes)."""
 
-    data: bytearray
+    pieces: list[bytes | memoryview]
     where: dict[str, int]
     first: int
 
@@ -95,28 +96,30 @@ class Plan:
         self.end = end  # where the entries end
 
     def build(self, written: Mapping[str, bytes]) -> Spliced | None:
-        """The new index with each moved path's entry as git wrote it (`written`: path -> entry bytes);
-        None when `written` is not every path that keeps an entry."""
+        """The new index with each moved path's entry as git wrote it (`written`: path -> entry bytes), as
+        pieces to be written one after the other (not joined: a fresh 6 MB buffer costs ~3.5 ms of page
+        faults); None when `written` is not every path that keeps an entry."""
         if set(written) != {c[2] for c in self.cuts} - self.removed:
             return None
         data = memoryview(self.data)
-        out = bytearray(data[:8])
         count = int.from_bytes(data[8:12], "big")
         count += sum(1 for c in self.cuts if c[0] == c[1]) - len(self.removed)
-        out += count.to_bytes(4, "big")
+        pieces: list[bytes | memoryview] = [data[:8], count.to_bytes(4, "big")]
         where: dict[str, int] = {}
-        at, first = _HEAD, len(data)
+        at, first, size = _HEAD, len(data), _HEAD
         for start, stop, path in self.cuts:
-            out += data[at:start]
-            first = min(first, len(out))
+            pieces.append(data[at:start])
+            size += start - at
+            first = min(first, size)
             if path not in self.removed:
-                where[path] = len(out)
-                out += written[path]
+                where[path] = size
+                pieces.append(written[path])
+                size += len(written[path])
             at = stop
-        out += data[at : self.end]
-        out += b"TREE" + len(self.tree).to_bytes(4, "big") + self.tree
-        out += data[len(data) - self.width :]  # the old checksum: made again once the entries are final
-        return Spliced(out, where, first)
+        pieces.append(data[at : self.end])
+        pieces.append(b"TREE" + len(self.tree).to_bytes(4, "big") + self.tree)
+        pieces.append(data[len(data) - self.width :])  # the old checksum: made again once entries are final
+        return Spliced(pieces, where, first)
 
 
 def plan(

@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import itertools
+import mmap
 import os
 import shutil
 import stat
@@ -44,10 +45,12 @@ if TYPE_CHECKING:
 _FILE_MODES = (0o100644, 0o100755)
 _SETTLED_NS = 20_000_000  # the kernel's file-time clock ticks at most this coarsely (`checkout._SETTLED_NS`)
 _SERIAL = itertools.count()
+_POPULATE = getattr(mmap, "MAP_POPULATE", 0)  # the pages mapped now, beside the push, not when read
 HELD = heldindex.HELD  # in a staging folder: what names the `index.lock` it holds (`heldindex.IndexLock`)
 _folder, _own_folder, _all_are = heldindex.folder, heldindex.own_folder, heldindex.all_are
 PathEntry = tuple[int, str] | None
 _Moves = Mapping[str, tuple[PathEntry, PathEntry]]
+_Found = tuple[list[indexfile.Moved], "bytearray | mmap.mmap", list[int], indexfile.Prefix]
 
 
 def _index_key(st: os.stat_result) -> tuple[int, ...]:
@@ -88,7 +91,7 @@ class Staged:
         self.spliced = False
         self.proc: subprocess.Popen[bytes] | None = None
         self.reader: threading.Thread | None = None
-        self.found: tuple[list[indexfile.Moved], bytearray, list[int], indexfile.Prefix] | None = None
+        self.found: _Found | None = None
         self.changed = False  # the index was written after it was copied
         self.dropped = threading.Event()  # nobody will install it: the reader stops at its next step
         try:
@@ -178,6 +181,7 @@ class Staged:
         if proc.returncode != 0 or self.dropped.is_set():
             return
         stage = self.where / "wt"
+        data: bytearray | mmap.mmap
         try:
             staged = [indexfile.Moved(p, oid, os.lstat(stage / p)) for p, oid in self.written]
             if self.spliced:
@@ -201,7 +205,7 @@ class Staged:
             if not self.dropped.is_set():
                 self.found = found
 
-    def _where(self, data: bytearray, staged: list[indexfile.Moved]) -> list[int] | None:
+    def _where(self, data: bytearray | mmap.mmap, staged: list[indexfile.Moved]) -> list[int] | None:
         """Where the spliced entries are (the splice placed them), when each is what git wrote for its
         staged file."""
         assert self.plan is not None and self.placed is not None
@@ -223,9 +227,12 @@ class Staged:
         new = {p: n for p, (_o, n) in self.moves.items()}
         return splice.plan(index, self.width, old, new, before, walked)
 
-    def _splice(self) -> tuple[bytearray, int] | None:
+    def _splice(self) -> tuple[mmap.mmap, int] | None:
         """The user's index as read before the push with the moved entries git wrote spliced in, written as
-        the staging's index (the file the move installs); and where it first differs from the old one."""
+        the staging's index (the file the move installs), and its bytes; and where it first differs from
+        the old one. The bytes are the file's pages mapped privately (the checksum's patches change only
+        this process's copy of a page; the file gets them by `_patch`): no second 6 MB buffer to fill and
+        free."""
         assert self.plan is not None
         with open(self.where / "small", "rb") as source:
             written = splice.entries(source.read(), self.width)
@@ -233,9 +240,15 @@ class Staged:
         if made is None:
             return None
         self.placed = [made.where[p] for p, _oid in self.written]
-        with open(self.where / "index", "xb") as out:
-            out.write(made.data)
-        return made.data, made.first
+        out = os.open(self.where / "index", os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+        try:
+            size = 0
+            for piece in made.pieces:
+                size += _write_all(out, piece)
+            mapped = mmap.mmap(out, size, flags=mmap.MAP_PRIVATE | _POPULATE)
+        finally:
+            os.close(out)
+        return mapped, made.first
 
     def _neighbours(self, added: list[str]) -> dict[str, tuple[str, str]] | None:
         """For each added path, the file before it in its folder in the commit moved from (path, object
@@ -379,6 +392,14 @@ class Staged:
         kept = (self.plan, self.found)
         self.proc = self.reader = self.found = None
         prepared.later(functools.partial(_leave, self.where, kept))
+
+
+def _write_all(fd: int, data: bytes | memoryview) -> int:
+    view = memoryview(data)
+    done = 0
+    while done < len(view):
+        done += os.write(fd, view[done:])
+    return done
 
 
 def _copy(source: int, target: int, size: int) -> None:
