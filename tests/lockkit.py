@@ -6,6 +6,7 @@ import json
 import multiprocessing
 import os
 import random
+import select
 import signal
 import socket
 import subprocess
@@ -176,3 +177,16 @@ def bash(
     return subprocess.run(
         ["bash", "-c", script], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
     )
+
+
+def await_exit(pid: int, timeout: float = 20.0) -> None:
+    """Await the end of a process that is not our child (a pidfd turns readable when it ends)."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return
+    try:
+        ready, _, _ = select.select([fd], [], [], timeout)
+        assert ready, f"process {pid} still runs after {timeout}s"
+    finally:
+        os.close(fd)

@@ -18,6 +18,7 @@ import pytest
 
 from michi import leftovers
 from tests.conftest import run_michi
+from tests.lockkit import await_exit
 
 
 @pytest.fixture(autouse=True)
@@ -91,19 +92,6 @@ class HeldRm:
 @pytest.fixture
 def held_rm(tmp_path: Path) -> HeldRm:
     return HeldRm.make(tmp_path)
-
-
-def await_exit(pid: int, timeout: float = 30.0) -> None:
-    """Await the end of a process that is not our child: its pidfd turns readable when it ends."""
-    try:
-        fd = os.pidfd_open(pid)
-    except ProcessLookupError:
-        return
-    try:
-        ready, _, _ = select.select([fd], [], [], timeout)
-        assert ready, f"process {pid} still runs after {timeout}s"
-    finally:
-        os.close(fd)
 
 
 def _session(pid: int) -> int:

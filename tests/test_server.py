@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import CliResult, git, run_michi, spawn_michi
-from tests.lockkit import new_lock, wait_until
+from tests.lockkit import await_exit, new_lock, wait_until
 from tests.test_leftovers import HeldRm, assert_detached
 
 
@@ -42,19 +42,6 @@ def _status() -> dict:
     return result.json()
 
 
-def _await_exit(pid: int, timeout: float = 20.0) -> None:
-    """Await the end of a process that is not our child (a pidfd turns readable when it ends)."""
-    try:
-        fd = os.pidfd_open(pid)
-    except ProcessLookupError:
-        return
-    try:
-        ready, _, _ = select.select([fd], [], [], timeout)
-        assert ready, f"process {pid} still runs after {timeout}s"
-    finally:
-        os.close(fd)
-
-
 @pytest.fixture
 def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict]:
     """A running server in a folder of this test's own (a short path: socket paths are limited)."""
@@ -69,7 +56,7 @@ def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict]:
         yield info
     finally:
         _here(Path.cwd(), "server", "stop")
-        _await_exit(info["pid"])
+        await_exit(info["pid"])
         subprocess.run(["rm", "-rf", folder], check=False)
 
 
@@ -151,7 +138,7 @@ def test_ctrl_c_reaches_the_worker(server: dict, tracker: Path) -> None:
         out, _ = client.communicate(timeout=30)
         assert client.returncode == 130
         assert json.loads(out)["error"]["code"] == "interrupted"
-        _await_exit(worker)
+        await_exit(worker)
     finally:
         lock.release()
     assert "never" not in _here(tracker, "--json", "task", "list").stdout
@@ -212,7 +199,7 @@ def test_a_killed_client_takes_its_worker_along(server: dict, tracker: Path) -> 
         client, worker = _waiting_client(tracker, "--json", "task", "add", "never", "--wait", "60")
         client.kill()
         client.wait(timeout=10)
-        _await_exit(worker)
+        await_exit(worker)
     finally:
         lock.release()
     assert "never" not in _here(tracker, "--json", "task", "list").stdout
@@ -238,7 +225,7 @@ def test_a_terminated_worker_ends_its_client_by_sigterm(server: dict, tracker: P
     client.send_signal(signal.SIGTERM)
     client.communicate(timeout=30)
     assert client.returncode == -signal.SIGTERM
-    _await_exit(worker)
+    await_exit(worker)
 
 
 def test_no_live_server_or_a_foreign_folder_runs_here(
@@ -268,7 +255,7 @@ def test_one_server_per_build_and_it_stops_when_idle(monkeypatch: pytest.MonkeyP
     assert again.json()["pid"] == first["pid"] and "already running" in again.json()["text"]
     second = subprocess.run([sys.executable, "-m", "michi.serve.server"], timeout=30)
     assert second.returncode == 0  # took one look at the lock and left
-    _await_exit(first["pid"], timeout=30)
+    await_exit(first["pid"], timeout=30)
     assert not _status()["running"]
     assert not any(name.endswith(".sock") for name in os.listdir(folder))
 
@@ -289,7 +276,7 @@ def test_auto_starts_the_server_for_the_next_call(tracker: Path, monkeypatch: py
     finally:
         pid = _status()["pid"]
         _here(Path.cwd(), "server", "stop")
-        _await_exit(pid)
+        await_exit(pid)
 
 
 def test_the_client_stays_lean(server: dict, tracker: Path) -> None:
@@ -392,7 +379,7 @@ def test_a_killed_server_leaves_nothing_waiting(server: dict, tracker: Path) -> 
     assert spares, "the server keeps workers forked ahead"
     os.kill(server["pid"], signal.SIGKILL)
     for pid in spares:
-        _await_exit(pid)
+        await_exit(pid)
     result = _served(tracker, "--json", "task", "list")
     assert result.exit_code == 0 and "served by" not in result.stderr
     again = _here(Path.cwd(), "--json", "server", "start").json()
