@@ -417,9 +417,9 @@ def _set(value: str | None) -> bool:
 
 
 def _leave(where: Path, _kept: object = None) -> None:
-    """Remove this process's staging folder, detached when this process ends with its command (freeing
-    the index it replaced, ~3 ms at 50,000 tasks, is nobody's wait: `leftovers`); `_kept`: what is to be
-    freed with it (dropped when this is)."""
+    """Remove this process's staging folder: detached in michi's own processes (freeing the index it
+    replaced, ~3 ms at 50,000 tasks, is nobody's wait: `michi.leftovers`), else here; `_kept`: what is to
+    be freed with it (dropped when this is)."""
     if not leftovers.remove(str(where)):
         _clear(where)
 
