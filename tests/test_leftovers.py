@@ -44,12 +44,18 @@ class HeldRm:
         os.mkfifo(held.gate)
         os.mkfifo(held.ready)
         script = held.bin / "rm"
+        # Python, not a shell: a shell's redirection moves its own standard streams while it lasts.
         script.write_text(
-            "#!/bin/sh\n"
-            f"printf '%s\\n' \"$@\" > '{held.args_file}'\n"
-            f"echo $$ > '{held.ready}'\n"
-            f"read go < '{held.gate}'\n"
-            f"exec '{real}' \"$@\"\n"
+            f"#!{sys.executable} -S\n"
+            "import os, sys\n"
+            f"streams = [os.readlink(f'/proc/self/fd/{{n}}') for n in (0, 1, 2)]\n"
+            f"open({str(held.args_file) + '.fds'!r}, 'w').write(''.join(s + chr(10) for s in streams))\n"
+            f"open({str(held.args_file)!r}, 'w').write(''.join(a + chr(10) for a in sys.argv[1:]))\n"
+            f"with open({str(held.ready)!r}, 'w') as ready:\n"
+            "    ready.write(f'{os.getpid()}' + chr(10))\n"
+            f"with open({str(held.gate)!r}) as gate:\n"
+            "    gate.read()\n"
+            f"os.execv({real!r}, [{real!r}, *sys.argv[1:]])\n"
         )
         script.chmod(0o755)
         return held
@@ -75,6 +81,10 @@ class HeldRm:
 
     def args(self) -> list[str]:
         return self.args_file.read_text().splitlines()
+
+    def streams(self) -> list[str]:
+        """Where its standard input, output and error led when it started."""
+        return Path(f"{self.args_file}.fds").read_text().splitlines()
 
     def let_go(self) -> None:
         with open(self.gate, "w") as gate:  # the rm, blocked opening it to read, goes on
@@ -113,8 +123,7 @@ def assert_detached(held: HeldRm, repo: Path, michi_pid: int | None = None) -> N
             assert Path(folder).name.startswith(f"{michi_pid}.")
         assert Path(folder).is_dir()  # not removed by michi, nor waited for
         assert _session(pid) == pid
-        for n in (0, 1, 2):
-            assert os.readlink(f"/proc/{pid}/fd/{n}") == os.devnull
+        assert held.streams() == [os.devnull] * 3
         held.let_go()
         ready, _, _ = select.select([fd], [], [], 30.0)
         assert ready, "the detached rm did not end"
