@@ -111,7 +111,10 @@ def test_an_absent_path_is_checked_alike_searched_or_walked(tmp_path: Path) -> N
         ("a-", True),  # only the start of a-b
         ("dir with space/x", True),  # only the start of "x y.txt"
         (".tasks/0f/" + "1" * 35, True),
-        ("x", True),
+        # Not there at all. Searched, a name is also found in the binary fields by chance, which counts
+        # as an entry (doubt, and git moves instead): a name of one letter followed by a NUL or a slash
+        # did in 13 of 300 fresh repositories, one of eleven letters in none.
+        ("x-not-there", True),
     ]:
         for walk in (None, walked):
             answer = indexfile.unchanged(data, mtime, {path: None}, {}, lambda _p, _st: None, walk)
