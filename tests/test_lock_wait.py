@@ -13,10 +13,11 @@ from pathlib import Path
 import pytest
 from lockkit import CTX, fifo_worker, held_worker, new_lock, wait_until
 
-from michi.lock import LockContention, LockTimeout
+from michi.lock import LockContention, LockTimeout, admin
 from michi.lock.procs import start_ticks
 from michi.lock.record import read_owner
 from michi.lock.wake import POLL_CAP
+from michi.repo import find_repo
 
 
 def test_timeout_is_honoured_within_one_backoff_step(local_repo: Path) -> None:
@@ -122,3 +123,55 @@ def test_lock_run_child_dies_with_a_killed_michi(local_repo: Path) -> None:
     owner = read_owner(local_repo / ".michi.lock")
     assert owner is not None and owner.pid == proc.pid  # left behind, provably stale: its PID is dead
     new_lock(local_repo).acquire(0)
+
+
+_STOPPED_IN_GUARD = """
+import fcntl, os, signal, sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[2])
+from lockkit import new_lock
+from michi.lock import fs
+
+lock = new_lock(Path(sys.argv[1]), ttl=0.2)
+lock.acquire(0)
+guard = os.open(lock.repo.state_dir / fs.GUARD_FILE, os.O_RDWR)
+fcntl.flock(guard, fcntl.LOCK_EX)  # as while it renews its lease
+os.kill(os.getpid(), signal.SIGSTOP)
+"""
+
+
+def test_a_holder_stopped_inside_the_guard_does_not_hold_a_waiter_past_its_wait(
+    local_repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SIGSTOP can land while the holder renews its lease, inside the guard flock: the lease then expires,
+    but the guard stays held until the holder resumes. A waiter gives up at its deadline, as for a live
+    holder; before, it blocked on the guard with no end (`michi lock run --wait 10` ran for minutes)."""
+    tests = str(Path(__file__).resolve().parent)
+    holder = subprocess.Popen([sys.executable, "-c", _STOPPED_IN_GUARD, str(local_repo), tests])
+    try:
+        pid, status = os.waitpid(holder.pid, os.WUNTRACED)  # returns once it stopped itself
+        assert pid == holder.pid and os.WIFSTOPPED(status), status
+        outcome: list[BaseException | None] = []
+
+        def wait() -> None:
+            try:
+                new_lock(local_repo).acquire(0.5)
+                outcome.append(None)
+            except BaseException as exc:  # handed to the test's thread
+                outcome.append(exc)
+
+        waiter = threading.Thread(target=wait, daemon=True)
+        waiter.start()
+        waiter.join(30)
+        assert not waiter.is_alive(), "the waiter is still blocked on the stopped holder's guard"
+        assert len(outcome) == 1 and isinstance(outcome[0], LockTimeout), outcome
+        said = str(outcome[0])
+        assert f"guard is held by PID {holder.pid}, which is stopped" in said, said
+        assert f"kill -CONT {holder.pid}" in (outcome[0].hint or "")
+        # Nor does a forced release wait for it: it says the same, after its own wait.
+        monkeypatch.setattr(admin, "GUARD_WAIT", 0.2)
+        with pytest.raises(LockTimeout, match=f"PID {holder.pid}, which is stopped"):
+            admin.release(find_repo(local_repo), token=None, force=True, yes=True)
+    finally:
+        holder.kill()  # a stopped process is killed too, and its flocks go with it
+        holder.wait()

@@ -3,18 +3,22 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
 from michi.lock import events, fs, lost, procs
-from michi.lock.errors import HoldLost, LockLive, LockNotOwned, describe, holder_details
+from michi.lock.errors import HoldLost, LockLive, LockNotOwned, LockTimeout, describe, holder_details
 from michi.lock.queue import Queue
 from michi.lock.record import Judgement, Owner, iso
 from michi.lock.record import write_owner as publish
 from michi.lock.repolock import QUEUE_DIR, peek
 from michi.repo import RepoPaths
+
+GUARD_WAIT = 10.0  # seconds `release` and `renew` wait for the guard (held for microseconds when all is well)
 
 
 @dataclass(frozen=True)
@@ -97,6 +101,18 @@ def _taken_from(repo: RepoPaths, token: str | None, owner: Owner | None) -> None
     )
 
 
+@contextlib.contextmanager
+def _guarded(repo: RepoPaths, fd: int) -> Iterator[None]:
+    """The guard, for `GUARD_WAIT` seconds at most: a process stopped inside it holds it until resumed."""
+    start = time.monotonic()
+    try:
+        with fs.guarded(fd, GUARD_WAIT):
+            yield
+    except fs.GuardBusy:
+        pid, stopped = fs.guard_holder(fd)
+        raise LockTimeout.guard_stuck(pid, stopped, time.monotonic() - start, str(repo.lock_dir)) from None
+
+
 def release(repo: RepoPaths, *, token: str | None, force: bool, yes: bool) -> tuple[Owner | None, str]:
     """Remove the lock if `token` is its token, or (force) if it is stale, or (force + yes) anyway.
     Returns the removed holder (None if the lock was free) and why it was removed. A dead `lock run`
@@ -107,7 +123,7 @@ def release(repo: RepoPaths, *, token: str | None, force: bool, yes: bool) -> tu
             procs.end_members(owner.pgid, owner.pgid_ticks)
     fd = _guard_fd(repo)
     try:
-        with fs.guarded(fd):
+        with _guarded(repo, fd):
             if not fs.check_lock_path(repo.lock_dir):
                 _taken_from(repo, token, None)
                 return None, "free"
@@ -137,7 +153,7 @@ def release(repo: RepoPaths, *, token: str | None, force: bool, yes: bool) -> tu
 def renew(repo: RepoPaths, *, token: str, ttl: float) -> Owner:
     fd = _guard_fd(repo)
     try:
-        with fs.guarded(fd):
+        with _guarded(repo, fd):
             owner = peek(repo.lock_dir)[0] if fs.check_lock_path(repo.lock_dir) else None
             if owner is None or owner.token != token:
                 _taken_from(repo, token, owner)

@@ -74,6 +74,27 @@ class LockTimeout(LockError):
             **holder_details(owner, now),
         )
 
+    @classmethod
+    def guard_stuck(cls, holder: int | None, stopped: bool, waited: float, path: str) -> LockTimeout:
+        """The guard flock (which every change to the lock takes for a moment) stayed held for the whole
+        wait: by a process stopped inside it, which no lease can end."""
+        who = f"PID {holder}" if holder is not None else "another process"
+        state = ", which is stopped (SIGSTOP, a debugger)," if stopped else ""
+        return cls(
+            f"the repo lock's guard is held by {who}{state} and was not let go; gave up after {waited:.1f}s",
+            hint=(
+                f"resume it (`kill -CONT {holder}`) or end it (`kill {holder}`): until then nothing can take "
+                "or release the lock"
+                if holder is not None
+                else "resume or end the michi process that is stopped: until then nothing can take or "
+                "release the lock"
+            ),
+            waited=round(waited, 3),
+            lock=path,
+            guard_pid=holder,
+            guard_stopped=stopped,
+        )
+
 
 class LockContention(LockTimeout):
     """A one-try acquisition (`--wait 0`, `acquire(0)`) found the lock held: a timeout of zero."""

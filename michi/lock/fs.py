@@ -12,6 +12,7 @@ import errno
 import fcntl
 import os
 import stat
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -74,13 +75,60 @@ def _not_a_lock_file(path: Path, why: str) -> LockPathInvalid:
     )
 
 
+class GuardBusy(Exception):
+    """The guard was not free within the time given: its holder may be stopped inside it (SIGSTOP, a
+    debugger), which no lease can end; only its resumption or its death frees the guard."""
+
+
+GUARD_STEP = 0.00005  # the first pause when the guard is busy: a live holder keeps it for microseconds
+GUARD_STEP_CAP = 0.005
+
+
 @contextlib.contextmanager
-def guarded(fd: int) -> Iterator[None]:
-    fcntl.flock(fd, fcntl.LOCK_EX)
+def guarded(fd: int, timeout: float | None = None) -> Iterator[None]:
+    """Hold the guard flock for the block. `timeout`: give up after that many seconds (`GuardBusy`)
+    rather than wait for a holder that may never let go (one stopped inside the guard); None: wait."""
+    if timeout is None:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    else:
+        _take_within(fd, timeout)
     try:
         yield
     finally:
         fcntl.flock(fd, fcntl.LOCK_UN)
+
+
+def guard_holder(fd: int) -> tuple[int | None, bool]:
+    """Who holds the guard open as `fd` (its PID from /proc/locks, Linux), and whether that process is
+    stopped; (None, False) when that cannot be told."""
+    try:
+        st = os.fstat(fd)
+        device = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino} "
+        with open("/proc/locks") as locks:
+            for line in locks:
+                fields = line.split()
+                if "FLOCK" in fields and "WRITE" in fields and device in line:
+                    pid = int(fields[fields.index("WRITE") + 1])
+                    with open(f"/proc/{pid}/stat") as proc:
+                        state = proc.read().rpartition(")")[2].split()[0]
+                    return pid, state in ("T", "t")
+    except (OSError, ValueError, IndexError):
+        pass
+    return None, False
+
+
+def _take_within(fd: int, timeout: float) -> None:
+    deadline, step = time.monotonic() + timeout, GUARD_STEP
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise GuardBusy from None
+            time.sleep(min(step, left))
+            step = min(step * 2, GUARD_STEP_CAP)
 
 
 FENCE_WIDTH = 20

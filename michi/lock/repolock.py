@@ -43,6 +43,7 @@ BATON_FILE = "lock.baton"
 NESTED_FILE = "lock.nested"  # michis working under one inherited lock take turns on this flock
 QUEUE_DIR = "lock-queue"
 REPORT_EVERY = 0.1  # how often `on_wait` hears how long we have waited
+GUARD_WAIT_MIN = 0.05  # the guard waited for at least this long, even at the deadline (`--wait 0`)
 
 
 class Handover(Protocol):
@@ -101,6 +102,7 @@ class RepoLock(LockInterface):
         self.queue = Queue(repo.state_dir / QUEUE_DIR)
         self._baton_path = repo.state_dir / BATON_FILE
         self._guard_fd: int | None = None
+        self._guard_busy = False  # the last try found the guard held past its deadline (`fs.GuardBusy`)
         self._baton_fd: int | None = None
         self._token: str | None = None
         self._handler: Callable[[], None] | None = None
@@ -150,8 +152,21 @@ class RepoLock(LockInterface):
             pidns=pid_namespace(),
         )
 
-    def _attempt(self, ticket: Ticket | None) -> tuple[bool, Owner | None, str | None]:
-        """One try: (acquired, holder, takeover reason). A newcomer never jumps a queue of waiters."""
+    def _attempt(self, ticket: Ticket | None, deadline: float) -> tuple[bool, Owner | None, str | None]:
+        """One try: (acquired, holder, takeover reason). A newcomer never jumps a queue of waiters. The
+        guard is waited for until `deadline` at most (a moment more for `--wait 0`): a process stopped
+        inside it (SIGSTOP while it renewed its lease) holds it until resumed, and the wait must end."""
+        owner: Owner | None = None
+        self._guard_busy = False
+        try:
+            return self._try(ticket, deadline)
+        except fs.GuardBusy:
+            self._guard_busy = True
+            if fs.check_lock_path(self.lock_dir):
+                owner = peek(self.lock_dir)[0]
+            return False, owner, None
+
+    def _try(self, ticket: Ticket | None, deadline: float) -> tuple[bool, Owner | None, str | None]:
         if fs.check_lock_path(self.lock_dir):
             owner, verdict = peek(self.lock_dir)
             if verdict.reason == "orphans" and owner is not None and owner.pgid:
@@ -164,7 +179,7 @@ class RepoLock(LockInterface):
         elif ticket is None and self.queue.has_waiters():
             return False, None, None
         takeover, old = None, None
-        with fs.guarded(self._guard()):
+        with fs.guarded(self._guard(), max(GUARD_WAIT_MIN, deadline - time.monotonic())):
             # Re-judged under the guard: whoever took the guard before us may have replaced the lock.
             if fs.check_lock_path(self.lock_dir):
                 old, verdict = peek(self.lock_dir)
@@ -244,7 +259,7 @@ class RepoLock(LockInterface):
             self._pid_ticks = procs.start_ticks(self.pid)
         start = time.monotonic()
         deadline = start + max(0.0, timeout)
-        ok, holder, takeover = self._attempt(None)
+        ok, holder, takeover = self._attempt(None, deadline)
         contended = not ok
         if not ok and timeout <= 0:
             events.append(self.repo.state_dir, "timeout", wait=0.0, command=self.command)
@@ -254,6 +269,9 @@ class RepoLock(LockInterface):
         waited = time.monotonic() - start
         if not ok:
             events.append(self.repo.state_dir, "timeout", wait=round(waited, 6), command=self.command)
+            if self._guard_busy:
+                pid, stopped = fs.guard_holder(self._guard())
+                raise LockTimeout.guard_stuck(pid, stopped, waited, str(self.lock_dir))
             raise LockTimeout.waited(holder, waited, time.time(), str(self.lock_dir))
         self._held_since = time.monotonic()
         self._renewed_at = _clock()
@@ -276,7 +294,7 @@ class RepoLock(LockInterface):
                 ahead = self.queue.ahead_of(ticket)
                 now = time.monotonic()
                 if ahead is None or now >= deadline:
-                    ok, holder, takeover = self._attempt(ticket)
+                    ok, holder, takeover = self._attempt(ticket, deadline)
                     if ok:
                         return True, holder, takeover
                     if now >= deadline:
