@@ -106,8 +106,8 @@ def guard_holder(fd: int) -> tuple[int | None, bool]:
         device = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino} "
         with open("/proc/locks") as locks:
             for line in locks:
-                fields = line.split()
-                if "FLOCK" in fields and "WRITE" in fields and device in line:
+                fields = line.split()  # a waiter blocked on it is listed after it, marked "->"
+                if "FLOCK" in fields and "WRITE" in fields and "->" not in fields and device in line:
                     pid = int(fields[fields.index("WRITE") + 1])
                     with open(f"/proc/{pid}/stat") as proc:
                         state = proc.read().rpartition(")")[2].split()[0]
