@@ -240,14 +240,11 @@ class Staged:
         if made is None:
             return None
         self.placed = [made.where[p] for p, _oid in self.written]
-        out = os.open(self.where / "index", os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
-        try:
-            size = 0
+        with open(self.where / "index", "xb+") as out:
             for piece in made.pieces:
-                size += _write_all(out, piece)
-            mapped = mmap.mmap(out, size, flags=mmap.MAP_PRIVATE | _POPULATE)
-        finally:
-            os.close(out)
+                out.write(piece)
+            out.flush()
+            mapped = mmap.mmap(out.fileno(), out.tell(), flags=mmap.MAP_PRIVATE | _POPULATE)
         return mapped, made.first
 
     def _neighbours(self, added: list[str]) -> dict[str, tuple[str, str]] | None:
@@ -392,14 +389,6 @@ class Staged:
         kept = (self.plan, self.found)
         self.proc = self.reader = self.found = None
         prepared.later(functools.partial(_leave, self.where, kept))
-
-
-def _write_all(fd: int, data: bytes | memoryview) -> int:
-    view = memoryview(data)
-    done = 0
-    while done < len(view):
-        done += os.write(fd, view[done:])
-    return done
 
 
 def _copy(source: int, target: int, size: int) -> None:

@@ -21,7 +21,7 @@ import threading
 from typing import Any, NoReturn
 
 from michi.serve import caller, prefault
-from michi.serve.client import PROTOCOL, wind_up
+from michi.serve.client import PROTOCOL, run_here, wind_up
 
 MAX_REQUEST = 4 << 20  # arguments and environment: far beyond any real one (Linux caps both at 2 MiB)
 
@@ -181,15 +181,12 @@ def _watch(conn: socket.socket, done: threading.Event) -> None:
 
 
 def _main(args: list[str]) -> int:
-    from michi import leftovers
-    from michi.cli.main import main
     from michi.git import repo
 
     repo.AWAIT_CLOSE = False  # this process ends with the command: its cat-files end with it
-    leftovers.detach()  # and what it leaves behind is removed detached
 
     try:
-        code = main(args)
+        code = run_here(args)  # as a command run here: what it leaves behind is removed detached
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 1
     # As a command run here ends (the server's own exit handlers were cleared at the fork, `standby`).
