@@ -10,6 +10,12 @@ The baseline of the changing commands is git's own: one task file added by hand 
 `git push`) in a clone of another copy of the same remote, timed in the same run; the table shows how
 much of michi's growth from the smallest size is the push's (the remote's connectivity check walks every
 tree of the old tip: work that grows with the tasks whoever pushes).
+
+Nothing the bench made is deleted until every measurement is done: on an ext4 without a journal (this
+project's CI and bench machines) a file created within a minute of many deletions costs several times
+more (the kernel skips each recently deleted inode, ADR 0015), so a run that deleted the last run's
+50,000 files would charge that to the next. The import line also times 50,000 plain file creations on
+the same disk, in the same run: the floor any tool keeping a file per task pays.
 """
 
 from __future__ import annotations
@@ -184,94 +190,106 @@ def _ms(samples: list[float]) -> float:
 
 
 def measure(
-    sizes: list[int], env: dict[str, str], task: str | None, repeat: int
+    sizes: list[int], env: dict[str, str], task: str | None, repeat: int, later: list[Path]
 ) -> dict[int, dict[str, float]]:
     """Every size's repository side by side, each operation interleaved across the sizes (add at 100,
     add at 10k, add at 50k, add at 100...), so that machine load hits every size alike and the ratios
     against the smallest hold within one run."""
     built = {n: build(n, env, task) for n in sizes}
     roots = {n: tempdir(f"scale-{n}") for n in sizes}
-    try:
-        ms = {n: Michi(built[n], roots[n], env) for n in sizes}
-        raws = {n: RawGit(built[n], roots[n], env) for n in sizes}
-        out: dict[int, dict[str, float]] = {n: {} for n in sizes}
-        for m in ms.values():
-            m.read("task", "list")  # the first read pays for the cache
-            m.holds()
+    later.extend(roots.values())
+    ms = {n: Michi(built[n], roots[n], env) for n in sizes}
+    raws = {n: RawGit(built[n], roots[n], env) for n in sizes}
+    out: dict[int, dict[str, float]] = {n: {} for n in sizes}
+    for m in ms.values():
+        m.read("task", "list")  # the first read pays for the cache
+        m.holds()
 
-        def interleaved(key: str, *args: str, numbered: bool = False) -> None:
-            samples: dict[int, list[float]] = {n: [] for n in sizes}
-            for i in range(1, repeat + 1):
-                for n in sizes:
-                    samples[n].append(ms[n].run(*args, *((str(i),) if numbered else ())))
+    def interleaved(key: str, *args: str, numbered: bool = False) -> None:
+        samples: dict[int, list[float]] = {n: [] for n in sizes}
+        for i in range(1, repeat + 1):
             for n in sizes:
-                out[n][key], out[n][f"{key}_hold"] = _ms(samples[n]), _ms(ms[n].holds())
-
-        raw: dict[int, list[tuple[float, float]]] = {n: [] for n in sizes}
-        for _ in range(repeat):
-            for n in sizes:
-                raw[n].append(raws[n].add())
+                samples[n].append(ms[n].run(*args, *((str(i),) if numbered else ())))
         for n in sizes:
-            out[n]["raw"] = _ms([whole for whole, _ in raw[n]])
-            out[n]["raw_push"] = _ms([push for _, push in raw[n]])
-        interleaved("add", "task", "add", "new")
-        interleaved("done", "task", "done", numbered=True)
-        interleaved("claim", "task", "next", "--claim")
-        reads: dict[str, dict[int, list[float]]] = {
-            k: {n: [] for n in sizes} for k in ("cold", "warm", "export")
-        }
-        # As many reads as changing commands: a cold read is ~1 s and spreads widely on shared cores.
-        for _ in range(max(5, repeat)):
-            for n in sizes:
-                ms[n].drop_caches()
-                reads["cold"][n].append(ms[n].read("task", "list"))
-                reads["warm"][n].append(ms[n].read("task", "list"))
-                if task:
-                    twenv = _tw_env(built[n], env)
-                    start = time.perf_counter()
-                    sh([task, "export"], roots[n], twenv)
-                    reads["export"][n].append(time.perf_counter() - start)
-        for key, by_size in reads.items():
-            for n, samples in by_size.items():
-                if samples:
-                    out[n][key] = _ms(samples)
-        return out
-    finally:
-        for root in roots.values():
-            shutil.rmtree(root, ignore_errors=True)
+            out[n][key], out[n][f"{key}_hold"] = _ms(samples[n]), _ms(ms[n].holds())
+
+    raw: dict[int, list[tuple[float, float]]] = {n: [] for n in sizes}
+    for _ in range(repeat):
+        for n in sizes:
+            raw[n].append(raws[n].add())
+    for n in sizes:
+        out[n]["raw"] = _ms([whole for whole, _ in raw[n]])
+        out[n]["raw_push"] = _ms([push for _, push in raw[n]])
+    interleaved("add", "task", "add", "new")
+    interleaved("done", "task", "done", numbered=True)
+    interleaved("claim", "task", "next", "--claim")
+    reads: dict[str, dict[int, list[float]]] = {k: {n: [] for n in sizes} for k in ("cold", "warm", "export")}
+    # As many reads as changing commands: a cold read is ~1 s and spreads widely on shared cores.
+    for _ in range(max(5, repeat)):
+        for n in sizes:
+            ms[n].drop_caches()
+            reads["cold"][n].append(ms[n].read("task", "list"))
+            reads["warm"][n].append(ms[n].read("task", "list"))
+            if task:
+                twenv = _tw_env(built[n], env)
+                start = time.perf_counter()
+                sh([task, "export"], roots[n], twenv)
+                reads["export"][n].append(time.perf_counter() - start)
+    for key, by_size in reads.items():
+        for n, samples in by_size.items():
+            if samples:
+                out[n][key] = _ms(samples)
+    return out
 
 
-def bulk_import(count: int, env: dict[str, str], task: str | None) -> dict[str, float]:
+def bulk_import(count: int, env: dict[str, str], task: str | None, later: list[Path]) -> dict[str, float]:
     """Every task of the cached export into an empty repository: michi import (commits and pushes) against
-    `task import` into an empty Taskwarrior data folder; one run each (they take seconds)."""
+    `task import` into an empty Taskwarrior data folder; one run each (they take seconds). Before them,
+    `count` plain file creations on the same disk: the floor of a file per task."""
     cached = build(count, env, task)
     root = tempdir(f"import-{count}")
-    try:
-        sh(["git", "init", "-q", "--bare", "-b", "main", "origin.git"], root, env)
-        sh(["git", "clone", "-q", "origin.git", "work"], root, env)
-        work = root / "work"
-        runenv = {**env, "MICHI_BENCH_TIMINGS": str(root / "t.jsonl"), "MICHI_BENCH_RSS": str(root / "rss")}
-        runenv.pop("PYTHONDONTWRITEBYTECODE", None)
-        sh([*DRIVER, "init"], work, runenv)
-        # The disk settles first (the last run's 50,000 files deleted, the other tool's writes): each
-        # timed run pays for its own writes only.
+    later.append(root)
+    out = {"floor": _creations(root / "floor", count, cached / "export.json")}
+    sh(["git", "init", "-q", "--bare", "-b", "main", "origin.git"], root, env)
+    sh(["git", "clone", "-q", "origin.git", "work"], root, env)
+    work = root / "work"
+    runenv = {**env, "MICHI_BENCH_TIMINGS": str(root / "t.jsonl"), "MICHI_BENCH_RSS": str(root / "rss")}
+    runenv.pop("PYTHONDONTWRITEBYTECODE", None)
+    sh([*DRIVER, "init"], work, runenv)
+    os.sync()  # the disk settles first (the other tool's writes): each timed run pays for its own writes
+    start = time.perf_counter()
+    sh([*DRIVER, "--json", "import", str(cached / "export.json")], work, runenv)
+    out["import"] = time.perf_counter() - start
+    out["import_mb"] = int((root / "rss").read_text()) / 1024
+    out["import_commits"] = float(sh(["git", "rev-list", "--count", "main"], root / "origin.git", env))
+    if task:
+        (root / "twdata").mkdir()
+        rc = root / "taskrc"
+        rc.write_text(f"data.location={root / 'twdata'}\nconfirmation=off\nverbose=nothing\n")
         os.sync()
         start = time.perf_counter()
-        sh([*DRIVER, "--json", "import", str(cached / "export.json")], work, runenv)
-        out = {"import": time.perf_counter() - start, "import_mb": int((root / "rss").read_text()) / 1024}
-        out["import_commits"] = float(sh(["git", "rev-list", "--count", "main"], root / "origin.git", env))
-        if task:
-            (root / "twdata").mkdir()
-            rc = root / "taskrc"
-            rc.write_text(f"data.location={root / 'twdata'}\nconfirmation=off\nverbose=nothing\n")
-            os.sync()
-            start = time.perf_counter()
-            peak = sh([*PEAK, task, "import", str(cached / "export.json")], root, {**env, "TASKRC": str(rc)})
-            out["tw_import"] = time.perf_counter() - start
-            out["tw_import_mb"] = int(peak.strip().splitlines()[-1]) / 1024
-        return out
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
+        peak = sh([*PEAK, task, "import", str(cached / "export.json")], root, {**env, "TASKRC": str(rc)})
+        out["tw_import"] = time.perf_counter() - start
+        out["tw_import_mb"] = int(peak.strip().splitlines()[-1]) / 1024
+    return out
+
+
+def _creations(where: Path, count: int, export: Path) -> float:
+    """Seconds to create `count` files of the export's mean task size in 256 folders, as michi's fan-out
+    layout has them: no git, no Python per task beyond the loop."""
+    size = max(1, export.stat().st_size // count)
+    data = b"x" * size
+    os.sync()
+    start = time.perf_counter()
+    where.mkdir()
+    folders = [where / f"{i:02x}" for i in range(256)]
+    for folder in folders:
+        folder.mkdir()
+    for i in range(count):
+        fd = os.open(folders[i % 256] / f"{i:036d}.json", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        os.write(fd, data)
+        os.close(fd)
+    return time.perf_counter() - start
 
 
 ROWS = [
@@ -295,10 +313,19 @@ def main() -> None:
     env = prepared_env(isolated_git_env(tempdir("home")))
     print(interpreter_note())
     task = shutil.which("task")
+    later: list[Path] = []  # deleted once every measurement is done (see the module's docstring)
+    try:
+        _report(sizes, env, task, repeat, later)
+    finally:
+        for root in later:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+def _report(sizes: list[int], env: dict[str, str], task: str | None, repeat: int, later: list[Path]) -> None:
     if os.environ.get("MICHI_BENCH_ROWS", "1") == "0":  # the import alone, at the largest size
-        _print_import(sizes[-1], env, task, repeat)
+        _print_import(sizes[-1], env, task, later, repeat)
         return
-    results = measure(sizes, env, task, repeat)
+    results = measure(sizes, env, task, repeat, later)
     print("| tasks | " + " | ".join(f"{n:,}" for n in sizes) + " |")
     print("|---|" + "---|" * len(sizes))
     for label, key in ROWS:
@@ -330,13 +357,13 @@ def main() -> None:
         "2 shared cores: noisy, compare within a run)"
     )
     if os.environ.get("MICHI_BENCH_IMPORT", "1") != "0":
-        _print_import(sizes[-1], env, task)
+        _print_import(sizes[-1], env, task, later)
 
 
-def _print_import(big: int, env: dict[str, str], task: str | None, runs: int = 1) -> None:
+def _print_import(big: int, env: dict[str, str], task: str | None, later: list[Path], runs: int = 1) -> None:
     """The bulk import row: one run, or with MICHI_BENCH_ROWS=0 the median of `runs` runs, michi and
     `task import` alternated."""
-    got = [bulk_import(big, env, task) for _ in range(runs)]
+    got = [bulk_import(big, env, task, later) for _ in range(runs)]
     imp = {key: statistics.median(g[key] for g in got) for key in got[0]}
     each = ", ".join(f"{g['import']:.1f} / {g.get('tw_import', 0):.1f}" for g in got)
     many = f" (median of {runs}; michi / task import each run: {each} s)" if runs > 1 else ""
@@ -346,6 +373,12 @@ def _print_import(big: int, env: dict[str, str], task: str | None, runs: int = 1
         text += f"; Taskwarrior `task import` {imp['tw_import']:.1f} s, peak {imp['tw_import_mb']:.0f} MB"
         text += f"; ratio {imp['import'] / imp['tw_import']:.2f}x"
     print(text)
+    floors = ", ".join(f"{g['floor']:.1f}" for g in got)
+    print(
+        f"(the disk's floor, {big:,} plain file creations: {imp['floor']:.1f} s"
+        + (f"; each run {floors} s" if runs > 1 else "")
+        + f"; michi / floor {imp['import'] / imp['floor']:.2f}x)"
+    )
     print(f"(machine load: {os.getloadavg()[0]:.1f} {os.getloadavg()[1]:.1f} {os.getloadavg()[2]:.1f})")
 
 
