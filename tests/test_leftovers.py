@@ -158,6 +158,41 @@ def test_a_command_ends_without_waiting_for_the_removal_of_its_staging(cli, remo
     assert cli(repo, "--json", "task", "list").json()[0]["description"] == "one"
 
 
+def test_a_pipe_the_caller_handed_michi_is_not_held_by_the_rm(cli, remote, held_rm: HeldRm) -> None:
+    """A caller that handed michi more than its standard streams (an inheritable pipe, as a shell's
+    process substitution or a supervisor's status pipe does) and reads it to its end is not held by the
+    `rm` either: once michi ended, the pipe is at its end while the `rm` still waits."""
+    repo = remote.clone("work")
+    assert cli(repo, "init").exit_code == 0
+    env = {"PATH": held_rm.path, "MICHI_SERVER": "off"}
+    read_end, write_end = os.pipe()
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "michi", "--json", "task", "add", "one"],
+            cwd=repo,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            pass_fds=(write_end,),
+            env={**os.environ, **env},
+        )
+        os.close(write_end)
+        try:
+            _out, err = proc.communicate(timeout=60)
+            assert proc.returncode == 0, err
+            # michi is gone, and the rm it started (posix_spawn returns once the rm runs) still waits at
+            # its gate: only the rm could hold the write end now.
+            ready, _, _ = select.select([read_end], [], [], 5.0)
+            assert ready and os.read(read_end, 1) == b"", "the detached rm holds the caller's pipe"
+            assert_detached(held_rm, repo, proc.pid)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            held_rm.let_go_if_waiting()
+    finally:
+        os.close(read_end)
+
+
 def test_a_command_removes_its_staging_itself_without_rm(cli, remote, tmp_path: Path) -> None:
     """No `rm` to start (PATH without one): the folder is removed here, as before."""
     repo = remote.clone("work")
