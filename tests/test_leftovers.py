@@ -13,6 +13,7 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -132,20 +133,19 @@ def assert_detached(held: HeldRm, repo: Path, michi_pid: int | None = None) -> N
     assert os.listdir(stage) == []
 
 
+def _add_one(repo: Path, held: HeldRm, **popen: Any) -> subprocess.Popen[str]:
+    """`michi task add one` as its own process (no server), the held `rm` first on its PATH."""
+    env = {**os.environ, "PATH": held.path, "MICHI_SERVER": "off"}
+    args = [sys.executable, "-m", "michi", "--json", "task", "add", "one"]
+    return subprocess.Popen(args, cwd=repo, stderr=subprocess.PIPE, text=True, env=env, **popen)
+
+
 def test_a_command_ends_without_waiting_for_the_removal_of_its_staging(cli, remote, held_rm: HeldRm) -> None:
     """`michi task add` run as its own process answers and ends while the `rm` of its staging folder
     still waits: the caller reading its output to the end (as an agent does) is not held by it."""
     repo = remote.clone("work")
     assert cli(repo, "init").exit_code == 0
-    env = {"PATH": held_rm.path, "MICHI_SERVER": "off"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "michi", "--json", "task", "add", "one"],
-        cwd=repo,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, **env},
-    )
+    proc = _add_one(repo, held_rm, stdout=subprocess.PIPE)
     try:
         out, err = proc.communicate(timeout=60)  # EOF on both: no rm holds them
     finally:
@@ -164,18 +164,9 @@ def test_a_pipe_the_caller_handed_michi_is_not_held_by_the_rm(cli, remote, held_
     `rm` either: once michi ended, the pipe is at its end while the `rm` still waits."""
     repo = remote.clone("work")
     assert cli(repo, "init").exit_code == 0
-    env = {"PATH": held_rm.path, "MICHI_SERVER": "off"}
     read_end, write_end = os.pipe()
     try:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "michi", "--json", "task", "add", "one"],
-            cwd=repo,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-            pass_fds=(write_end,),
-            env={**os.environ, **env},
-        )
+        proc = _add_one(repo, held_rm, stdout=subprocess.DEVNULL, pass_fds=(write_end,))
         os.close(write_end)
         try:
             _out, err = proc.communicate(timeout=60)
