@@ -44,6 +44,10 @@ NESTED_FILE = "lock.nested"  # michis working under one inherited lock take turn
 QUEUE_DIR = "lock-queue"
 REPORT_EVERY = 0.1  # how often `on_wait` hears how long we have waited
 GUARD_WAIT_MIN = 0.05  # the guard waited for at least this long, even at the deadline (`--wait 0`)
+# The holder's own turns at the guard (release, renewal, `lock run`'s group) wait this long at most: a live
+# process keeps the guard for microseconds, one stopped inside it (a waiter's takeover check hit by Ctrl-Z
+# or SIGSTOP) until it is resumed, which must not hang the holder's command (ADR 0003).
+HOLDER_GUARD_WAIT = 10.0
 
 
 class Handover(Protocol):
@@ -115,6 +119,7 @@ class RepoLock(LockInterface):
         self._nested_fd: int | None = None
         self._renewed_at = 0.0
         self.ended: list[int] = []  # processes a dead holder left running, which we ended to take over
+        self.left: str | None = None  # why the last release left the lock in place (the guard stuck)
         self.record: Owner | None = None  # as published when we acquired
 
     @property
@@ -337,9 +342,15 @@ class RepoLock(LockInterface):
             if self._keeper is not None:
                 self._keeper.stop()
                 self._keeper = None
-            with fs.guarded(self._guard()):
-                if _token_of(self.lock_dir) == token:
-                    fs.remove_lock_dir(self.lock_dir)
+            try:
+                with fs.guarded(self._guard(), HOLDER_GUARD_WAIT):
+                    if _token_of(self.lock_dir) == token:
+                        fs.remove_lock_dir(self.lock_dir)
+            except fs.GuardBusy:
+                # Left in place, for whoever takes the guard next: stale once this process has ended or
+                # its lease (no longer renewed) has run out. What the hold did is done either way.
+                self.left = self._left_in_place()
+                events.append(self.repo.state_dir, "release_left", command=self.command, reason=self.left)
         finally:
             self._drop_baton()
         hold = round(time.monotonic() - self._held_since, 6)
@@ -365,15 +376,21 @@ class RepoLock(LockInterface):
         if self._joined:  # the holder renews its own lease; we only check it is still its lock
             self.ensure_held()
             return
-        with fs.guarded(self._guard()):
-            try:
-                owner = read_owner(self.lock_dir)
-            except CorruptRecord:
-                owner = None
-            if owner is None or owner.token != token:
-                raise self._lost(owner)
-            if self.ttl:
-                publish(self.lock_dir, replace(owner, expires=iso(time.time() + self.ttl)))
+        try:
+            with fs.guarded(self._guard(), min(HOLDER_GUARD_WAIT, max(GUARD_WAIT_MIN, self.ttl / 3))):
+                try:
+                    owner = read_owner(self.lock_dir)
+                except CorruptRecord:
+                    owner = None
+                if owner is None or owner.token != token:
+                    raise self._lost(owner)
+                if self.ttl:
+                    publish(self.lock_dir, replace(owner, expires=iso(time.time() + self.ttl)))
+        except fs.GuardBusy:
+            # Not renewed this time, as if this process had been paused: the next renewal tries again, and
+            # should the lease run out meanwhile and the lock be taken over, `ensure_held` says so before
+            # anything irreversible (ADR 0003).
+            return
         self._renewed_at = _clock()
 
     def set_group(self, pgid: int, ticks: int | None) -> None:
@@ -381,10 +398,26 @@ class RepoLock(LockInterface):
         stale even if michi dies (a taker ends the group first)."""
         if self._joined or self._token is None:
             return
-        with fs.guarded(self._guard()):
-            owner = read_owner(self.lock_dir)
-            if owner is not None and owner.token == self._token:
-                publish(self.lock_dir, replace(owner, pgid=pgid, pgid_ticks=ticks))
+        try:
+            with fs.guarded(self._guard(), HOLDER_GUARD_WAIT):
+                owner = read_owner(self.lock_dir)
+                if owner is not None and owner.token == self._token:
+                    publish(self.lock_dir, replace(owner, pgid=pgid, pgid_ticks=ticks))
+        except fs.GuardBusy:
+            # Unrecorded, a taker could not end the group should this process die: it does not start.
+            pid, stopped = fs.guard_holder(self._guard())
+            raise LockTimeout.guard_stuck(pid, stopped, HOLDER_GUARD_WAIT, str(self.lock_dir)) from None
+
+    def _left_in_place(self) -> str:
+        pid, stopped = fs.guard_holder(self._guard())
+        who = f"PID {pid}" if pid is not None else "another process"
+        state = ", which is stopped (SIGSTOP, a debugger)," if stopped else ""
+        resume = f" (`kill -CONT {pid}`)" if stopped and pid is not None else ""
+        return (
+            f"the repo lock was left in place: its guard is held by {who}{state} and was not let go within "
+            f"{HOLDER_GUARD_WAIT:g}s; it is taken over once this process has ended and that one is resumed"
+            f"{resume} or ended"
+        )
 
     def _lost(self, owner: Owner | None, token: str | None = None) -> LockLost:
         token = token or self._token or ""

@@ -331,6 +331,7 @@ class Transaction:
         prepared = time.monotonic()
         holds: list[float] = []
         handover = offer
+        left: str | None = None  # the lock was left in place at the last release (`RepoLock.left`)
         try:
             outcome: TxnOutcome | None = None
             try:
@@ -361,6 +362,7 @@ class Transaction:
                             self._prebuild(mutations[0])
                     finally:
                         lock.close()  # its guard file's descriptor: an MCP server runs many of these
+                        left = lock.left
                         git.tidy()  # what the hold put off (a staged move's folder, ADR 0015)
                 locked = released - sum(holds)  # the wait: everything but the holds, backoff included
             except Answered:
@@ -379,6 +381,8 @@ class Transaction:
             if outcome is None:  # a holder did our operation (ADR 0017): its answer is ours
                 assert offer is not None
                 outcome = offer.outcome()
+            if left is not None:
+                outcome.notes.append(left)
         finally:
             if offer is not None:
                 offer.close()
