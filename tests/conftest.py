@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -28,6 +29,23 @@ GIT_IDENTITY = {
 
 
 CHECKOUT = str(Path(__file__).resolve().parent.parent)
+
+
+def _signals_as_at_a_terminal() -> None:
+    """A suite started in the background (`cmd &` in a script, `nohup`) inherits SIGINT, SIGQUIT or SIGHUP
+    ignored, and so would every process a test starts: the tests of Ctrl-C and hang-up would then test
+    the launcher. They are put back to what a terminal gives (an ignored signal stays ignored across exec,
+    a handled one does not)."""
+    for signum, handler in (
+        (signal.SIGINT, signal.default_int_handler),
+        (signal.SIGQUIT, signal.SIG_DFL),
+        (signal.SIGHUP, signal.SIG_DFL),
+    ):
+        if signal.getsignal(signum) == signal.SIG_IGN:
+            signal.signal(signum, handler)
+
+
+_signals_as_at_a_terminal()
 GITCONFIG = "[init]\n\tdefaultBranch = main\n[advice]\n\tdetachedHead = false\n"
 
 
