@@ -204,8 +204,8 @@ def measure(
     for m in ms.values():
         m.read("task", "list")  # the first read pays for the cache
         m.holds()
-    # The clones' 50,000 new files are written back by the kernel over the next ~30 s: done now, so that
-    # the first timed commands at the largest size do not compete with the bench's own set-up.
+    # The clones' 50,000 new files may still be on their way to the disk: written now, so that the first
+    # timed commands at the largest size do not compete with the bench's own set-up.
     os.sync()
 
     def interleaved(key: str, *args: str, numbered: bool = False) -> None:
