@@ -18,7 +18,7 @@ import pytest
 from lockkit import new_lock
 from txnkit import gated_hook
 
-from michi.lock import LockTimeout, fs, repolock
+from michi.lock import LockTimeout, fs
 from michi.lock.record import read_owner
 from tests.conftest import Remote, run_michi
 
@@ -76,7 +76,7 @@ def test_renewal_and_release_do_not_wait_for_a_process_stopped_in_the_guard(
     """The renewal is skipped, as after a pause; the release leaves the lock in place and says why; the
     lock is taken over once its lease ran out and the guard is free. Before, both blocked until the
     stopped process was resumed."""
-    monkeypatch.setattr(repolock, "HOLDER_GUARD_WAIT", 0.3)
+    monkeypatch.setattr(fs, "GUARD_WAIT", 0.3)
     lock = new_lock(local_repo, ttl=0.6)
     lock.acquire(0)
     lock_dir = local_repo / ".michi.lock"

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from lockkit import CTX, fifo_worker, held_worker, new_lock, wait_until
 
-from michi.lock import LockContention, LockTimeout, admin
+from michi.lock import LockContention, LockTimeout, admin, fs
 from michi.lock.procs import start_ticks
 from michi.lock.record import read_owner
 from michi.lock.wake import POLL_CAP
@@ -169,7 +169,7 @@ def test_a_holder_stopped_inside_the_guard_does_not_hold_a_waiter_past_its_wait(
         assert f"guard is held by PID {holder.pid}, which is stopped" in said, said
         assert f"kill -CONT {holder.pid}" in (outcome[0].hint or "")
         # Nor does a forced release wait for it: it says the same, after its own wait.
-        monkeypatch.setattr(admin, "GUARD_WAIT", 0.2)
+        monkeypatch.setattr(fs, "GUARD_WAIT", 0.2)
         with pytest.raises(LockTimeout, match=f"PID {holder.pid}, which is stopped"):
             admin.release(find_repo(local_repo), token=None, force=True, yes=True)
     finally:

@@ -11,14 +11,12 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from michi.lock import events, fs, lost, procs
-from michi.lock.errors import HoldLost, LockLive, LockNotOwned, LockTimeout, describe, holder_details
+from michi.lock.errors import HoldLost, LockLive, LockNotOwned, describe, holder_details
 from michi.lock.queue import Queue
 from michi.lock.record import Judgement, Owner, iso
 from michi.lock.record import write_owner as publish
 from michi.lock.repolock import QUEUE_DIR, peek
 from michi.repo import RepoPaths
-
-GUARD_WAIT = 10.0  # seconds `release` and `renew` wait for the guard (held for microseconds when all is well)
 
 
 @dataclass(frozen=True)
@@ -103,14 +101,13 @@ def _taken_from(repo: RepoPaths, token: str | None, owner: Owner | None) -> None
 
 @contextlib.contextmanager
 def _guarded(repo: RepoPaths, fd: int) -> Iterator[None]:
-    """The guard, for `GUARD_WAIT` seconds at most: a process stopped inside it holds it until resumed."""
+    """The guard, for `fs.GUARD_WAIT` seconds at most: a process stopped inside it holds it until resumed."""
     start = time.monotonic()
     try:
-        with fs.guarded(fd, GUARD_WAIT):
+        with fs.guarded(fd, fs.GUARD_WAIT):
             yield
     except fs.GuardBusy:
-        pid, stopped = fs.guard_holder(fd)
-        raise LockTimeout.guard_stuck(pid, stopped, time.monotonic() - start, str(repo.lock_dir)) from None
+        raise fs.stuck(fd, time.monotonic() - start, str(repo.lock_dir)) from None
 
 
 def release(repo: RepoPaths, *, token: str | None, force: bool, yes: bool) -> tuple[Owner | None, str]:

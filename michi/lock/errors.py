@@ -78,10 +78,9 @@ class LockTimeout(LockError):
     def guard_stuck(cls, holder: int | None, stopped: bool, waited: float, path: str) -> LockTimeout:
         """The guard flock (which every change to the lock takes for a moment) stayed held for the whole
         wait: by a process stopped inside it, which no lease can end."""
-        who = f"PID {holder}" if holder is not None else "another process"
-        state = ", which is stopped (SIGSTOP, a debugger)," if stopped else ""
         return cls(
-            f"the repo lock's guard is held by {who}{state} and was not let go; gave up after {waited:.1f}s",
+            f"the repo lock's guard is held by {guard_held_by(holder, stopped)} and was not let go; gave up "
+            f"after {waited:.1f}s",
             hint=(
                 f"resume it (`kill -CONT {holder}`) or end it (`kill {holder}`): until then nothing can take "
                 "or release the lock"
@@ -94,6 +93,12 @@ class LockTimeout(LockError):
             guard_pid=holder,
             guard_stopped=stopped,
         )
+
+
+def guard_held_by(holder: int | None, stopped: bool) -> str:
+    """Who holds the guard, in words: "PID 7, which is stopped (SIGSTOP, a debugger),"."""
+    who = f"PID {holder}" if holder is not None else "another process"
+    return who + (", which is stopped (SIGSTOP, a debugger)," if stopped else "")
 
 
 class LockContention(LockTimeout):

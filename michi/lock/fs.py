@@ -18,7 +18,7 @@ from pathlib import Path
 
 from michi.atomic import read_regular
 from michi.errors import MichiError, storage_error
-from michi.lock.errors import LockPathInvalid
+from michi.lock.errors import LockPathInvalid, LockTimeout
 from michi.lock.record import OWNER_FILE
 
 GUARD_FILE = "lock.guard"
@@ -82,20 +82,27 @@ class GuardBusy(Exception):
 
 GUARD_STEP = 0.00005  # the first pause when the guard is busy: a live holder keeps it for microseconds
 GUARD_STEP_CAP = 0.005
+# How long whoever must change the lock and has no deadline of its own (the holder's release, renewal and
+# group record; `michi lock release` and `renew`) waits for the guard: a live process keeps it for
+# microseconds, one stopped inside it until it is resumed, which must hang nobody (ADR 0003).
+GUARD_WAIT = 10.0
 
 
 @contextlib.contextmanager
-def guarded(fd: int, timeout: float | None = None) -> Iterator[None]:
-    """Hold the guard flock for the block. `timeout`: give up after that many seconds (`GuardBusy`)
-    rather than wait for a holder that may never let go (one stopped inside the guard); None: wait."""
-    if timeout is None:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-    else:
-        _take_within(fd, timeout)
+def guarded(fd: int, timeout: float) -> Iterator[None]:
+    """Hold the guard flock for the block, taken within `timeout` seconds or not at all (`GuardBusy`):
+    nobody waits for a holder that may never let go (one stopped inside the guard)."""
+    _take_within(fd, timeout)
     try:
         yield
     finally:
         fcntl.flock(fd, fcntl.LOCK_UN)
+
+
+def stuck(fd: int, waited: float, path: str) -> LockTimeout:
+    """The error for a guard (open as `fd`) that was not let go within `waited` seconds, naming its holder."""
+    pid, stopped = guard_holder(fd)
+    return LockTimeout.guard_stuck(pid, stopped, waited, path)
 
 
 def guard_holder(fd: int) -> tuple[int | None, bool]:

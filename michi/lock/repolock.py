@@ -19,7 +19,7 @@ from typing import Protocol
 from michi import threads
 from michi.host import hostname
 from michi.lock import events, fs, lost, procs
-from michi.lock.errors import Answered, LockContention, LockLost, LockTimeout
+from michi.lock.errors import Answered, LockContention, LockLost, LockTimeout, guard_held_by
 from michi.lock.interface import LockInterface
 from michi.lock.keeper import Keeper, sigterm_raises
 from michi.lock.queue import Queue, Ticket
@@ -44,10 +44,6 @@ NESTED_FILE = "lock.nested"  # michis working under one inherited lock take turn
 QUEUE_DIR = "lock-queue"
 REPORT_EVERY = 0.1  # how often `on_wait` hears how long we have waited
 GUARD_WAIT_MIN = 0.05  # the guard waited for at least this long, even at the deadline (`--wait 0`)
-# The holder's own turns at the guard (release, renewal, `lock run`'s group) wait this long at most: a live
-# process keeps the guard for microseconds, one stopped inside it (a waiter's takeover check hit by Ctrl-Z
-# or SIGSTOP) until it is resumed, which must not hang the holder's command (ADR 0003).
-HOLDER_GUARD_WAIT = 10.0
 
 
 class Handover(Protocol):
@@ -275,8 +271,7 @@ class RepoLock(LockInterface):
         if not ok:
             events.append(self.repo.state_dir, "timeout", wait=round(waited, 6), command=self.command)
             if self._guard_busy:
-                pid, stopped = fs.guard_holder(self._guard())
-                raise LockTimeout.guard_stuck(pid, stopped, waited, str(self.lock_dir))
+                raise fs.stuck(self._guard(), waited, str(self.lock_dir))
             raise LockTimeout.waited(holder, waited, time.time(), str(self.lock_dir))
         self._held_since = time.monotonic()
         self._renewed_at = _clock()
@@ -343,7 +338,7 @@ class RepoLock(LockInterface):
                 self._keeper.stop()
                 self._keeper = None
             try:
-                with fs.guarded(self._guard(), HOLDER_GUARD_WAIT):
+                with fs.guarded(self._guard(), fs.GUARD_WAIT):
                     if _token_of(self.lock_dir) == token:
                         fs.remove_lock_dir(self.lock_dir)
             except fs.GuardBusy:
@@ -377,7 +372,7 @@ class RepoLock(LockInterface):
             self.ensure_held()
             return
         try:
-            with fs.guarded(self._guard(), min(HOLDER_GUARD_WAIT, max(GUARD_WAIT_MIN, self.ttl / 3))):
+            with fs.guarded(self._guard(), min(fs.GUARD_WAIT, max(GUARD_WAIT_MIN, self.ttl / 3))):
                 try:
                     owner = read_owner(self.lock_dir)
                 except CorruptRecord:
@@ -399,24 +394,21 @@ class RepoLock(LockInterface):
         if self._joined or self._token is None:
             return
         try:
-            with fs.guarded(self._guard(), HOLDER_GUARD_WAIT):
+            with fs.guarded(self._guard(), fs.GUARD_WAIT):
                 owner = read_owner(self.lock_dir)
                 if owner is not None and owner.token == self._token:
                     publish(self.lock_dir, replace(owner, pgid=pgid, pgid_ticks=ticks))
         except fs.GuardBusy:
             # Unrecorded, a taker could not end the group should this process die: it does not start.
-            pid, stopped = fs.guard_holder(self._guard())
-            raise LockTimeout.guard_stuck(pid, stopped, HOLDER_GUARD_WAIT, str(self.lock_dir)) from None
+            raise fs.stuck(self._guard(), fs.GUARD_WAIT, str(self.lock_dir)) from None
 
     def _left_in_place(self) -> str:
         pid, stopped = fs.guard_holder(self._guard())
-        who = f"PID {pid}" if pid is not None else "another process"
-        state = ", which is stopped (SIGSTOP, a debugger)," if stopped else ""
         resume = f" (`kill -CONT {pid}`)" if stopped and pid is not None else ""
         return (
-            f"the repo lock was left in place: its guard is held by {who}{state} and was not let go within "
-            f"{HOLDER_GUARD_WAIT:g}s; it is taken over once this process has ended and that one is resumed"
-            f"{resume} or ended"
+            f"the repo lock was left in place: its guard is held by {guard_held_by(pid, stopped)} and was "
+            f"not let go within {fs.GUARD_WAIT:g}s; it is taken over once this process has ended and that "
+            f"one is resumed{resume} or ended"
         )
 
     def _lost(self, owner: Owner | None, token: str | None = None) -> LockLost:
