@@ -12,14 +12,16 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from lockkit import new_lock
 from txnkit import gated_hook
 
-from michi.lock import LockTimeout, fs
+from michi.lock import LockTimeout, events, fs
 from michi.lock.record import read_owner
+from michi.lock.record import write_owner as publish
 from tests.conftest import Remote, run_michi
 
 _STOPPED_IN_GUARD = """
@@ -73,9 +75,8 @@ def test_renewal_and_release_do_not_wait_for_a_process_stopped_in_the_guard(
     monkeypatch: pytest.MonkeyPatch,
     stop_in_guard: Callable[[Path], subprocess.Popen[bytes]],
 ) -> None:
-    """The renewal is skipped, as after a pause; the release leaves the lock in place and says why; the
-    lock is taken over once its lease ran out and the guard is free. Before, both blocked until the
-    stopped process was resumed."""
+    """The renewal is skipped, as after a pause; the release leaves the lock in place and says why. Before,
+    both blocked until the stopped process was resumed."""
     monkeypatch.setattr(fs, "GUARD_WAIT", 0.3)
     lock = new_lock(local_repo, ttl=0.6)
     lock.acquire(0)
@@ -144,3 +145,60 @@ def test_a_command_whose_release_finds_the_guard_stuck_answers_and_names_it(
     os.kill(stopped.pid, signal.SIGKILL)
     stopped.wait()
     assert run_michi(repo, "task", "add", "next").exit_code == 0  # the lock left behind is taken over
+
+
+def test_a_long_lived_holder_lets_a_lock_left_in_place_go_once_the_guard_is_free(
+    local_repo: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    stop_in_guard: Callable[[Path], subprocess.Popen[bytes]],
+) -> None:
+    """The holder's process stays alive (as `michi mcp` does) with a lease of minutes: once the stopped
+    process ends, the lock is gone without waiting for the lease, and the event log says how. Before, it
+    counted as held, by a live process, until the lease ran out."""
+    monkeypatch.setattr(fs, "GUARD_WAIT", 0.3)
+    lock = new_lock(local_repo, ttl=300)
+    lock.acquire(0)
+    lock_dir = local_repo / ".michi.lock"
+    stopped = stop_in_guard(lock.repo.state_dir)
+    assert _within(lock.release, 30) is None
+    assert lock.left is not None and lock_dir.exists()
+    taker = new_lock(local_repo)
+    with pytest.raises(LockTimeout):
+        taker.acquire(0)  # still held, by this live process, while the guard is stuck
+
+    stopped.kill()
+    stopped.wait()
+    taker.acquire(30)  # would wait out the 300 s lease without the holder's own late release
+    taker.release()
+    log = events.log_path(lock.repo.state_dir).read_text()
+    kinds = [json.loads(line)["kind"] for line in log.splitlines()]
+    assert "release_late" in kinds, kinds
+
+
+def test_a_late_release_leaves_a_lock_that_is_no_longer_its_own(
+    local_repo: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    stop_in_guard: Callable[[Path], subprocess.Popen[bytes]],
+) -> None:
+    """Once the guard is free, the late release removes the lock only if it still holds this holder's
+    token: a lock taken over meanwhile (the lease run out) is the new holder's and stays."""
+    monkeypatch.setattr(fs, "GUARD_WAIT", 0.3)
+    lock = new_lock(local_repo, ttl=300)
+    lock.acquire(0)
+    lock_dir = local_repo / ".michi.lock"
+    stopped = stop_in_guard(lock.repo.state_dir)
+    before = threading.enumerate()
+    assert _within(lock.release, 30) is None
+    late = [t for t in threading.enumerate() if t not in before and t.name == "michi-late-release"]
+    assert len(late) == 1
+    owner = read_owner(lock_dir)
+    assert owner is not None
+    # As a taker would once the lease ran out: a new record, another token, in the same lock dir.
+    publish(lock_dir, replace(owner, token="f" * len(owner.token)))
+
+    stopped.kill()
+    stopped.wait()
+    late[0].join(30)
+    assert not late[0].is_alive()
+    after = read_owner(lock_dir)
+    assert after is not None and after.token == "f" * len(owner.token)

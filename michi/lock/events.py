@@ -3,7 +3,8 @@
 One JSON line per event, appended with a single O_APPEND write (whole lines even with many writers).
 Kinds: `hold` (acquired and released by one process: wait, hold, contended, takeover), `acquire` and
 `release` (the two halves when a script spans commands), `timeout`, `release_left` (a release that found
-the guard held past its wait, by a stopped process, and left the lock in place). Rotated to `.1` past
+the guard held past its wait, by a stopped process, and left the lock in place), `release_late` (that
+lock removed once the guard was free, by the holder's process still running). Rotated to `.1` past
 MAX_BYTES.
 """
 

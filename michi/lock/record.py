@@ -266,6 +266,15 @@ def read_owner(lock_dir: Path) -> Owner | None:
         raise CorruptRecord(f"owner record is not valid JSON ({len(raw)} bytes)") from None
 
 
+def token_of(lock_dir: Path) -> str | None:
+    """The token of the published record; None when there is none or it cannot be read."""
+    try:
+        owner = read_owner(lock_dir)
+    except CorruptRecord:
+        return None
+    return owner.token if owner is not None else None
+
+
 def write_owner(lock_dir: Path, owner: Owner) -> None:
     """Publish atomically: readers see the old record or the new one, never half of one. 0600: the
     token in it is what lets commits past the hook and releases the lock."""

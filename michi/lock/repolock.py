@@ -18,7 +18,7 @@ from typing import Protocol
 
 from michi import threads
 from michi.host import hostname
-from michi.lock import events, fs, lost, procs
+from michi.lock import events, fs, late, lost, procs
 from michi.lock.errors import Answered, LockContention, LockLost, LockTimeout, guard_held_by
 from michi.lock.interface import LockInterface
 from michi.lock.keeper import Keeper, sigterm_raises
@@ -33,6 +33,7 @@ from michi.lock.record import (
     judge,
     pid_namespace,
     read_owner,
+    token_of,
 )
 from michi.lock.record import write_owner as publish
 from michi.lock.wake import POLL_CAP, WATCH_CAP, Backoff, Waker, is_flocked, wait_flock
@@ -72,14 +73,6 @@ def peek(lock_dir: Path) -> tuple[Owner | None, Judgement]:
 def _clock() -> float:
     """Seconds that also count while the machine was suspended (a lease runs out during suspend too)."""
     return time.clock_gettime(getattr(time, "CLOCK_BOOTTIME", time.CLOCK_MONOTONIC))
-
-
-def _token_of(lock_dir: Path) -> str | None:
-    try:
-        owner = read_owner(lock_dir)
-    except CorruptRecord:
-        return None
-    return owner.token if owner is not None else None
 
 
 class RepoLock(LockInterface):
@@ -339,13 +332,15 @@ class RepoLock(LockInterface):
                 self._keeper = None
             try:
                 with fs.guarded(self._guard(), fs.GUARD_WAIT):
-                    if _token_of(self.lock_dir) == token:
+                    if token_of(self.lock_dir) == token:
                         fs.remove_lock_dir(self.lock_dir)
             except fs.GuardBusy:
-                # Left in place, for whoever takes the guard next: stale once this process has ended or
-                # its lease (no longer renewed) has run out. What the hold did is done either way.
+                # Left in place: removed by a thread of ours once the guard is free, or, should this
+                # process end first, stale and taken over. What the hold did is done either way.
                 self.left = self._left_in_place()
                 events.append(self.repo.state_dir, "release_left", command=self.command, reason=self.left)
+                guard = self.repo.state_dir / fs.GUARD_FILE
+                late.release_when_free(self.lock_dir, guard, token, self.repo.state_dir, self.command)
         finally:
             self._drop_baton()
         hold = round(time.monotonic() - self._held_since, 6)
@@ -407,8 +402,8 @@ class RepoLock(LockInterface):
         resume = f" (`kill -CONT {pid}`)" if stopped and pid is not None else ""
         return (
             f"the repo lock was left in place: its guard is held by {guard_held_by(pid, stopped)} and was "
-            f"not let go within {fs.GUARD_WAIT:g}s; it is taken over once this process has ended and that "
-            f"one is resumed{resume} or ended"
+            f"not let go within {fs.GUARD_WAIT:g}s; it is let go as soon as that one is resumed{resume} or "
+            f"ended (taken over then if this process has ended)"
         )
 
     def _lost(self, owner: Owner | None, token: str | None = None) -> LockLost:
@@ -428,7 +423,7 @@ class RepoLock(LockInterface):
         handed out in this repository (a stale fence means someone else has held the lock since)."""
         if self._token is None:
             raise LockLost("the repo lock is not held", hint="acquire it first")
-        if _token_of(self.lock_dir) != self._token or fs.read_fence(self._guard()) > self._fence:
+        if token_of(self.lock_dir) != self._token or fs.read_fence(self._guard()) > self._fence:
             raise self._lost(peek(self.lock_dir)[0])
 
     def on_release_requested(self, handler: Callable[[], None]) -> None:
