@@ -192,10 +192,16 @@ def test_a_counter_out_of_range_is_named_and_never_used(cli, ready: Path, remote
     commit_by_hand(ready, ".michi/last-id", f"{10**30}\n")
     problems = cli(ready, "doctor", "--json").json()["problems"]
     assert [p["path"] for p in problems] == [".michi/last-id"]
+    highest = problems[0]["highest_id"]  # the number the fix needs, named (the add's hint sends you here)
+    assert highest >= 1 and f"the highest id in use is {highest}" in problems[0]["problem"]
     refused = cli(ready, "task", "add", "x", "--json")
     assert refused.exit_code == 4 and refused.json()["error"]["code"] == "corrupt_task"
+    assert "michi doctor" in refused.json()["error"]["hint"]
     assert git(remote.bare, "show", "main:.michi/last-id") == str(10**30)
     assert cli(ready, "task", "done", "1", "--json").exit_code == 0  # other tasks keep working
+    commit_by_hand(ready, ".michi/last-id", f"{highest}\n")  # the fix doctor words
+    added = cli(ready, "task", "add", "after the fix", "--json")
+    assert added.exit_code == 0 and added.json()["id"] == highest + 1
 
 
 def test_a_note_too_large_for_a_task_file_is_refused(cli, ready: Path, remote: Remote) -> None:

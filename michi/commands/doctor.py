@@ -56,8 +56,15 @@ def run(session: Session, *, fetch: bool) -> Report:
     problems += _cycles(index)
     try:
         counter = ids.last_id(tree)
-    except Exception as exc:  # CorruptTask: reported like any other problem
-        problems.append({"path": ids.COUNTER_PATH, "problem": str(exc)})
+    except Exception as exc:  # CorruptTask: reported like any other problem, with the number it needs
+        problems.append(
+            {
+                "path": ids.COUNTER_PATH,
+                "problem": f"{exc}; the highest id in use is {index.max_id}: write {index.max_id} into it, "
+                "then commit and push it",
+                "highest_id": index.max_id,
+            }
+        )
     else:
         if max(counter, index.max_id) >= MAX_ID:  # `task add` refuses ("no task ids left"): say why here
             holders = index.by_id.get(MAX_ID, [])

@@ -27,7 +27,7 @@ def last_id(tree: TaskTree) -> int:
     if not (text.isascii() and text.isdigit()) or len(text) > len(str(MAX_ID)) or int(text) > MAX_ID:
         raise CorruptTask(
             f"{COUNTER_PATH}: {text[:40]!r} is not a whole number from 0 to {MAX_ID}",
-            hint="set it by hand to the highest id in use ('michi doctor' names it)",
+            hint="write the highest id in use ('michi doctor' names it) into it, then commit and push it",
         )
     return int(text)
 
