@@ -10,10 +10,13 @@ from pathlib import Path
 
 import pytest
 from conftest import run_michi
+from lockkit import new_lock
 
 from michi.commands.task_common import LIST_CACHE
 from michi.git import deltas, settings
 from michi.lock import events, remote_seen
+from michi.lock.queue import SUFFIX
+from michi.lock.repolock import QUEUE_DIR
 from michi.tasks import idmap, index, rank_cache
 
 # Every cache and log michi keeps there, by the names its modules give them (a renamed cache stays tested).
@@ -69,9 +72,37 @@ def test_a_lock_file_that_is_no_file_is_named_with_the_fix(ready: Path, name: st
     assert result.exit_code == 2, result.stdout + result.stderr
     error = result.json()["error"]
     assert error["code"] == "lock_path_invalid" and name in error["message"] and "rm -r" in error["hint"]
+    if name == "lock.guard":  # `lock status` reads the last fence from it: it once waited for a writer
+        status = run_michi(ready, "--json", "lock", "status", timeout=60)
+        assert status.exit_code == 2 and status.json()["error"]["code"] == "lock_path_invalid", status.stdout
     _put(path, "fifo")
     path.unlink()  # as the hint says: michi makes it again
     assert run_michi(ready, "--json", "task", "add", "second", timeout=60).exit_code == 0
+
+
+def test_what_is_no_waiter_ticket_in_the_queue_is_passed_over(ready: Path) -> None:
+    """The waiters' queue (`.git/michi/lock-queue/`) holding a FIFO, a symlink and a folder under a ticket's
+    name, and files named as no ticket is: a waiter once hung opening the FIFO, and `lock status` failed
+    on a name without a PID. Waiters and `lock status` pass them over; the odd files are swept."""
+    queue = ready / ".git" / "michi" / QUEUE_DIR
+    queue.mkdir(exist_ok=True)
+    fifo, link, folder = (queue / f"{n:020d}.{n}.abcdef{SUFFIX}" for n in (1, 2, 3))
+    os.mkfifo(fifo)
+    link.symlink_to("/dev/zero")
+    folder.mkdir()
+    for odd in ("notes.txt", f"x{SUFFIX}", f"a.b{SUFFIX}"):
+        (queue / odd).write_text("not a ticket\n")
+    holder = new_lock(ready)
+    holder.acquire(0)
+    try:
+        status = run_michi(ready, "--json", "lock", "status", timeout=60)
+        assert status.exit_code == 0 and status.json()["waiters"] == [], status.stdout + status.stderr
+        waited = run_michi(ready, "--json", "task", "add", "second", "--wait", "1", timeout=60)
+        assert waited.exit_code == 75 and waited.json()["error"]["code"] == "lock_busy", waited.stdout
+    finally:
+        holder.release()
+    assert run_michi(ready, "--json", "task", "add", "second", timeout=60).exit_code == 0
+    assert not fifo.exists() and not link.is_symlink() and (queue / "notes.txt").exists()
 
 
 def test_a_full_disk_is_storage_failed_not_a_bug(cli, ready: Path, monkeypatch: pytest.MonkeyPatch) -> None:

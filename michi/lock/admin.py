@@ -61,14 +61,7 @@ def state(repo: RepoPaths) -> LockState:
 
 
 def _last_fence(repo: RepoPaths) -> int:
-    try:
-        fd = os.open(repo.state_dir / fs.GUARD_FILE, os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
-        return 0
-    try:
-        return fs.read_fence(fd)
-    finally:
-        os.close(fd)
+    return fs.fence_at(repo.state_dir / fs.GUARD_FILE)
 
 
 def _guard_fd(repo: RepoPaths) -> int:

@@ -68,6 +68,24 @@ def open_flock_file(path: Path) -> int:
     return fd
 
 
+def fence_at(path: Path) -> int:
+    """The last fence kept in the guard file at `path`, read without making it: 0 when there is none yet.
+    Something else in its place is `lock_path_invalid`, as for the commands that take it (a FIFO there
+    once hung `michi lock status`, which waited for a writer)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        return 0
+    except OSError as exc:
+        raise _not_a_lock_file(path, exc.strerror or str(exc)) from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise _not_a_lock_file(path, "not a regular file")
+        return read_fence(fd)
+    finally:
+        os.close(fd)
+
+
 def _not_a_lock_file(path: Path, why: str) -> LockPathInvalid:
     return LockPathInvalid(
         f"{path} cannot be michi's lock file: {why}",

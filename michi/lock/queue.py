@@ -10,6 +10,8 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import re
+import stat
 import time
 from pathlib import Path
 
@@ -18,6 +20,7 @@ from michi.plain import Plain
 from michi.unique import token_hex
 
 SUFFIX = ".ticket"
+_NAME = re.compile(r"[0-9]{20}\.[0-9]{1,10}\.[0-9a-f]{6}" + re.escape(SUFFIX))
 
 
 class Ticket(Plain):
@@ -48,24 +51,31 @@ class Queue:
         os.close(ticket.fd)  # drops the flock: wakes the waiter behind us
 
     def _names(self) -> list[str]:
+        """The tickets' names, oldest first; a name `join` would not make is nobody's ticket, ignored."""
         try:
-            return sorted(n for n in os.listdir(self.folder) if n.endswith(SUFFIX))
+            return sorted(n for n in os.listdir(self.folder) if _NAME.fullmatch(n))
         except FileNotFoundError:
             return []
 
     def _alive(self, name: str) -> bool:
         path = self.folder / name
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            # Never blocking on the open (a FIFO put there would wait for a writer), never following.
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOFOLLOW)
         except FileNotFoundError:
             return False
+        except OSError:  # a symlink, something unreadable: no waiter's ticket (a waiter makes a file)
+            _sweep(path)
+            return False
         try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                _sweep(path)
+                return False
             try:
                 fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
             except BlockingIOError:
                 return True
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(path)
+            _sweep(path)
             return False
         finally:
             os.close(fd)
@@ -89,3 +99,9 @@ class Queue:
 
     def path(self, name: str) -> Path:
         return self.folder / name
+
+
+def _sweep(path: Path) -> None:
+    """Remove a dead waiter's ticket, or whatever else took a ticket's name (a folder stays: ignored)."""
+    with contextlib.suppress(OSError):
+        os.unlink(path)

@@ -22,10 +22,14 @@ POLL_CAP = 0.05  # polling a holder we cannot block on (e.g. `michi lock acquire
 WATCH_CAP = 1.0  # re-judge staleness this often even while blocked on a holder's flock
 
 
+# Never blocking on the open itself (a FIFO put there would wait for a writer): flock still blocks.
+_FLAGS = os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOFOLLOW
+
+
 def is_flocked(path: Path) -> bool:
     """Whether someone holds an exclusive flock on `path` (a missing file is not held)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        fd = os.open(path, _FLAGS)
     except FileNotFoundError:
         return False
     try:
@@ -55,7 +59,7 @@ class Waker:
 
     def _block(self, path: Path) -> None:
         with contextlib.suppress(OSError):
-            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            fd = os.open(path, _FLAGS)
             try:
                 fcntl.flock(fd, fcntl.LOCK_SH)
             finally:
