@@ -73,7 +73,7 @@ def test_words_others_wrote_reach_the_terminal_without_control_characters(cli, r
     uuid = cli(repo, "task", "add", "fine", "--json").json()["uuid"]
     path = repo / ".tasks" / uuid[:2] / f"{uuid}.json"
     path.write_text(path.read_text().replace('"fine"', '"fine!"'))
-    hostile = "\x1b]0;PWNED\x07\x1b[2Jevil\rx"
+    hostile = "\x1b]0;PWNED\x07\x1b[2J\u202eevil\rx"
     git(repo, "commit", "-qam", f"hand\n\nMichi-Agent: {hostile}\nMichi-Host: \x1b[31mred")
     git(repo, "push", "-q", "origin", "main")
     logged = cli(repo, "task", "log", "1")
@@ -84,7 +84,7 @@ def test_words_others_wrote_reach_the_terminal_without_control_characters(cli, r
     refused = cli(repo, "task", "add", "x")
     assert refused.exit_code == 5 and "denied by policy" in refused.stderr
     for text in (logged.stdout, logged.stderr, refused.stdout, refused.stderr):
-        assert not any(c in text for c in "\x1b\x07\r"), text
+        assert not any(c in text for c in "\x1b\x07\r\u202e"), text
 
 
 def test_a_hostile_commit_stops_no_status_nor_stats(cli, repo: Path) -> None:

@@ -202,8 +202,9 @@ def test_show_leaves_out_groups_it_has_nothing_for() -> None:
 
 def test_control_characters_in_task_text_never_reach_the_terminal() -> None:
     """Anyone (any agent) writes task text: an escape sequence in it must not recolour or move the
-    person's terminal, and a line break must not break the row."""
-    hostile = "evil\x1b[2J\x1b]0;title\x07 two\nlines\ttab"
+    person's terminal, a line break must not break the row, and a bidirectional override or isolate must
+    not make the line read other than it is."""
+    hostile = "evil\x1b[2J\x1b]0;title\x07 two\nlines\ttab \u202etxt.exe\u2066iso\u2069"
     t = task(1, hostile, project="p\x1b[31m", tags=["t\x1b"], assignee="a\x9b1m",
              annotations=[{"entry": tw_date(NOW), "description": "note\x1b[5m"}])  # fmt: skip
     for view in (TaskTable([t], NOW), TaskCard(t, NOW)):
@@ -211,4 +212,5 @@ def test_control_characters_in_task_text_never_reach_the_terminal() -> None:
             out = text_at(view, 100, colour=colour)
             assert "\x1b[2J" not in out and "\x1b]0" not in out and "\x07" not in out and "\x9b" not in out
             assert "\x1b[31m" not in out and "\x1b[5m" not in out
+            assert not any(c in out for c in "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
     assert len(text_at(TaskTable([t], NOW), 100).splitlines()) == 3  # header, dashes, one row

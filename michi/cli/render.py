@@ -12,6 +12,7 @@ from collections.abc import Callable
 from functools import singledispatch
 from typing import Any
 
+from michi import shown
 from michi.errors import MichiError
 from michi.results import Result
 
@@ -25,14 +26,13 @@ def _reset_look() -> None:
 
 
 # Text for people comes from anyone: commit trailers another clone wrote, a refusing remote's hook output,
-# task fields. A control character other than a line break or a tab must not reach the terminal, where an
-# escape sequence could clear the screen, retitle the window or write the clipboard (OSC 52).
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# task fields. No control character but a line break or a tab reaches the terminal (`michi.shown`).
+_UNSAFE = re.compile(shown.LINES_KEPT_CLASS)
 
 
 def for_terminal(text: str) -> str:
-    """`text` with every control character but line breaks and tabs as U+FFFD."""
-    return _UNSAFE.sub("\ufffd", text) if _UNSAFE.search(text) else text
+    """`text` with every control character but line breaks and tabs as U+FFFD (`michi.shown`)."""
+    return _UNSAFE.sub(shown.REPLACED, text) if _UNSAFE.search(text) else text
 
 
 def note(text: str) -> None:

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from michi import shown
 from michi.errors import GitFailed
 from michi.git.plain import TASK_PATHSPECS, quick
 
@@ -32,12 +33,12 @@ class LogEntry:
 # push one), so a record is only cut where such a start follows.
 _RECORD = re.compile("\x1e(?=[0-9a-f]+\x1f[0-9]+\x1f)")
 # Subjects and trailers are anyone's text, shown to people (`watch`, `stats`) and parsed: no control
-# character survives (an escape sequence would reach the terminal).
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+# character survives (`michi.shown`).
+_CONTROL = re.compile(shown.NONE_KEPT_CLASS)
 
 
 def _plain(text: str) -> str:
-    return _CONTROL.sub("\ufffd", text) if _CONTROL.search(text) else text
+    return _CONTROL.sub(shown.REPLACED, text) if _CONTROL.search(text) else text
 
 
 def _parse(out: str) -> list[LogEntry]:

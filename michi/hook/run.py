@@ -20,13 +20,12 @@ from the pre-commit framework) are ignored.
 """
 
 
-# What the hook says names the lock's holder from its record, a file any process can write: an escape
-# sequence in its host, agent or command must not reach the committer's terminal (as `michi.cli.render`).
-_CONTROLS = dict.fromkeys((*range(9), *range(11, 32), *range(127, 160)), "\ufffd")
-
-
 def _say(line: str) -> None:
-    sys.stderr.write(line.translate(_CONTROLS) + "\n")
+    """What the hook says names the lock's holder from its record, a file any process can write: an escape
+    sequence in its host, agent or command must not reach the committer's terminal (`michi.shown`)."""
+    from michi.shown import LINES_KEPT
+
+    sys.stderr.write(line.translate(LINES_KEPT) + "\n")
     sys.stderr.flush()
 
 

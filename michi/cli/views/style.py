@@ -8,19 +8,18 @@ from typing import Any
 
 from rich.text import Text
 
+from michi import shown
 from michi.tasks.model import parse_tw_date
 
 PRIORITY = {"H": "bold red", "M": "yellow", "L": "blue"}
 STATE = {"in_progress": "bold green", "review": "magenta", "done": "dim", "deleted": "dim strike"}
 SOON = 600.0  # seconds: a claim this close to its expiry is about to be lost
-# Task text is written by anyone (agents included): control characters must not reach the terminal, where
-# an escape sequence could recolour, move the cursor or retitle the window; line breaks would break rows.
-_CONTROLS = {c: "\ufffd" for c in (*range(32), *range(127, 160))} | {9: " ", 10: " ", 13: " "}
 
 
 def safe(text: str | None) -> str:
-    """`text` with line breaks and tabs as spaces and other control characters as U+FFFD."""
-    return (text or "").translate(_CONTROLS)
+    """Task text is written by anyone (agents included): `text` with line breaks and tabs as spaces (they
+    would break rows) and other control characters as U+FFFD (`michi.shown`)."""
+    return (text or "").translate(shown.ONE_LINE)
 
 
 def priority(value: str | None) -> Text:
