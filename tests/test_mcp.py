@@ -354,3 +354,38 @@ def test_a_request_the_sdk_cannot_read_is_answered_and_the_server_reads_on(work:
         assert "could not read this request" in by_id[ident]["error"]["message"]
     assert by_id["7"]["error"]["code"] == -32600  # invalid request
     assert {t["name"] for t in by_id["9"]["result"]["tools"]} == TOOLS  # served on after all of them
+
+
+def test_requests_still_running_when_the_input_ends_are_answered(remote: Remote, work: Path) -> None:
+    """`printf REQUESTS | michi mcp`: the input ends while the add runs. The SDK cancels what runs at end
+    of input; michi's call, in its thread, still made the change, and its answer was never written (a
+    task added, nobody told which). The server answers every request it read, then ends."""
+    hello = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+    }
+    requests = [
+        hello,
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+         "params": {"name": "task_add", "arguments": {"description": "piped"}}},
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/list"},
+    ]  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "michi", "-C", str(work), "mcp"],
+        input="".join(json.dumps(r) + "\n" for r in requests).encode(),
+        capture_output=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    replies = {r["id"]: r for r in map(json.loads, done.stdout.splitlines())}
+    assert set(replies) == {1, 2, 3}, replies
+    added = json.loads(replies[2]["result"]["content"][0]["text"])
+    assert added["description"] == "piped"
+    assert f"Michi-Task: {added['uuid']}" in trailers(remote.bare)

@@ -81,15 +81,18 @@ class _Tools(MCPServer[Any]):
     document, not the SDK's prose: the contract an agent acts on holds for every failure (ADR 0011)."""
 
     async def run_stdio_async(self) -> None:
-        """The SDK's stdio transport, with every line it cannot read answered (`michi.mcp.unreadable`)."""
+        """The SDK's stdio transport, with every line it cannot read answered, and every request read
+        answered before the end of input ends the server (`michi.mcp.answers`)."""
         from mcp.server.stdio import stdio_server
 
-        from michi.mcp.unreadable import AnsweringReader
+        from michi.mcp.answers import AnsweredWriter, AnsweringReader, Unanswered
 
         async with stdio_server() as (read_stream, write_stream):
+            unanswered = Unanswered()
+            writer = AnsweredWriter(write_stream, unanswered)
             await self._lowlevel_server.run(
-                AnsweringReader(read_stream, write_stream),
-                write_stream,
+                AnsweringReader(read_stream, writer, unanswered),
+                writer,
                 self._lowlevel_server.create_initialization_options(),
             )
 

@@ -1,10 +1,16 @@
-"""Every request line the MCP SDK cannot read gets an answer (ADR 0011).
+"""Every request the MCP server reads gets an answer (ADR 0011).
 
-The SDK's stdio transport hands a line it cannot validate (not JSON, or JSON nested deeper than pydantic
-reads, a few hundred levels) to the session as an exception, which logs it and answers nothing: the agent
-waited for ever on that request's id. This wraps the transport's read stream: such a line is answered
-with a JSON-RPC error (parse error, or invalid request) under the id it carried, read by Python's own
-parser where it can be (null where it cannot, as JSON-RPC 2.0 says), and the session reads on.
+A line the SDK cannot read: its stdio transport hands a line it cannot validate (not JSON, or JSON nested
+deeper than pydantic reads, a few hundred levels) to the session as an exception, which logs it and
+answers nothing: the agent waited for ever on that request's id. This wraps the transport's read stream:
+such a line is answered with a JSON-RPC error (parse error, or invalid request) under the id it carried,
+read by Python's own parser where it can be (null where it cannot, as JSON-RPC 2.0 says), and the session
+reads on.
+
+A request still running when the input ends: the SDK cancels its handler at end of input, and michi's
+call, which runs in a thread, went on and did its change but its answer was never written (`printf
+REQUESTS | michi mcp` added a task and never said which). The end of input is passed on only once every
+request read has been answered, cancelled by the client, or can no longer be answered (the output gone).
 """
 
 from __future__ import annotations
@@ -27,12 +33,44 @@ _LEADING_ID = re.compile(
 )
 
 
-class AnsweringReader:
-    """The transport's read stream, less the lines it could not read: those are answered on `writer`.
-    Structurally the SDK's read stream (its `ReadStream` protocol: receive, iterate, close)."""
+class Unanswered:
+    """The ids of the requests read and not answered yet."""
 
-    def __init__(self, inner: Any, writer: Any) -> None:
+    def __init__(self) -> None:
+        self.ids: set[Any] = set()
+        self.changed = anyio.Event()
+
+    def read(self, item: SessionMessage | Exception) -> None:
+        message = item.message if isinstance(item, SessionMessage) else None
+        if isinstance(message, types.JSONRPCRequest):
+            self.ids.add(message.id)
+        elif isinstance(message, types.JSONRPCNotification) and message.method == "notifications/cancelled":
+            params = message.params or {}
+            self.settled(params.get("requestId") if isinstance(params, dict) else None)
+
+    def settled(self, ident: Any) -> None:
+        self.ids.discard(ident)
+        self.changed.set()
+
+    def gone(self) -> None:
+        """Nothing more can be answered (the output is closed)."""
+        self.ids.clear()
+        self.changed.set()
+
+    async def none_left(self) -> None:
+        while self.ids:
+            self.changed = anyio.Event()
+            await self.changed.wait()
+
+
+class AnsweringReader:
+    """The transport's read stream, less the lines it could not read (those are answered on `writer`),
+    ending only once every request read is answered (`AnsweredWriter` tells). Structurally the SDK's read
+    stream (its `ReadStream` protocol: receive, iterate, close)."""
+
+    def __init__(self, inner: Any, writer: Any, unanswered: Unanswered | None = None) -> None:
         self._inner, self._writer = inner, writer
+        self._unanswered = unanswered or Unanswered()
 
     @property
     def last_context(self) -> Any:
@@ -40,9 +78,14 @@ class AnsweringReader:
 
     async def receive(self) -> SessionMessage | Exception:
         while True:
-            item: SessionMessage | Exception = await self._inner.receive()
+            try:
+                item: SessionMessage | Exception = await self._inner.receive()
+            except anyio.EndOfStream:
+                await self._unanswered.none_left()
+                raise
             reply = answer(item) if isinstance(item, Exception) else None
             if reply is None:
+                self._unanswered.read(item)
                 return item
             await self._writer.send(SessionMessage(reply))
 
@@ -59,6 +102,36 @@ class AnsweringReader:
             raise StopAsyncIteration from None
 
     async def __aenter__(self) -> AnsweringReader:
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool | None:
+        await self.aclose()
+        return None
+
+
+class AnsweredWriter:
+    """The transport's write stream, telling `unanswered` of each answer sent. Structurally the SDK's
+    write stream (its `WriteStream` protocol: send, close)."""
+
+    def __init__(self, inner: Any, unanswered: Unanswered) -> None:
+        self._inner, self._unanswered = inner, unanswered
+
+    async def send(self, item: SessionMessage) -> None:
+        try:
+            await self._inner.send(item)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            self._unanswered.gone()
+            raise
+        if isinstance(item.message, types.JSONRPCResponse | types.JSONRPCError):
+            self._unanswered.settled(item.message.id)
+
+    async def aclose(self) -> None:
+        self._unanswered.gone()
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> AnsweredWriter:
         return self
 
     async def __aexit__(
