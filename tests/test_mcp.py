@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -389,3 +390,62 @@ def test_requests_still_running_when_the_input_ends_are_answered(remote: Remote,
     added = json.loads(replies[2]["result"]["content"][0]["text"])
     assert added["description"] == "piped"
     assert f"Michi-Task: {added['uuid']}" in trailers(remote.bare)
+
+
+def test_a_call_cancelled_while_it_waits_for_the_lock_stops_and_changes_nothing(work: Path) -> None:
+    """The client cancels a `task_add` waiting behind another process's lock. The SDK cannot stop the
+    call's thread: it went on waiting, held up every later call of the agent, and made its change once
+    the lock was free. It stops waiting at once, the next call is served while the lock is still held,
+    and nothing is added."""
+    import queue
+    import threading
+
+    from lockkit import new_lock
+
+    holder = new_lock(work, ttl=300)
+    holder.acquire(0)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "michi", "-C", str(work), "mcp"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    stdin, stdout = proc.stdin, proc.stdout
+    replies: queue.Queue[dict[str, Any]] = queue.Queue()
+    threading.Thread(target=lambda: [replies.put(json.loads(line)) for line in stdout], daemon=True).start()
+
+    def send(message: dict[str, Any]) -> None:
+        stdin.write((json.dumps({"jsonrpc": "2.0", **message}) + "\n").encode())
+        stdin.flush()
+
+    def until(wanted: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
+        deadline = time.monotonic() + 60  # far below the add's own wait for the lock
+        while True:
+            reply = replies.get(timeout=max(0.0, deadline - time.monotonic()))
+            assert reply.get("id") != 2, reply  # a cancelled request is never answered
+            if wanted(reply):
+                return reply
+
+    try:
+        hello = {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        }
+        send({"id": 1, "method": "initialize", "params": hello})
+        until(lambda r: r.get("id") == 1)
+        send({"method": "notifications/initialized"})
+        add = {"name": "task_add", "arguments": {"description": "cancelled", "wait": 3600}}
+        send({"id": 2, "method": "tools/call", "params": {**add, "_meta": {"progressToken": "p"}}})
+        until(lambda r: r.get("method") == "notifications/progress")  # it waits for the lock
+        send({"method": "notifications/cancelled", "params": {"requestId": 2, "reason": "changed my mind"}})
+        send({"id": 3, "method": "tools/call", "params": {"name": "task_list", "arguments": {}}})
+        listed = until(lambda r: r.get("id") == 3)  # served while the lock is still held
+        assert json.loads(listed["result"]["content"][0]["text"]) == []
+    finally:
+        holder.release()
+        stdin.close()
+        proc.wait(timeout=60)
+    listed_after = run_michi(work, "--json", "task", "list")
+    assert listed_after.json() == [], listed_after.stdout

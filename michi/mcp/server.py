@@ -12,6 +12,7 @@ from __future__ import annotations
 import inspect
 import json
 import sys
+import threading
 import typing
 from collections.abc import Callable
 from pathlib import Path
@@ -27,7 +28,7 @@ from pydantic import ValidationError
 
 from michi import __version__
 from michi.cli.progress import describe_wait
-from michi.errors import MichiError, UsageError, unexpected
+from michi.errors import Interrupted, MichiError, UsageError, unexpected
 from michi.mcp import tools
 from michi.session import Session
 
@@ -55,8 +56,14 @@ class Server:
 
     async def call(self, name: str, fn: Callable[..., Any], ctx: Context, kwargs: dict[str, Any]) -> Any:
         reported = [-PROGRESS_EVERY]
+        cancelled = threading.Event()
 
         def on_wait(holder: Any, waited: float) -> None:
+            if cancelled.is_set():
+                # The client cancelled the call, whose thread the SDK cannot stop: it stops waiting for the
+                # lock as Ctrl-C stops a command (its change withdrawn, or, taken by the holder already,
+                # said to land), and the next call can start.
+                raise Interrupted("the call was cancelled while it waited for the repo lock")
             if waited - reported[0] < PROGRESS_EVERY:
                 return
             reported[0] = waited
@@ -65,7 +72,14 @@ class Server:
 
         async with self.gate:
             try:
-                result = await anyio.to_thread.run_sync(lambda: fn(self.session(name, on_wait), **kwargs))
+                async with anyio.create_task_group() as watching:
+                    watching.start_soon(_until_cancelled, cancelled)
+                    try:
+                        result = await anyio.to_thread.run_sync(
+                            lambda: fn(self.session(name, on_wait), **kwargs)
+                        )
+                    finally:
+                        watching.cancel_scope.cancel()
             except MichiError as exc:
                 return _text(exc.to_json(), error=True)
             except Exception as exc:  # the JSON contract holds for bugs too, as in the CLI
@@ -73,6 +87,15 @@ class Server:
         for note in getattr(result, "notes", None) or []:
             await ctx.info(_utf8(note))  # the CLI's notes on stderr: how old the data is, what was left alone
         return _text(result.to_json(), error=bool(result.exit_code))
+
+
+async def _until_cancelled(cancelled: threading.Event) -> None:
+    """Sets `cancelled` once this task is cancelled: by the SDK, when the client cancels the call (its
+    handler's scope), or by the call itself, done (then nothing reads it)."""
+    try:
+        await anyio.sleep_forever()
+    finally:
+        cancelled.set()
 
 
 class _Tools(MCPServer[Any]):
