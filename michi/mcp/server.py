@@ -70,20 +70,22 @@ class Server:
             message = describe_wait(holder, waited)
             anyio.from_thread.run(lambda: ctx.report_progress(waited, None, message))
 
-        async with self.gate:
+        def run() -> Any:
             try:
-                async with anyio.create_task_group() as watching:
-                    watching.start_soon(_until_cancelled, cancelled)
-                    try:
-                        result = await anyio.to_thread.run_sync(
-                            lambda: fn(self.session(name, on_wait), **kwargs)
-                        )
-                    finally:
-                        watching.cancel_scope.cancel()
+                return fn(self.session(name, on_wait), **kwargs)
             except MichiError as exc:
                 return _text(exc.to_json(), error=True)
             except Exception as exc:  # the JSON contract holds for bugs too, as in the CLI
                 return _text(unexpected(exc).to_json(), error=True)
+
+        async with self.gate, anyio.create_task_group() as watching:
+            watching.start_soon(_until_cancelled, cancelled)
+            try:
+                result = await anyio.to_thread.run_sync(run)
+            finally:
+                watching.cancel_scope.cancel()
+        if isinstance(result, CallToolResult):
+            return result  # an error, as its JSON document
         for note in getattr(result, "notes", None) or []:
             await ctx.info(_utf8(note))  # the CLI's notes on stderr: how old the data is, what was left alone
         return _text(result.to_json(), error=bool(result.exit_code))
