@@ -196,8 +196,9 @@ GOOD_RECORD = (
         GOOD_RECORD.replace('"fence": 7', '"fence": 7.5') + "}",
         GOOD_RECORD + ', "x": ' + "[" * 100_000 + "]" * 100_000 + "}",
         GOOD_RECORD.replace('"fence": 7', '"fence": ' + "9" * 5000) + "}",
+        GOOD_RECORD.replace('"command": "c"', '"command": "' + "c" * 30_000_000 + '"') + "}",
     ],
-    ids=["fence_infinite", "ttl_nan", "fence_fraction", "deep", "fence_huge"],
+    ids=["fence_infinite", "ttl_nan", "fence_fraction", "deep", "fence_huge", "thirty_megabytes"],
 )
 def test_a_hostile_record_is_lock_record_corrupt_never_a_crash(remote: Remote, text: str) -> None:
     """Anyone who can push can write the ref: what michi did not write is `lock_record_corrupt` (exit 4),

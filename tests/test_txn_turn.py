@@ -237,6 +237,33 @@ def test_a_turn_whose_holder_lives_is_waited_for(remote: Remote, monkeypatch) ->
     assert git(remote.bare, "rev-parse", "refs/michi/turn/main") == record
 
 
+@pytest.mark.parametrize(
+    "text", ["[" * 100_000 + "]" * 100_000, '{"host": "' + "h" * 3_000_000 + '"}'], ids=["deep", "megabytes"]
+)
+def test_a_turn_record_michi_did_not_write_is_waited_out_never_a_crash(
+    remote: Remote, monkeypatch, text: str
+) -> None:
+    """Anyone who can push writes the turn ref: a record nested deeper than Python's stack once raised
+    RecursionError out of the waiter (exit 1), and one of megabytes was read whole. Neither names a
+    process provably gone, so it is waited for as any live holder's, until `STALE_AFTER`."""
+    from michi.errors import GitFailed
+    from michi.git import lockref
+    from michi.workflow import turn
+
+    holder = remote.clone("holder")
+    record = lockref.write_record(holder, holder / ".git", text, "not michi's")
+    assert lockref.cas_push(holder, "origin", "refs/michi/turn/main", record, None).ok
+    monkeypatch.setenv("MICHI_TURN_STALE", "3600")
+    monkeypatch.setattr(turn, "WAIT_FOR", 1.5)
+    monkeypatch.setattr(turn, "JUDGE_AFTER", 0.1)
+    waiter_clone = remote.clone("waiter")
+    waiter = turn.Turn(waiter_clone, waiter_clone / ".git", "origin", "main", None)
+    with pytest.raises(GitFailed) as waited:
+        waiter.wait(want=True)
+    assert waited.value.code == "push_retries_exhausted"
+    assert git(remote.bare, "rev-parse", "refs/michi/turn/main") == record
+
+
 def test_only_a_holder_provably_gone_is_judged_gone() -> None:
     """Dead or reused PIDs on this machine are gone; another host, boot or PID namespace, a record
     without start ticks or not a record at all can only go stale."""

@@ -104,9 +104,31 @@ def fetch_ref_objects(cwd: Path, remote: str, ref: str, timeout: float | None = 
         raise _unreachable(proc.stderr, remote)
 
 
-def read_record(cwd: Path, oid: str) -> bytes | None:
-    """The record file in commit `oid`; None when this clone does not have the commit (fetch it)."""
-    return _local(cwd, "cat-file", "blob", f"{oid}:{RECORD_FILE}")
+def read_record(cwd: Path, oid: str, limit: int) -> bytes | None:
+    """The record file in commit `oid`, at most `limit` + 1 bytes of it (anyone who can push writes the
+    ref: a record of gigabytes is not read whole, and the caller finds it too large); None when this
+    clone does not have the commit (fetch it)."""
+    proc = subprocess.Popen(
+        ["git", "cat-file", "--batch"],
+        cwd=cwd,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=child_env(),
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        proc.stdin.write(f"{oid}:{RECORD_FILE}\n".encode())
+        proc.stdin.close()
+        header = proc.stdout.readline().split()  # "<oid> blob <size>", or "<name> missing"
+        if len(header) != 3 or header[1] != b"blob":
+            return None
+        return proc.stdout.read(min(int(header[2]), limit + 1))
+    except (OSError, ValueError):
+        return None
+    finally:
+        proc.kill()  # a large record's rest is not waited for
+        proc.wait()
 
 
 def has_object(cwd: Path, oid: str) -> bool:

@@ -19,7 +19,7 @@ from michi.errors import RemoteUnreachable
 from michi.git import lockref
 from michi.lock import events
 from michi.lock import remote_errors as errors
-from michi.lock.remote_record import REF, CorruptRemoteRecord, RemoteRecord, decode
+from michi.lock.remote_record import MAX_RECORD_BYTES, REF, CorruptRemoteRecord, RemoteRecord, decode
 from michi.lock.remote_seen import Sightings, clock
 from michi.repo import RepoPaths
 
@@ -85,10 +85,10 @@ class RemoteLock:
     def _record_of(self, oid: str, timeout: float) -> RemoteRecord | None:
         if oid in self._records:
             return self._records[oid]
-        raw = lockref.read_record(self.cwd, oid)
+        raw = lockref.read_record(self.cwd, oid, MAX_RECORD_BYTES)
         if raw is None:
             lockref.fetch_ref_objects(self.cwd, self.remote, REF, timeout=timeout)
-            raw = lockref.read_record(self.cwd, oid)
+            raw = lockref.read_record(self.cwd, oid, MAX_RECORD_BYTES)
             if raw is None and lockref.has_object(self.cwd, oid):
                 # Fetched, yet no record file in it (a commit without owner.json, a blob, a folder by
                 # that name): not michi's, whatever pushed it; not a ref that keeps moving.
@@ -236,7 +236,7 @@ class RemoteLock:
         so fences still rise (`release --force --yes`). Returns that fence."""
         fence = 0
         with contextlib.suppress(CorruptRemoteRecord, ValueError, TypeError):
-            data = decode(lockref.read_record(self.cwd, oid) or b"{}")
+            data = decode(lockref.read_record(self.cwd, oid, MAX_RECORD_BYTES) or b"{}")
             fence = max(0, int(data["fence"])) if isinstance(data, dict) and "fence" in data else 0
         free = RemoteRecord.new(fence=fence, ttl=self.ttl, command=self.command, agent=self.agent).released()
         if not self._swap(free, oid):

@@ -23,6 +23,7 @@ REF = "refs/michi/lock"
 FENCE_ENV = "MICHI_LOCK_FENCE"
 REMOTE_TOKEN_ENV = "MICHI_REMOTE_LOCK_TOKEN"
 RECORD_VERSION = 1
+MAX_RECORD_BYTES = 64 * 1024  # far more than michi writes (a few hundred bytes); what is read of one
 
 
 def _whole(value: object) -> int:
@@ -39,8 +40,11 @@ def _number(value: object) -> int | float:
 
 def decode(raw: bytes) -> object:
     """The record's JSON, strictly: anyone who can push writes the ref, so NaN, Infinity, a number of
-    thousands of digits or nesting deeper than the interpreter's stack is a corrupt record, never a
-    crash nor a NaN passed on into --json output."""
+    thousands of digits, nesting deeper than the interpreter's stack or a size no record has (read only
+    this far: `lockref.read_record`) is a corrupt record, never a crash nor a NaN passed on into --json
+    output, nor megabytes of a "command" shown to a person."""
+    if len(raw) > MAX_RECORD_BYTES:
+        raise CorruptRemoteRecord(f"record is over {MAX_RECORD_BYTES:,} bytes, far larger than a record")
     try:
         return strict_json(raw.decode("utf-8"))
     except (ValueError, RecursionError):  # JSONDecodeError, UnicodeDecodeError, NaN, huge integers

@@ -36,6 +36,7 @@ from michi.git import lockref
 from michi.host import hostname
 from michi.lock import procs
 from michi.lock.record import boot_id, pid_namespace
+from michi.lock.remote_record import MAX_RECORD_BYTES, CorruptRemoteRecord, decode
 
 PREFIX = "refs/michi/turn/"
 # A turn that has not changed for this long is a dead holder's. Its holder may still wait for its clone's
@@ -153,11 +154,8 @@ class Turn:
         """Whether the turn record `oid` was taken by a process of this clone (read once, locally: a
         record this clone wrote is in its own object store; another clone's is not, or names another)."""
         if oid not in self._ours:
-            raw = lockref.read_record(self.cwd, oid)
-            try:
-                data = json.loads(raw) if raw is not None else None
-            except ValueError:
-                data = None
+            raw = lockref.read_record(self.cwd, oid, MAX_RECORD_BYTES)
+            data = _record(raw)
             mine = clone_id(self.common_dir)
             self._ours[oid] = bool(mine) and isinstance(data, dict) and data.get("clone") == mine
         return self._ours[oid]
@@ -165,17 +163,14 @@ class Turn:
     def _holder_gone(self, oid: str) -> bool:
         """Whether the turn record `oid` names a process of this machine that is gone (read once)."""
         if oid not in self._gone:
-            raw = lockref.read_record(self.cwd, oid)
+            raw = lockref.read_record(self.cwd, oid, MAX_RECORD_BYTES)
             if raw is None:  # another clone's record: bring its commit here (no local ref written)
                 with contextlib.suppress(MichiError, OSError):
                     lockref.fetch_ref_objects(self.cwd, self.remote, self.ref, timeout=_NET)
-                raw = lockref.read_record(self.cwd, oid)
+                raw = lockref.read_record(self.cwd, oid, MAX_RECORD_BYTES)
             if raw is None:
                 return False  # moved on meanwhile, or unreadable: judged again if seen again
-            try:
-                data = json.loads(raw)
-            except ValueError:
-                data = None
+            data = _record(raw)
             self._gone[oid] = gone(data)
         return self._gone[oid]
 
@@ -252,3 +247,12 @@ def _make_name(path: Path) -> None:
             os.close(fd)
         with contextlib.suppress(FileNotFoundError):
             os.unlink(draft)
+
+
+def _record(raw: bytes | None) -> object:
+    """A turn record's JSON; None when there is none or it is not one michi wrote (anyone who can push
+    writes the ref: nesting deeper than the stack or megabytes is no record, never a crash)."""
+    try:
+        return decode(raw) if raw is not None else None
+    except CorruptRemoteRecord:
+        return None
