@@ -63,7 +63,10 @@ class Server:
                 # The client cancelled the call, whose thread the SDK cannot stop: it stops waiting for the
                 # lock as Ctrl-C stops a command (its change withdrawn, or, taken by the holder already,
                 # said to land), and the next call can start.
-                raise Interrupted("the call was cancelled while it waited for the repo lock")
+                raise Interrupted(
+                    "the call was cancelled while it waited for the repo lock",
+                    hint="nothing was changed; call again when it is wanted",
+                )
             if waited - reported[0] < PROGRESS_EVERY:
                 return
             reported[0] = waited
