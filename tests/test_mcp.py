@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -39,6 +41,34 @@ TOOLS = {
     "lock_status",
     "sync",
 }
+
+
+# The first request of a client that speaks raw JSON-RPC lines.
+HELLO = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"},
+    },
+}
+
+
+def raw_server(repo: Path) -> tuple[subprocess.Popen[bytes], queue.Queue[dict[str, Any]]]:
+    """`michi mcp` spoken to in raw JSON-RPC lines: the process, and a queue its messages arrive on."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "michi", "-C", str(repo), "mcp"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    assert proc.stdout is not None
+    stdout = proc.stdout
+    replies: queue.Queue[dict[str, Any]] = queue.Queue()
+    threading.Thread(target=lambda: [replies.put(json.loads(line)) for line in stdout], daemon=True).start()
+    return proc, replies
 
 
 @asynccontextmanager
@@ -304,26 +334,14 @@ def test_a_request_the_sdk_cannot_read_is_answered_and_the_server_reads_on(work:
     JSON at all, or JSON that is no request: each was logged and never answered, and the agent waited on
     its id for ever. Each gets a JSON-RPC error under its id (null where none can be read), and the
     next request is served."""
-    import queue
-    import threading
 
     def deep(ident: str, depth: int) -> str:
         nested = "[" * depth + '"x"' + "]" * depth
         params = '{"name":"task_add","arguments":{"description":' + nested + "}}"
         return f'{{"jsonrpc":"2.0","id":{ident},"method":"tools/call","params":{params}}}'
 
-    hello = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "t", "version": "1"},
-        },
-    }
     lines = [
-        json.dumps(hello),
+        json.dumps(HELLO),
         '{"jsonrpc":"2.0","method":"notifications/initialized"}',
         deep("2", 300),
         deep('"five thousand"', 5000),
@@ -331,16 +349,8 @@ def test_a_request_the_sdk_cannot_read_is_answered_and_the_server_reads_on(work:
         '{"jsonrpc":"2.0","id":7,"method":42}',
         '{"jsonrpc":"2.0","id":9,"method":"tools/list"}',
     ]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "michi", "-C", str(work), "mcp"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-    )
-    assert proc.stdin is not None and proc.stdout is not None
-    replies: queue.Queue[dict[str, Any]] = queue.Queue()
-    stdout = proc.stdout
-    threading.Thread(target=lambda: [replies.put(json.loads(line)) for line in stdout], daemon=True).start()
+    proc, replies = raw_server(work)
+    assert proc.stdin is not None
     try:
         proc.stdin.write(("\n".join(lines) + "\n").encode())
         proc.stdin.flush()
@@ -361,18 +371,8 @@ def test_requests_still_running_when_the_input_ends_are_answered(remote: Remote,
     """`printf REQUESTS | michi mcp`: the input ends while the add runs. The SDK cancels what runs at end
     of input; michi's call, in its thread, still made the change, and its answer was never written (a
     task added, nobody told which). The server answers every request it read, then ends."""
-    hello = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "t", "version": "1"},
-        },
-    }
     requests = [
-        hello,
+        HELLO,
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
          "params": {"name": "task_add", "arguments": {"description": "piped"}}},
@@ -397,23 +397,13 @@ def test_a_call_cancelled_while_it_waits_for_the_lock_stops_and_changes_nothing(
     call's thread: it went on waiting, held up every later call of the agent, and made its change once
     the lock was free. It stops waiting at once, the next call is served while the lock is still held,
     and nothing is added."""
-    import queue
-    import threading
-
     from lockkit import new_lock
 
     holder = new_lock(work, ttl=300)
     holder.acquire(0)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "michi", "-C", str(work), "mcp"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-    )
-    assert proc.stdin is not None and proc.stdout is not None
-    stdin, stdout = proc.stdin, proc.stdout
-    replies: queue.Queue[dict[str, Any]] = queue.Queue()
-    threading.Thread(target=lambda: [replies.put(json.loads(line)) for line in stdout], daemon=True).start()
+    proc, replies = raw_server(work)
+    assert proc.stdin is not None
+    stdin = proc.stdin
 
     def send(message: dict[str, Any]) -> None:
         stdin.write((json.dumps({"jsonrpc": "2.0", **message}) + "\n").encode())
@@ -428,12 +418,7 @@ def test_a_call_cancelled_while_it_waits_for_the_lock_stops_and_changes_nothing(
                 return reply
 
     try:
-        hello = {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "t", "version": "1"},
-        }
-        send({"id": 1, "method": "initialize", "params": hello})
+        send(HELLO)
         until(lambda r: r.get("id") == 1)
         send({"method": "notifications/initialized"})
         add = {"name": "task_add", "arguments": {"description": "cancelled", "wait": 3600}}

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import re
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
 import anyio
 import mcp_types as types
@@ -63,7 +63,23 @@ class Unanswered:
             await self.changed.wait()
 
 
-class AnsweringReader:
+class _ClosedOnExit:
+    """`async with` closes the stream (`aclose`), as the SDK's own streams do."""
+
+    async def aclose(self) -> None:
+        raise NotImplementedError
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool | None:
+        await self.aclose()
+        return None
+
+
+class AnsweringReader(_ClosedOnExit):
     """The transport's read stream, less the lines it could not read (those are answered on `writer`),
     ending only once every request read is answered (`AnsweredWriter` tells). Structurally the SDK's read
     stream (its `ReadStream` protocol: receive, iterate, close)."""
@@ -101,17 +117,8 @@ class AnsweringReader:
         except anyio.EndOfStream:
             raise StopAsyncIteration from None
 
-    async def __aenter__(self) -> AnsweringReader:
-        return self
 
-    async def __aexit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> bool | None:
-        await self.aclose()
-        return None
-
-
-class AnsweredWriter:
+class AnsweredWriter(_ClosedOnExit):
     """The transport's write stream, telling `unanswered` of each answer sent. Structurally the SDK's
     write stream (its `WriteStream` protocol: send, close)."""
 
@@ -130,15 +137,6 @@ class AnsweredWriter:
     async def aclose(self) -> None:
         self._unanswered.gone()
         await self._inner.aclose()
-
-    async def __aenter__(self) -> AnsweredWriter:
-        return self
-
-    async def __aexit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> bool | None:
-        await self.aclose()
-        return None
 
 
 def answer(exc: Exception) -> types.JSONRPCError | None:
