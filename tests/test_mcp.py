@@ -434,3 +434,20 @@ def test_a_call_cancelled_while_it_waits_for_the_lock_stops_and_changes_nothing(
         proc.wait(timeout=60)
     listed_after = run_michi(work, "--json", "task", "list")
     assert listed_after.json() == [], listed_after.stdout
+
+
+def test_the_clis_notes_follow_the_document_as_texts_of_the_result(work: Path) -> None:
+    """What the CLI says on stderr (here: how old the listed data is) reaches the agent in the result,
+    after the JSON document it parses: it was a log message, a capability MCP deprecated, and the SDK
+    warned on the server's stderr at every such call."""
+
+    async def main() -> Any:
+        async with server(work, "a1") as s:
+            await call(s, "task_add", description="one")
+            return await s.call_tool("task_list", {})
+
+    listed = run(main)
+    texts = [c.text for c in listed.content]  # type: ignore[union-attr]
+    assert [t["description"] for t in json.loads(texts[0])] == ["one"]
+    assert texts[1:] and all(t.startswith("michi: ") for t in texts[1:]), texts
+    assert any("tasks as" in t for t in texts[1:]), texts

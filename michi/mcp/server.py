@@ -89,9 +89,10 @@ class Server:
                 watching.cancel_scope.cancel()
         if isinstance(result, CallToolResult):
             return result  # an error, as its JSON document
-        for note in getattr(result, "notes", None) or []:
-            await ctx.info(_utf8(note))  # the CLI's notes on stderr: how old the data is, what was left alone
-        return _text(result.to_json(), error=bool(result.exit_code))
+        # The CLI's notes on stderr (how old the data is, what was left alone), each a text after the
+        # document: MCP's log messages, which carried them, are deprecated (SEP-2577).
+        notes = [f"michi: {note}" for note in getattr(result, "notes", None) or []]
+        return _text(result.to_json(), error=bool(result.exit_code), notes=notes)
 
 
 async def _until_cancelled(cancelled: threading.Event) -> None:
@@ -152,9 +153,11 @@ def _takes(name: str, known: dict[str, Any]) -> str:
     return f"{name} takes {', '.join(known) or 'no arguments'} (see its input schema)"
 
 
-def _text(document: Any, error: bool) -> CallToolResult:
+def _text(document: Any, error: bool, notes: list[str] | None = None) -> CallToolResult:
+    """The JSON document as the first text (what an agent parses), then each note as one more."""
     body = json.dumps(document, ensure_ascii=False, separators=(",", ":"))
-    return CallToolResult(content=[TextContent(type="text", text=_utf8(body))], is_error=error)
+    texts = [body, *(notes or ())]
+    return CallToolResult(content=[TextContent(type="text", text=_utf8(t)) for t in texts], is_error=error)
 
 
 def _utf8(text: str) -> str:
