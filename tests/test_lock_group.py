@@ -50,7 +50,7 @@ def test_a_sigkilled_holders_grandchild_is_ended_before_anyone_else_runs(local_r
     assert status["reason"] == "orphans" and not status["stale"] and grandchild in status["orphans"]
     after = run_michi(local_repo, "lock", "run", "--wait", "60", "--", "sh", "-c", "echo B >> log")
     assert after.exit_code == 0, after.stderr
-    assert "the last holder died; ended what its command left running" in after.stderr
+    assert "the last holder died or its lease ran out; ended what its command left running" in after.stderr
     assert start_ticks(grandchild) is None
     lines = (local_repo / "log").read_text().splitlines()
     assert lines[-1] == "B"  # nothing of the first command wrote after the second started
@@ -87,6 +87,26 @@ def test_losing_the_lock_stops_the_group(local_repo: Path) -> None:
     assert start_ticks(grandchild) is None
     stderr = holder.stderr.read() if holder.stderr else ""
     assert "lost the repo lock" in stderr and "lock release --force" in stderr
+
+
+def test_a_paused_holders_command_is_ended_before_the_next_holders_runs(local_repo: Path) -> None:
+    """The holder's michi is paused (SIGSTOP) past its lease while its command runs on: the waiter takes
+    the lock, as a lease means, but ends that command first. Before, both commands ran at once, the
+    paused holder's unguarded. Resumed, the holder exits 75 saying its command was ended."""
+    holder = start_run(local_repo, TICKER, MICHI_LOCK_TTL="1")
+    grandchild = ticker(local_repo)
+    os.kill(holder.pid, signal.SIGSTOP)
+    try:
+        after = run_michi(local_repo, "lock", "run", "--wait", "60", "--", "sh", "-c", "echo B >> log")
+        assert after.exit_code == 0, after.stderr
+        assert "ended what its command left running" in after.stderr
+        assert start_ticks(grandchild) is None
+        assert (local_repo / "log").read_text().splitlines()[-1] == "B"  # nothing of A's after B began
+    finally:
+        os.kill(holder.pid, signal.SIGCONT)
+    assert holder.wait(60) == 75
+    stderr = holder.stderr.read() if holder.stderr else ""
+    assert "lost the repo lock" in stderr and "it ended what this command ran, unguarded since (PID" in stderr
 
 
 def test_the_record_names_the_group_and_the_command_sees_its_fence(local_repo: Path) -> None:

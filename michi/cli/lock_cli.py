@@ -106,7 +106,8 @@ def _run(s: Session, command: list[str], *, wait: float | None, remote: bool, tt
         result = run_command(s, command, wait=wait, on_wait=on_wait)
     if result.reclaimed:
         pids = ", ".join(str(p) for p in result.reclaimed)
-        typer.echo(f"michi: the last holder died; ended what its command left running (PID {pids})", err=True)
+        why = "the last holder died or its lease ran out"
+        typer.echo(f"michi: {why}; ended what its command left running (PID {pids})", err=True)
     if result.ended:
         pids = ", ".join(str(p) for p in result.ended)
         typer.echo(f"michi: ended what the command left running in its process group (PID {pids})", err=True)

@@ -35,7 +35,9 @@ class RunResult(Result):
     command: list[str]
     returncode: int  # as the shell reports it: 128 + N when the child died of signal N
     ended: list[int] = field(default_factory=list)  # its background processes michi ended at exit
-    reclaimed: list[int] = field(default_factory=list)  # a dead holder's leftovers ended to take over
+    # What the last holder's command left running, ended to take over (the holder dead, or its lease run
+    # out while it was paused).
+    reclaimed: list[int] = field(default_factory=list)
 
     @property
     def exit_code(self) -> int:  # type: ignore[override]  # the child's status is ours

@@ -85,6 +85,11 @@ def explain(
             by = f"PID {event.get('by_pid')} ({event.get('by_command')!r}, fence {event.get('fence')})"
             parts.append(f"{why}, and {by} took it over")
             details.update(taken_over_by=event.get("by_pid"), reason=event.get("reason"))
+            ended = event.get("ended")
+            if isinstance(ended, list) and ended:
+                pids = ", ".join(str(p) for p in ended)
+                parts.append(f"it ended what this command ran, unguarded since (PID {pids}), before its own")
+                details["ended"] = ended
         else:
             parts.append(f"`michi lock release --force` (by PID {event.get('by_pid')}) removed it: {why}")
             details.update(reason=cause)

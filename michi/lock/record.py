@@ -309,7 +309,8 @@ def judge(owner: Owner | None, *, lock_mtime: float, now: float | None = None) -
     """Is the holder provably gone or its lease over? A holder on another host is never judged by PID.
 
     A dead holder whose `lock run` command left processes in its group still holds the lock: they are
-    doing its work. An expired lease is stale even if its holder lives (paused): fencing covers that.
+    doing its work. An expired lease is stale even if its holder lives (paused); its taker ends such a
+    group first on this machine (`repolock._unguarded`), and fencing covers the rest.
     """
     now = time.time() if now is None else now
     if owner is None:

@@ -33,6 +33,7 @@ from michi.lock.record import (
     judge,
     pid_namespace,
     read_owner,
+    same_machine,
     token_of,
 )
 from michi.lock.record import write_owner as publish
@@ -73,6 +74,13 @@ def peek(lock_dir: Path) -> tuple[Owner | None, Judgement]:
 def _clock() -> float:
     """Seconds that also count while the machine was suspended (a lease runs out during suspend too)."""
     return time.clock_gettime(getattr(time, "CLOCK_BOOTTIME", time.CLOCK_MONOTONIC))
+
+
+def _unguarded(owner: Owner, verdict: Judgement) -> bool:
+    """Whether the holder's `lock run` group may still run with nobody holding the lock for it: its holder
+    is dead (`orphans`), or its lease ran out on this machine, where its group can be seen and ended (a
+    paused holder's command runs on; another machine's cannot be reached, and fencing covers it)."""
+    return verdict.reason == "orphans" or (verdict.reason == "expired" and same_machine(owner))
 
 
 class RepoLock(LockInterface):
@@ -163,9 +171,11 @@ class RepoLock(LockInterface):
     def _try(self, ticket: Ticket | None, deadline: float) -> tuple[bool, Owner | None, str | None]:
         if fs.check_lock_path(self.lock_dir):
             owner, verdict = peek(self.lock_dir)
-            if verdict.reason == "orphans" and owner is not None and owner.pgid:
-                # A dead `lock run` holder's command still runs in its group, unguarded: end it first
-                # (never under the guard: it may take a moment), and say so in the takeover event.
+            if owner is not None and owner.pgid and _unguarded(owner, verdict):
+                # A `lock run` holder that died, or whose lease ran out while it was paused, has its
+                # command running on in its group, unguarded: end it first, so the next command never
+                # runs beside it (never under the guard: it may take a moment), and say so in the
+                # takeover event.
                 self.ended += procs.end_members(owner.pgid, owner.pgid_ticks)
                 owner, verdict = peek(self.lock_dir)
             if not verdict.stale:
