@@ -89,6 +89,9 @@ class Staged:
         self.plan: splice.Plan | None = None  # where the moved entries go, when they are spliced in
         self.placed: list[int] | None = None  # and where the splice put them
         self.spliced = False
+        # The spliced index synced beside the push only on the bet that the push lands, as a copy is made
+        # (`only_spliced` is where pushes are being refused: a sync a round would be disk time wasted).
+        self.sync = not only_spliced
         self.proc: subprocess.Popen[bytes] | None = None
         self.reader: threading.Thread | None = None
         self.found: _Found | None = None
@@ -248,7 +251,8 @@ class Staged:
             # ext4 (auto_da_alloc) writes a file renamed over another out then, 6 MB at 50,000 tasks,
             # ahead of the ref's own small write (`update-ref` after the move took 4 ms, not 1). The index
             # that replaces the user's is then also on the disk before it does.
-            os.fdatasync(out.fileno())
+            if self.sync:
+                os.fdatasync(out.fileno())
             mapped = mmap.mmap(out.fileno(), out.tell(), flags=mmap.MAP_PRIVATE | _POPULATE)
         return mapped, made.first
 
