@@ -48,24 +48,26 @@ def ensure_dir(path: Path) -> None:
         raise unwritable(path, exc) from None
 
 
+# How michi opens the lock's own files (guard, baton, waiters' tickets): never inherited by children (a
+# child cannot keep our flocks alive), never following a link, and never blocking on the open itself (a
+# FIFO put there would wait for a writer, for ever). A flock on the descriptor still blocks as asked.
+OPEN_FLAGS = os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOFOLLOW
+
+
 def open_flock_file(path: Path) -> int:
-    """An fd for flock: never inherited by children, so a child cannot keep our flocks alive. Something
-    else in its place (a folder, a FIFO, a device) is `lock_path_invalid` naming it: a folder there once
-    made every locking command exit 1 with "unexpected error"."""
-    flags = os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOFOLLOW
+    """An fd for flock (`OPEN_FLAGS`). Something else in its place (a folder, a FIFO, a device) is
+    `lock_path_invalid` naming it: a folder there once made every locking command exit 1 with
+    "unexpected error"."""
     try:
         try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | flags, 0o644)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | OPEN_FLAGS, 0o644)
         except OSError as exc:
             if exc.errno not in (errno.EACCES, errno.EROFS, errno.EPERM):
                 raise
-            fd = os.open(path, os.O_RDONLY | flags)  # flock works on read-only fds too
+            fd = os.open(path, os.O_RDONLY | OPEN_FLAGS)  # flock works on read-only fds too
     except OSError as exc:
         raise _not_a_lock_file(path, exc.strerror or str(exc)) from None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise _not_a_lock_file(path, "not a regular file")
-    return fd
+    return _regular(fd, path)
 
 
 def fence_at(path: Path) -> int:
@@ -73,17 +75,24 @@ def fence_at(path: Path) -> int:
     Something else in its place is `lock_path_invalid`, as for the commands that take it (a FIFO there
     once hung `michi lock status`, which waited for a writer)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOFOLLOW)
+        fd = os.open(path, os.O_RDONLY | OPEN_FLAGS)
     except FileNotFoundError:
         return 0
     except OSError as exc:
         raise _not_a_lock_file(path, exc.strerror or str(exc)) from None
+    fd = _regular(fd, path)
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise _not_a_lock_file(path, "not a regular file")
         return read_fence(fd)
     finally:
         os.close(fd)
+
+
+def _regular(fd: int, path: Path) -> int:
+    """`fd`, if it is a regular file; else it is closed and the file named as no lock file."""
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise _not_a_lock_file(path, "not a regular file")
+    return fd
 
 
 def _not_a_lock_file(path: Path, why: str) -> LockPathInvalid:

@@ -15,7 +15,7 @@ import stat
 import time
 from pathlib import Path
 
-from michi.lock.fs import ensure_dir
+from michi.lock.fs import OPEN_FLAGS, ensure_dir
 from michi.plain import Plain
 from michi.unique import token_hex
 
@@ -60,8 +60,7 @@ class Queue:
     def _alive(self, name: str) -> bool:
         path = self.folder / name
         try:
-            # Never blocking on the open (a FIFO put there would wait for a writer), never following.
-            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOFOLLOW)
+            fd = os.open(path, os.O_RDONLY | OPEN_FLAGS)
         except FileNotFoundError:
             return False
         except OSError:  # a symlink, something unreadable: no waiter's ticket (a waiter makes a file)

@@ -16,14 +16,14 @@ import time
 from pathlib import Path
 
 from michi import threads
+from michi.lock.fs import OPEN_FLAGS
 
 FIRST_STEP = 0.001
 POLL_CAP = 0.05  # polling a holder we cannot block on (e.g. `michi lock acquire` from a script)
 WATCH_CAP = 1.0  # re-judge staleness this often even while blocked on a holder's flock
 
 
-# Never blocking on the open itself (a FIFO put there would wait for a writer): flock still blocks.
-_FLAGS = os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOFOLLOW
+_FLAGS = os.O_RDONLY | OPEN_FLAGS
 
 
 def is_flocked(path: Path) -> bool:
