@@ -190,9 +190,19 @@ def _no_settings(text: str) -> bool:
     return headers <= 1
 
 
+MAX_CONFIG_BYTES = 1 << 20
+
+
 def _read(config_file: Path) -> dict[str, Any]:
     try:
-        text = config_file.read_text(encoding="utf-8")
+        with open(config_file, "rb") as source:  # a committed file of megabytes is never read whole
+            raw = source.read(MAX_CONFIG_BYTES + 1)
+        if len(raw) > MAX_CONFIG_BYTES:
+            raise ConfigError(
+                f"{config_file.name}: larger than the {MAX_CONFIG_BYTES:,} bytes a settings file may hold",
+                hint="fix the file",
+            )
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{config_file.name}: not valid TOML ({exc})", hint="fix the file") from None
     if _no_settings(text):

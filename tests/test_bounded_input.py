@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -204,6 +205,44 @@ def test_a_counter_out_of_range_is_named_and_never_used(cli, ready: Path, remote
     assert added.exit_code == 0 and added.json()["id"] == highest + 1
 
 
+def test_a_counter_of_megabytes_is_refused_without_reading_it(cli, ready: Path, remote: Remote) -> None:
+    """A committed `.michi/last-id` of 16 MB is corrupt from its 65th byte on: read no further (it was
+    read whole, and decoded and stripped: ~5 copies of it at once)."""
+    commit_by_hand(ready, ".michi/last-id", "7" * (16 << 20))
+    assert cli(ready, "task", "list", "--json").exit_code == 0  # every module loaded before measuring
+    tracemalloc.start()
+    try:
+        refused = cli(ready, "task", "add", "x", "--json")
+        doctor = cli(ready, "doctor", "--json")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert refused.exit_code == 4 and refused.json()["error"]["code"] == "corrupt_task"
+    assert "'7777" in refused.json()["error"]["message"]
+    assert [p["path"] for p in doctor.json()["problems"]] == [".michi/last-id"]
+    assert peak < 4 << 20, f"{peak:,} bytes at once"
+
+
+def test_a_task_file_of_megabytes_is_corrupt_without_being_read_whole(cli, ready: Path) -> None:
+    """A task file over the size any may hold is corrupt: its reader stops at the limit, whether the list
+    reads it or a change names it."""
+    path = f".tasks/{BAD_UUID[:2]}/{BAD_UUID}.json"
+    (ready / path).parent.mkdir(exist_ok=True)
+    assert cli(ready, "task", "list", "--json").exit_code == 0  # every module loaded before measuring
+    commit_by_hand(ready, path, HEAD + ', "michi_id": 9, "x": "' + "a" * (16 << 20) + '"}')
+    tracemalloc.start()
+    try:
+        listed = cli(ready, "task", "list", "--json")
+        refused = cli(ready, "task", "done", BAD_UUID, "--json")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert listed.exit_code == 0 and [t["id"] for t in listed.json()] == [1]
+    assert refused.exit_code == 4 and refused.json()["error"]["code"] == "corrupt_task"
+    assert "larger than the" in refused.json()["error"]["message"]
+    assert peak < 6 << 20, f"{peak:,} bytes at once"
+
+
 def test_a_note_too_large_for_a_task_file_is_refused(cli, ready: Path, remote: Remote) -> None:
     before = remote.head()
     big = cli(ready, "task", "annotate", "1", "x" * MAX_TASK_BYTES, "--json")
@@ -339,6 +378,22 @@ def test_a_config_nested_too_deep_is_a_config_error(cli, ready: Path) -> None:
     (ready / ".michi.toml").write_text("[michi]\nx = " + "[" * 100_000 + "]" * 100_000 + "\n")
     result = cli(ready, "task", "list", "--json")
     assert result.exit_code == 2 and result.json()["error"]["code"] == "bad_config"
+
+
+def test_a_config_of_megabytes_is_a_config_error_unread(cli, ready: Path) -> None:
+    """A settings file of 64 MB (comments: valid TOML) is refused from its size: never read whole."""
+    with open(ready / ".michi.toml", "w") as out:
+        out.write("[michi]\n")
+        out.writelines(["#" * 1023 + "\n"] * (64 << 10))
+    tracemalloc.start()
+    try:
+        result = cli(ready, "task", "list", "--json")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert result.exit_code == 2 and result.json()["error"]["code"] == "bad_config"
+    assert ".michi.toml: larger than" in result.json()["error"]["message"]
+    assert peak < 8 << 20, f"{peak:,} bytes at once"
 
 
 @pytest.mark.parametrize(

@@ -697,6 +697,18 @@ def test_blobs_stream_in_order_and_a_missing_one_is_an_error(plain_repo: Repo) -
     assert threading.active_count() == threads
 
 
+def test_a_blob_over_the_limit_is_cut_and_the_next_reads_whole(plain_repo: Repo) -> None:
+    """Read with a limit, a larger blob gives its first `limit + 1` bytes (its reader calls it too large)
+    and the rest is passed over: the persistent and the streaming cat-file both answer the next one."""
+    big, small = b"x" * (1 << 20) + b"y", b"small\n"
+    oids = objects.write_blobs(plain_repo, [big, small])
+    assert plain_repo.read_object(oids[0], limit=10) == b"x" * 11
+    assert plain_repo.read_object(oids[1], limit=10) == small
+    assert plain_repo.read_object(oids[0]) == big
+    many = [oids[i % 2] for i in range(40)]
+    assert list(plain_repo.cat_stream(many, limit=10)) == [(o, b"x" * 11 if o == oids[0] else small) for o in many]
+
+
 def test_epochs_are_those_timegm_gives() -> None:
     import calendar
 

@@ -54,17 +54,18 @@ class FakeTree:
             p: self._oid(d) for p, d in self.files.items() if "/.tasks/" in f"/{p}" and p.endswith(".json")
         }
 
-    def read(self, path: str) -> bytes | None:
-        return self.files.get(path)
+    def read(self, path: str, limit: int | None = None) -> bytes | None:
+        data = self.files.get(path)
+        return data if data is None or limit is None else data[: limit + 1]
 
     def kind(self, path: str) -> str | None:
         if path in self.files:
             return "blob"
         return "tree" if any(p.startswith(path + "/") for p in self.files) else None
 
-    def iter_blobs(self, oids: Sequence[str]) -> Iterator[tuple[str, bytes]]:
+    def iter_blobs(self, oids: Sequence[str], limit: int | None = None) -> Iterator[tuple[str, bytes]]:
         by_oid = {self._oid(d): d for d in self.files.values()}
-        return ((o, by_oid[o]) for o in oids)
+        return ((o, by_oid[o] if limit is None else by_oid[o][: limit + 1]) for o in oids)
 
     def changed_task_files(self, since_tree: str) -> dict[str, str | None]:
         old = {p: self._oid(d) for p, d in self.history[since_tree].items()}

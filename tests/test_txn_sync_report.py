@@ -94,8 +94,9 @@ class _Tree:
 
     commit = tree_oid = None
 
-    def read(self, path: str) -> bytes | None:
-        return self.files.get(path)
+    def read(self, path: str, limit: int | None = None) -> bytes | None:
+        data = self.files.get(path)
+        return data if data is None or limit is None else data[: limit + 1]
 
     def kind(self, path: str) -> str | None:
         if path in self.files:

@@ -132,12 +132,12 @@ def read_blob(repo: Repo, oid: str) -> bytes:
     return repo.read_object(oid)
 
 
-def iter_blobs(repo: Repo, oids: Sequence[str]) -> Iterator[tuple[str, bytes]]:
+def iter_blobs(repo: Repo, oids: Sequence[str], limit: int | None = None) -> Iterator[tuple[str, bytes]]:
     """(oid, content) in the order of `oids`, as git sends them: the caller parses one while git reads
-    the next (`Repo.cat_stream`)."""
+    the next (`Repo.cat_stream`). `limit`: a blob larger is cut to its first `limit + 1` bytes."""
     if len(oids) < _STREAM_FROM:
-        return ((oid, repo.read_object(oid)) for oid in oids)
-    return repo.cat_stream(oids)
+        return ((oid, repo.read_object(oid, limit)) for oid in oids)
+    return repo.cat_stream(oids, limit)
 
 
 _STREAM_FROM = 64
@@ -298,9 +298,10 @@ def remember_edit(
     repo.remember_diff(old, new, {p: after for p, after in changes.items() if seen[p] != after})
 
 
-def read_path(repo: Repo, tree: str, path: str) -> bytes | None:
-    """A file's content at `path` in `tree`, through the persistent `cat-file --batch` (no tree parsing)."""
-    found = repo.cat(f"{tree}:{path}")
+def read_path(repo: Repo, tree: str, path: str, limit: int | None = None) -> bytes | None:
+    """A file's content at `path` in `tree`, through the persistent `cat-file --batch` (no tree parsing);
+    with `limit`, at most its first `limit + 1` bytes (`Repo.cat`)."""
+    found = repo.cat(f"{tree}:{path}", limit)
     return found[1] if found is not None and found[0] == b"blob" else None
 
 

@@ -78,6 +78,15 @@ def _feed(stdin: IO[bytes] | None, oids: Sequence[str]) -> None:
         stdin.write("".join(o + "\n" for o in oids).encode())
 
 
+def _pass_over(stream: IO[bytes], count: int) -> None:
+    """Read and drop `count` bytes of `stream`, a piece at a time."""
+    while count > 0:
+        piece = stream.read(min(count, 1 << 16))
+        if not piece:
+            raise GitFailed("git cat-file stopped mid-object")
+        count -= len(piece)
+
+
 def _exited(proc: subprocess.Popen[bytes], timeout: float) -> bool:
     """Has `proc` ended within `timeout`? Awaited on a pidfd, which wakes us the moment it exits;
     `Popen.wait(timeout)` polls with sleeps that double from 0.5 ms, a millisecond or two per close."""
@@ -214,15 +223,22 @@ class Repo:
             return stdout, None
         return stdout, header.split()
 
-    def cat(self, spec: str) -> tuple[bytes, bytes] | None:
-        """(type, content) of the object `spec` names (an oid, or `<tree>:<path>`), None when missing."""
+    def cat(self, spec: str, limit: int | None = None) -> tuple[bytes, bytes] | None:
+        """(type, content) of the object `spec` names (an oid, or `<tree>:<path>`), None when missing.
+        `limit`: an object larger is cut to its first `limit + 1` bytes (its reader only needs to know it
+        is too large), the rest passed over unkept: a hostile file of megabytes costs no memory."""
         known = self._known(spec)
         if known is not None:
-            return known
+            return known if limit is None else (known[0], known[1][: limit + 1])
         stdout, fields = self._ask("--batch", spec)
         if fields is None:
             return None
-        data = stdout.read(int(fields[2]))
+        size = int(fields[2])
+        if limit is not None and size > limit:
+            data = stdout.read(limit + 1)
+            _pass_over(stdout, size - len(data) + 1)  # the rest, and the newline after it
+            return fields[1], data
+        data = stdout.read(size)
         stdout.read(1)  # the newline after the content
         if fields[1] == b"tree":
             self._keep_tree(fields[0].decode(), data)
@@ -268,17 +284,17 @@ class Repo:
             self._trees[oid] = data
             self._tree_bytes += len(data)
 
-    def read_object(self, oid: str) -> bytes:
-        found = self.cat(oid)
+    def read_object(self, oid: str, limit: int | None = None) -> bytes:
+        found = self.cat(oid, limit)
         if found is None:
             raise GitFailed(f"git object {oid} is missing")
         return found[1]
 
-    def cat_stream(self, oids: Sequence[str]) -> Iterator[tuple[str, bytes]]:
+    def cat_stream(self, oids: Sequence[str], limit: int | None = None) -> Iterator[tuple[str, bytes]]:
         """(oid, content) of many objects, in order, from one `git cat-file --batch --buffer` of their
         own, yielded as they arrive: a thread feeds the oids, git reads objects on one core while the
         caller parses on the other (50,000 on a cold read, ADR 0015). Raises GitFailed if one is
-        missing. Stopping early ends the process."""
+        missing. Stopping early ends the process. `limit`: as `cat`'s."""
         proc = subprocess.Popen(
             ["git", "cat-file", "--batch", "--buffer"],
             cwd=self.working_dir,
@@ -299,7 +315,13 @@ class Repo:
                 fields = header.split()
                 if len(fields) != 3:
                     raise GitFailed(f"git object {oid} is missing")
-                yield oid, out.read(int(fields[2]) + 1)[:-1]  # less the newline after the content
+                size = int(fields[2])
+                if limit is not None and size > limit:
+                    data = out.read(limit + 1)
+                    _pass_over(out, size - len(data) + 1)
+                    yield oid, data
+                    continue
+                yield oid, out.read(size + 1)[:-1]  # less the newline after the content
         finally:  # git's output closed first: a git still writing stops, then so does the feeder
             out.close()
             feed.join()

@@ -7,7 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 from michi.tasks import ids, ready, serialization, taskwarrior
-from michi.tasks.domains import FANOUT, LAYOUT_PATH, layout_of, task_path
+from michi.tasks.domains import FANOUT, LAYOUT_BYTES, LAYOUT_PATH, layout_of, task_path
 from michi.tasks.errors import BadDomain, CorruptTask
 from michi.tasks.model import MAX_ID, MAX_TASK_BYTES, Task, tw_date
 from michi.tasks.mutations import fresh_index, resolve_refs, written, written_files
@@ -57,13 +57,13 @@ def room_for(tree: TaskTree, path: str, seen: set[str] | None = None) -> str:
 def layout(tree: TaskTree) -> str:
     """The layout new task files get on this tree (ADR 0006): read on the fresh tree, so an add replayed
     after a `michi migrate` lands in the new layout."""
-    return layout_of(tree.read(LAYOUT_PATH))
+    return layout_of(tree.read(LAYOUT_PATH, limit=LAYOUT_BYTES))
 
 
 def add(tree: TaskTree, params: Mapping[str, Any], ctx: ApplyContext) -> Change:
     fresh = task_path(str(params["domain"]), str(params["uuid"]), layout(tree))  # a fresh uuid4
     path = room_for(tree, fresh)
-    existing = tree.read(path)
+    existing = tree.read(path, limit=MAX_TASK_BYTES)
     if existing is not None:
         # Its uuid was fresh when the command ran, so this add already landed (ADR 0004): never overwrite
         # the task, which may have changed since; applying it again changes nothing.
@@ -91,13 +91,13 @@ def add(tree: TaskTree, params: Mapping[str, Any], ctx: ApplyContext) -> Change:
 
 def init(tree: TaskTree, params: Mapping[str, Any], ctx: ApplyContext) -> Change:
     writes: dict[str, bytes] = {}
-    if tree.read(CONFIG_PATH) is None:
+    if tree.read(CONFIG_PATH, limit=0) is None:
         writes[CONFIG_PATH] = CONFIG_TEXT.encode()
-    if tree.read(ids.COUNTER_PATH) is None:
+    if tree.read(ids.COUNTER_PATH, limit=0) is None:
         writes[ids.COUNTER_PATH] = ids.counter_bytes(0)
-    if tree.read(KEEP_PATH) is None:
+    if tree.read(KEEP_PATH, limit=0) is None:
         writes[KEEP_PATH] = b""  # the root domain's .tasks/ folder, which git cannot hold empty
-    if tree.read(LAYOUT_PATH) is None and not tree.task_files():
+    if tree.read(LAYOUT_PATH, limit=0) is None and not tree.task_files():
         writes[LAYOUT_PATH] = f"{FANOUT}\n".encode()  # a new repository; one with tasks waits for migrate
     return Change("init", writes=writes, result=sorted(writes))
 

@@ -29,6 +29,7 @@ FLAT = "flat"
 FANOUT = "fanout"
 LAYOUTS = (FLAT, FANOUT)
 LAYOUT_PATH = ".michi/layout"  # committed by michi: "fanout\n"; absent = flat (repositories before it)
+LAYOUT_BYTES = 64  # a layout file is read at most this far: a larger one names no layout
 
 
 def task_path(domain: str, uuid: str, layout: str = FLAT) -> str:

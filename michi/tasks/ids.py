@@ -20,7 +20,7 @@ UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]
 
 
 def last_id(tree: TaskTree) -> int:
-    raw = tree.read(COUNTER_PATH)
+    raw = tree.read(COUNTER_PATH, limit=64)  # a number of at most 19 digits: more is corrupt, never read
     if raw is None:
         return 0
     text = raw.decode("utf-8", "replace").strip()

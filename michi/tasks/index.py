@@ -92,7 +92,8 @@ def parsed(
     if unknown:
 
         def read(oids: Sequence[str]) -> list[list[tuple[dict[str, Any] | None, str | None]]]:
-            return [[one(path, data) for path in unknown[oid]] for oid, data in tree.iter_blobs(oids)]
+            blobs = tree.iter_blobs(oids, model.MAX_TASK_BYTES)  # one larger is corrupt: read no further
+            return [[one(path, data) for path in unknown[oid]] for oid, data in blobs]
 
         # Half of them parsed in a child process meanwhile, when there are many (ADR 0015).
         oids = list(unknown)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from michi.tasks.domains import FANOUT, LAYOUT_PATH, domain_of, layout_of, task_path
+from michi.tasks.domains import FANOUT, LAYOUT_BYTES, LAYOUT_PATH, domain_of, layout_of, task_path
 from michi.tasks.errors import MigrateClash
 from michi.workflow.mutation import ApplyContext, Change, TaskTree
 
@@ -28,7 +28,7 @@ def _movable(path: str) -> bool:
 def to_fanout(tree: TaskTree, params: Mapping[str, Any], ctx: ApplyContext) -> Change:
     files = tree.task_files()
     moves = {path: _fanned(path) for path in files if _movable(path)}
-    marked = layout_of(tree.read(LAYOUT_PATH)) == FANOUT
+    marked = layout_of(tree.read(LAYOUT_PATH, limit=LAYOUT_BYTES)) == FANOUT
     clashes = sorted(old for old, new in moves.items() if new in files)
     if clashes:
         raise MigrateClash(

@@ -65,7 +65,7 @@ def load(tree: TaskTree, params: Mapping[str, Any], ctx: ApplyContext) -> tuple[
     hint = params.get("path")
     ref = str(params["ref"])
     if hint:
-        data = tree.read(hint)
+        data = tree.read(hint, limit=MAX_TASK_BYTES)
         if data is not None:
             task = serialization.loads(data, hint)
             if _named(ref, hint, task):
@@ -136,7 +136,7 @@ def _refuse_cycle(task: Task, added: list[str], tree: TaskTree, ctx: ApplyContex
             raise _AskAll
         if not rows or rows[0][1] is None:
             return ()  # no such task, or a file that does not parse: no edges
-        data = tree.read(rows[0][0])
+        data = tree.read(rows[0][0], limit=MAX_TASK_BYTES)
         try:
             return serialization.loads_record(data, rows[0][0]).get("depends") if data is not None else ()
         except CorruptTask:

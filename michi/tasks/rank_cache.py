@@ -18,7 +18,7 @@ from michi.tasks.errors import CorruptTask
 from michi.tasks.index import for_tree as index_for_tree
 from michi.tasks.index import load_checked, save_checked
 from michi.tasks.lanes import Lane
-from michi.tasks.model import Task
+from michi.tasks.model import MAX_TASK_BYTES, Task
 from michi.tasks.query import ready_order
 from michi.tasks.ranking import FORMAT, SAVE_AFTER, STALE, Ranking, Unusable, build, node_of, uuid_of
 
@@ -185,7 +185,7 @@ def pick(
         if picked is None:
             return None
         path, score = picked
-        data = tree.read(path)
+        data = tree.read(path, limit=MAX_TASK_BYTES)
         try:
             task = serialization.loads(data, path) if data is not None else None
         except CorruptTask:

@@ -254,7 +254,7 @@ def decoded(data: bytes, path: str) -> Any:
     or CorruptTask naming the file; not yet checked as a task."""
     if len(data) > MAX_TASK_BYTES:
         raise CorruptTask(
-            f"{path}: {len(data):,} bytes, more than the {MAX_TASK_BYTES:,} a task file may hold",
+            f"{path}: larger than the {MAX_TASK_BYTES:,} bytes a task file may hold",
             hint="shorten it by hand (long notes belong in files the task names)",
         )
     if any(marker in data for marker in CONFLICT_MARKERS):

@@ -33,14 +33,16 @@ class TaskTree(Protocol):
     def task_files(self) -> dict[str, str]:
         """Every `.tasks/*.json` file of every domain: path -> blob oid."""
 
-    def read(self, path: str) -> bytes | None:
-        """A file's content, or None when it does not exist in this tree."""
+    def read(self, path: str, limit: int | None = None) -> bytes | None:
+        """A file's content, or None when it does not exist in this tree; with `limit`, at most its first
+        `limit + 1` bytes (a file larger than its reader allows costs no memory)."""
 
     def kind(self, path: str) -> str | None:
         """ "blob" (a file or symlink), "tree" (a folder), or None when nothing is at `path`."""
 
-    def iter_blobs(self, oids: Sequence[str]) -> Iterator[tuple[str, bytes]]:
-        """(oid, content) of each blob oid, in order, as they are read (one batched git call)."""
+    def iter_blobs(self, oids: Sequence[str], limit: int | None = None) -> Iterator[tuple[str, bytes]]:
+        """(oid, content) of each blob oid, in order, as they are read (one batched git call); with
+        `limit`, a blob larger is cut to its first `limit + 1` bytes."""
 
     def changed_task_files(self, since_tree: str) -> dict[str, str | None]:
         """`.tasks/*.json` files that differ from tree `since_tree`: path -> new blob oid (None = deleted)."""

@@ -28,10 +28,10 @@ class GitTaskTree:
     def task_files(self) -> dict[str, str]:
         return {} if self.tree_oid is None else git.ls_task_files(self._repo, self.tree_oid)
 
-    def read(self, path: str) -> bytes | None:
+    def read(self, path: str, limit: int | None = None) -> bytes | None:
         if self.tree_oid is None:
             return None
-        return git.read_path(self._repo, self.tree_oid, path)
+        return git.read_path(self._repo, self.tree_oid, path, limit)
 
     def symlinks(self, paths: Sequence[str]) -> set[str]:
         """Those of `paths` that this tree holds as symbolic links (one git process; none for no paths)."""
@@ -43,8 +43,8 @@ class GitTaskTree:
     def kind(self, path: str) -> str | None:
         return None if self.tree_oid is None else git.path_kind(self._repo, self.tree_oid, path)
 
-    def iter_blobs(self, oids: Sequence[str]) -> Iterator[tuple[str, bytes]]:
-        return git.iter_blobs(self._repo, oids)
+    def iter_blobs(self, oids: Sequence[str], limit: int | None = None) -> Iterator[tuple[str, bytes]]:
+        return git.iter_blobs(self._repo, oids, limit)
 
     def changed_task_files(self, since_tree: str) -> dict[str, str | None]:
         if self.tree_oid is None:
