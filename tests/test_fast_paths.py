@@ -706,7 +706,9 @@ def test_a_blob_over_the_limit_is_cut_and_the_next_reads_whole(plain_repo: Repo)
     assert plain_repo.read_object(oids[1], limit=10) == small
     assert plain_repo.read_object(oids[0]) == big
     many = [oids[i % 2] for i in range(40)]
-    assert list(plain_repo.cat_stream(many, limit=10)) == [(o, b"x" * 11 if o == oids[0] else small) for o in many]
+    assert list(plain_repo.cat_stream(many, limit=10)) == [
+        (o, b"x" * 11 if o == oids[0] else small) for o in many
+    ]
 
 
 def test_epochs_are_those_timegm_gives() -> None:

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import Remote, git
+from conftest import Remote, git, run_michi
 from gitdaemon import git_daemon
 from txnkit import drive, start
 
@@ -503,6 +503,48 @@ def test_ctrl_c_during_the_push_finishes_the_operation(remote: Remote, repo: Pat
     assert names_on(remote.bare) == ["a"]
     assert git(repo, "rev-parse", "HEAD") == remote.head()
     assert not (repo / ".git/michi/journal.json").exists()
+
+
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM", "SIGHUP"])
+def test_a_signal_just_after_the_change_landed_is_not_taken_for_a_failure(
+    remote: Remote, repo: Path, sig: str
+) -> None:
+    """A Ctrl-C (or SIGTERM, a closing terminal) between the push's end and the command's answer came too
+    late to stop anything: the command finishes and says so. It said "interrupted, run the command again"
+    (exit 130) for a task that had landed, or died of SIGTERM without a word: run again, a second task."""
+    assert run_michi(repo, "init").exit_code == 0
+    landed = run_michi(repo, "--json", "task", "add", "late", env={"MICHI_FAULT": f"done:{sig}"})
+    assert landed.exit_code == 0, landed.stdout + landed.stderr
+    assert landed.json()["id"] == 1 and landed.json()["transaction"]["pushed"] is True
+    assert [t["description"] for t in run_michi(repo, "--json", "task", "list").json()] == ["late"]
+    assert git(repo, "status", "--porcelain") == ""
+
+
+def test_a_ctrl_c_after_one_import_chunk_landed_stops_before_the_next(
+    remote: Remote, repo: Path, tmp_path: Path
+) -> None:
+    """Held since the first chunk landed, the Ctrl-C is acted on as the next chunk's transaction starts:
+    the import stops there (130), what landed stays, and running it again imports the rest once."""
+    assert run_michi(repo, "init").exit_code == 0
+    records = [
+        {
+            "uuid": f"aaaaaaaa-1111-4111-8111-00000000000{n}",
+            "description": f"t{n}",
+            "status": "pending",
+            "entry": "20250101T000000Z",
+        }
+        for n in range(3)
+    ]
+    (tmp_path / "tw.json").write_text(json.dumps(records))
+    chunked = {"MICHI_IMPORT_CHUNK": "1"}
+    stopped = run_michi(
+        repo, "--json", "import", str(tmp_path / "tw.json"), env={**chunked, "MICHI_FAULT": "done:SIGINT"}
+    )
+    assert stopped.exit_code == 130 and stopped.json()["error"]["code"] == "interrupted"
+    assert [t["description"] for t in run_michi(repo, "--json", "task", "list").json()] == ["t0"]
+    assert run_michi(repo, "--json", "import", str(tmp_path / "tw.json"), env=chunked).exit_code == 0
+    listed = run_michi(repo, "--json", "task", "list").json()
+    assert sorted(t["description"] for t in listed) == ["t0", "t1", "t2"]
 
 
 def test_offline_refuses_a_branch_checked_out_in_another_worktree(remote: Remote, repo: Path) -> None:

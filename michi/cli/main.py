@@ -97,3 +97,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         repo = sys.modules.get("michi.git.repo")
         if repo is not None:  # one command per open repository (tests run many in one process)
             repo.forget()
+        signals = sys.modules.get("michi.workflow.signals")
+        if signals is not None:  # a Ctrl-C after this command's change landed: the change is made
+            signals.settle()

@@ -1,4 +1,5 @@
-"""Named points where tests inject a crash: `MICHI_FAULT=pushed` SIGKILLs the process right there.
+"""Named points where tests inject a crash: `MICHI_FAULT=pushed` SIGKILLs the process right there, and
+`MICHI_FAULT=done:SIGINT` sends it that signal there instead (a Ctrl-C at a known moment).
 
 Crash recovery cannot be tested honestly without killing a real process at a known moment (ADR 0004);
 this is the one place that reads the variable, and it costs one dict lookup when unset.
@@ -20,10 +21,14 @@ POINTS = (
     "refused",
     "prefetched",
     "prebuilt",
+    "done",
 )
 
 
 def point(name: str) -> None:
     wanted = os.environ.get("MICHI_FAULT")
-    if wanted and wanted == name:
-        os.kill(os.getpid(), signal.SIGKILL)
+    if not wanted:
+        return
+    where, _, sent = wanted.partition(":")
+    if where == name:
+        os.kill(os.getpid(), getattr(signal, sent) if sent else signal.SIGKILL)

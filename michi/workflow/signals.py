@@ -1,4 +1,4 @@
-"""Holding Ctrl-C and SIGTERM while a push is under way (ADR 0004)."""
+"""Holding Ctrl-C and SIGTERM while a push is under way, and after it landed (ADR 0004)."""
 
 from __future__ import annotations
 
@@ -6,16 +6,29 @@ import signal
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from types import FrameType
+from typing import Any
 
 DEFERRED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)  # a closing terminal must not cut a push either
+
+# The handlers as the command's transaction found them (`resume`), put back once what a landed push held
+# is settled (`settle`, `resume`); whether that hold is on, and what came meanwhile.
+_Handlers = dict[signal.Signals, Any]
+_base: _Handlers = {}
+_holding = False
+_came: list[int] = []
 
 
 @contextmanager
 def interruptions_deferred(done: Callable[[], bool]) -> Iterator[None]:
     """Ctrl-C or SIGTERM during the push and the steps after it is acted on afterwards, so a push is never
-    left half-known; once `done()` (the push landed) it is dropped, because the operation is complete.
-    Python runs signal handlers in the main thread whichever thread the signal hit, so recording it in a
-    handler covers the lock's renewal thread too; git itself runs in its own session (see git.push)."""
+    left half-known. Once `done()` (the push landed) the change is made: what comes from then on is held
+    too, until the command has said so (`settle`: the command ended, the signal is dropped, as the README
+    promises) or its next transaction starts (`resume`: the signal is acted on there, before that one
+    changes anything: an import stops between its chunks). A Ctrl-C just after the push must not make a
+    command whose change landed say "interrupted, run the command again". Python runs signal handlers in
+    the main thread whichever thread the signal hit, so recording it in a handler covers the lock's renewal
+    thread too; git itself runs in its own session (see git.push)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -23,8 +36,55 @@ def interruptions_deferred(done: Callable[[], bool]) -> Iterator[None]:
     previous = {sig: signal.signal(sig, lambda signum, _frame: caught.append(signum)) for sig in DEFERRED}
     try:
         yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-        if caught and not done():
+    except BaseException:
+        _restore(previous)
+        raise
+    if not done():
+        _restore(previous)
+        if caught:
             signal.raise_signal(caught[0])
+        return
+    global _holding
+    if not _holding:
+        for sig, handler in previous.items():
+            _base.setdefault(sig, handler)  # (a transaction's start has set them: `resume`)
+        _came[:] = []
+    _holding = True
+    for sig in DEFERRED:
+        signal.signal(sig, held)
+
+
+def held(signum: int, _frame: FrameType | None) -> None:
+    """The handler while a landed push's command goes on: what comes is noted, not acted on. Whoever set
+    a handler before it leaves this one in place as it ends (`michi.lock.keeper.sigterm_raises`)."""
+    _came.append(signum)
+
+
+def _restore(previous: _Handlers) -> None:
+    for sig, handler in previous.items():
+        signal.signal(sig, handler)
+
+
+def resume() -> None:
+    """A transaction starts: a signal held since the last one landed is acted on now, before anything
+    of this one is done; the handlers as found here are the ones put back later."""
+    global _holding
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if _holding:
+        _holding = False
+        _restore(_base)
+        if _came:
+            signal.raise_signal(_came[0])
+    _base.update({sig: signal.getsignal(sig) for sig in DEFERRED})
+
+
+def settle() -> None:
+    """The command ended: a signal held since its change landed is dropped (the change is made, and the
+    command says so), and the handlers are as its transaction found them."""
+    global _holding
+    if not _holding or threading.current_thread() is not threading.main_thread():
+        return
+    _holding = False
+    _came[:] = []
+    _restore(_base)

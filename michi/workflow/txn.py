@@ -26,7 +26,7 @@ from michi.workflow.journal import OFFLINE, PUSHING, Entry, Journal
 from michi.workflow.local import UPDATE_MESSAGE, held_elsewhere, move_checkout, update_local
 from michi.workflow.mutation import ApplyContext, Change, Mutation
 from michi.workflow.request import TxnOutcome, TxnRequest
-from michi.workflow.signals import interruptions_deferred
+from michi.workflow.signals import interruptions_deferred, resume
 from michi.workflow.target import Target, resolve
 from michi.workflow.tree import GitTaskTree
 
@@ -297,6 +297,7 @@ class Transaction:
     def run(self, mutations: list[Mutation], fetch: bool = False, rescue: bool = False) -> TxnOutcome:
         from michi.lock import Answered, RepoLock
 
+        resume()  # a Ctrl-C held since this command's last change landed stops it here, before this one
         for m in mutations:
             m.resolve()  # import the apply functions before the lock (ADR 0002)
         guess = self.target.remote_ref if self.target.online else self.target.local_ref
@@ -395,6 +396,7 @@ class Transaction:
             lock_hold_max=max(holds, default=0.0),  # the longest the lock was held at once
             total=time.monotonic() - self.started,
         )
+        faults.point("done")
         return outcome
 
     def _locked(
