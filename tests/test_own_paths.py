@@ -20,7 +20,7 @@ from michi import git as mgit
 from michi.errors import MichiError
 from michi.git.objects import NotMichisPath
 from michi.tasks.model import parse_tw_date
-from michi.workflow.txn import _safe_path
+from michi.workflow.owned import safe_path
 
 # Task files of both layouts (ADR 0006): flat `.tasks/<uuid>.json`, fan-out `.tasks/<uuid[:2]>/<uuid>.json`.
 MICHIS = re.compile(
@@ -398,7 +398,7 @@ def test_strict_tree_edits_never_replace_what_is_not_a_plain_file(
     [".tasks/u.json", "libs/auth/.tasks/u.json", ".michi/last-id", ".michi.toml", ".tasks/.keep"],
 )
 def test_michis_own_paths_may_be_committed(path: str) -> None:
-    assert _safe_path(path) == path
+    assert safe_path(path) == path
 
 
 @pytest.mark.parametrize(
@@ -422,7 +422,7 @@ def test_michis_own_paths_may_be_committed(path: str) -> None:
 )
 def test_nothing_else_is_ever_committed(path: str) -> None:
     with pytest.raises(MichiError, match="not a file of michi's"):
-        _safe_path(path)
+        safe_path(path)
 
 
 @pytest.mark.parametrize(

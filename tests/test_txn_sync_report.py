@@ -381,6 +381,45 @@ def test_offline_work_rewritten_on_the_local_branch_lands_once(cli: Cli, remote:
     assert git(ready, "rev-parse", "HEAD") == remote.head()
 
 
+@pytest.mark.parametrize("offline", [False, True], ids=["pushed", "offline"])
+def test_a_michi_commit_amended_with_the_users_change_is_never_dropped(
+    cli: Cli, remote: Remote, ready: Path, offline: bool
+) -> None:
+    """michi moves the checked-out branch itself, so HEAD is often michi's last commit: a user's
+    `git commit -a --amend` puts their own change into it. That commit is theirs now: `sync` dropped it
+    whole as michi's, already landed (pushed) or applied again (offline), their change with it."""
+    cli(ready, "task", "add", "mine", *(["--offline"] if offline else []))
+    (ready / "mine.txt").write_text("my precious line\n")
+    git(ready, "add", "mine.txt")
+    git(ready, "commit", "-q", "--amend", "--no-edit")
+    synced = cli(ready, "sync", "--json")
+    assert synced.exit_code == 0, synced.stdout
+    assert (ready / "mine.txt").read_text() == "my precious line\n"
+    assert git(ready, "show", "HEAD:mine.txt") == "my precious line"
+    assert git(ready, "status", "--porcelain") == ""
+    assert "mine.txt" not in git(remote.bare, "log", "--format=", "--name-only", "main")
+    assert any("left as it was" in n for n in synced.json()["notes"]), synced.json()
+    assert_exactly_once(remote.bare)
+
+
+def test_a_damaged_journal_never_pushes_a_users_file_amended_into_offline_work(
+    cli: Cli, remote: Remote, ready: Path
+) -> None:
+    """Offline work amended with a private file, then the journal damaged: the commit bearing the
+    `Michi-Txn` is the user's now. `sync` replayed every path it changed onto the remote, the private file
+    too ("Nothing of the user's is pushed")."""
+    cli(ready, "task", "add", "offline", "--offline")
+    (ready / "private.txt").write_text("secret\n")
+    git(ready, "add", "private.txt")
+    git(ready, "commit", "-q", "--amend", "--no-edit")
+    _damage_journal(ready)
+    synced = cli(ready, "sync", "--json")
+    assert synced.exit_code in (0, 5), synced.stdout
+    assert "private.txt" not in git(remote.bare, "log", "--format=", "--name-only", "main")
+    assert git(ready, "show", "HEAD:private.txt") == "secret"
+    assert (ready / "private.txt").read_text() == "secret\n"
+
+
 @pytest.mark.parametrize("kind", ["fifo", "dev_zero", "folder", "corrupt_is_a_folder"])
 def test_a_journal_that_is_no_regular_file_is_kept_aside_without_hanging(
     remote: Remote, ready: Path, kind: str

@@ -21,6 +21,7 @@ from michi.errors import GitFailed
 from michi.git import environ
 from michi.repo import RepoPaths
 from michi.workflow import faults
+from michi.workflow.owned import all_michis
 from michi.workflow.target import Target
 
 if TYPE_CHECKING:
@@ -78,9 +79,11 @@ def _replay(repo: Repo, base: str, new_tip: str, commits: list[str], drop: Colle
         meta = git.read_commit(repo, oid)
         if len(meta.parents) != 1 or meta.signed:
             return None  # a merge cannot be laid over; a signed commit would lose its signature
-        if michi_txn(meta.message) in drop:
-            continue  # michi's own offline commit, now on the remote in its re-applied form
         changes = git.diff_trees(repo, meta.parents[0], oid)
+        if michi_txn(meta.message) in drop:
+            if not all_michis(changes):
+                return None  # amended with something of the user's (`git commit --amend`): not michi's
+            continue  # michi's own offline commit, now on the remote in its re-applied form
         if upstream.intersection(changes):
             return None
         parent_tree = git.edit_tree(repo, parent_tree, changes, strict=False)  # the user's own paths

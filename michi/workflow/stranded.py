@@ -11,6 +11,7 @@ from michi import git
 from michi.errors import GitFailed
 from michi.plain import Plain
 from michi.workflow.local import michi_txn
+from michi.workflow.owned import all_michis
 
 if TYPE_CHECKING:
     from michi.git.repo import Repo
@@ -24,16 +25,23 @@ class Stranded(Plain):
 
 
 def find(repo: Repo, local: str | None, remote_tip: str | None, known: set[str]) -> list[Stranded]:
-    """michi commits in `remote_tip..local` (oldest first) whose txn is not in `known` (the journal's)."""
+    """michi commits in `remote_tip..local` (oldest first) whose txn is not in `known` (the journal's). A
+    commit with a `Michi-Txn` that changes anything but michi's files was amended by the user (`git commit
+    --amend` of the commit michi had checked out): it is the user's, never dropped nor pushed as michi's."""
     if local is None or remote_tip is None or local == remote_tip:
         return []
     found = []
     for oid, message in git.commit_messages(repo, local, remote_tip):
         txn = michi_txn(message)
-        if txn is not None and txn not in known:
+        if txn is not None and txn not in known and _only_michis(repo, oid):
             subject = message.split(b"\n", 1)[0].decode("utf-8", "replace")
             found.append(Stranded(oid, txn, subject))
     return found
+
+
+def _only_michis(repo: Repo, oid: str) -> bool:
+    meta = git.read_commit(repo, oid)
+    return len(meta.parents) == 1 and all_michis(git.diff_trees(repo, meta.parents[0], oid))
 
 
 def replay(repo: Repo, commits: list[Stranded], tip: str, remote: str, branch: str) -> str:
@@ -44,7 +52,7 @@ def replay(repo: Repo, commits: list[Stranded], tip: str, remote: str, branch: s
         meta = git.read_commit(repo, item.oid)
         changes = git.diff_trees(repo, meta.parents[0], item.oid) if len(meta.parents) == 1 else None
         clash = None if changes is None else set(changes) & set(git.diff_trees(repo, meta.parents[0], tip))
-        if changes is None or clash:
+        if changes is None or clash or not all_michis(changes):
             raise _stuck(commits, f"{remote}/{branch}", branch, sorted(clash or [])[:3])
         tree = git.edit_tree(repo, git.tree_of(repo, tip), changes)
         tip = git.write_commit(repo, tree, [tip], meta.headers, meta.message)

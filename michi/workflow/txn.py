@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import re
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from michi import git
 from michi.errors import GitFailed, Interrupted, LockError, MichiError, RemoteUnreachable, RepoBusy
-from michi.git.names import git_refuses
 from michi.host import hostname
 from michi.unique import uuid4_hex
 from michi.workflow import faults, group, orphans, recovery, stranded
@@ -25,6 +23,7 @@ from michi.workflow.attributes import AttributeFiles
 from michi.workflow.journal import OFFLINE, PUSHING, Entry, Journal
 from michi.workflow.local import UPDATE_MESSAGE, held_elsewhere, move_checkout, update_local
 from michi.workflow.mutation import ApplyContext, Change, Mutation
+from michi.workflow.owned import safe_path
 from michi.workflow.request import TxnOutcome, TxnRequest
 from michi.workflow.signals import interruptions_deferred, resume
 from michi.workflow.target import Target, resolve
@@ -54,17 +53,6 @@ def _one_line(value: str) -> str:
 # The only paths michi's commits may add, change or remove (ADR 0004): task files, its own `.michi/`
 # files, and at init `.michi.toml` and the root domain's `.tasks/.keep`. Task files of both layouts (ADR
 # 0006): flat `.tasks/<uuid>.json` and fan-out `.tasks/<uuid[:2]>/<uuid>.json`.
-_MICHIS = re.compile(
-    r"(?:.+/)?\.tasks/(?:[^/]+\.json|([0-9a-f]{2})/\1[^/]*\.json)|\.michi/[^/]+|\.michi\.toml|\.tasks/\.keep",
-    re.DOTALL,  # a domain's folder name may hold a newline, as a file name may
-)
-
-_FANOUT_DIR = re.compile(r"\.tasks/[0-9a-f]{2}")
-# The common shape, which passes every check below: folder names that cannot be ".", "..", ".tasks" or a
-# name git refuses (they start with a letter, digit or "_" and hold no "~" or "\\"), then a fan-out file.
-_PLAIN_TASK = re.compile(r"(?:[A-Za-z0-9_][A-Za-z0-9_.-]*/)*\.tasks/([0-9a-f]{2})/\1[0-9a-f-]*\.json")
-
-
 # Changed paths above which the push sends a whole pack rather than a thin one (see `git.push`).
 _THIN_UP_TO = 1000
 
@@ -129,20 +117,6 @@ _TURN_ROUNDS = 16
 # The longest one hold of the lock waits out other clones' turns, over all its rounds, before its rounds
 # push into them anyway (and are refused until the turn ends or is judged stale).
 _TURN_WAIT_LOCKED = 10.0
-
-
-def _safe_path(path: str) -> str:
-    if _PLAIN_TASK.fullmatch(path):
-        return path
-    parts = path.split("/")
-    if (
-        path.startswith("/")
-        or any(p in {"", ".", ".."} or git_refuses(p) for p in parts)
-        or ".tasks" in parts[: -3 if _FANOUT_DIR.fullmatch("/".join(parts[-3:-1])) else -2]
-        or not _MICHIS.fullmatch(path)
-    ):
-        raise MichiError(f"refusing to write {path!r}: not a file of michi's", hint="this is a bug in michi")
-    return path
 
 
 class Transaction:
@@ -213,14 +187,14 @@ class Transaction:
             return self._build(parent, change, entry)
 
     def _build(self, parent: str | None, change: Change, entry: Entry) -> str:
-        paths = [_safe_path(p) for p in change.writes]
+        paths = [safe_path(p) for p in change.writes]
         self.attributes.check([*paths, *change.links])
         oids = git.write_blobs(self.git, list(change.writes.values()))
         changes: dict[str, tuple[int, str] | None] = {
             p: (git.BLOB_MODE, oid) for p, oid in zip(paths, oids, strict=True)
         }
-        changes.update({_safe_path(p): (git.BLOB_MODE, oid) for p, oid in change.links.items()})
-        changes.update({_safe_path(p): None for p in change.deletes})
+        changes.update({safe_path(p): (git.BLOB_MODE, oid) for p, oid in change.links.items()})
+        changes.update({safe_path(p): None for p in change.deletes})
         base_tree = git.tree_of(self.git, parent) if parent else None
         seen: dict[str, git.PathEntry] = {}
         tree = git.edit_tree(self.git, base_tree, changes, seen=seen)
