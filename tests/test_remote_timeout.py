@@ -9,7 +9,9 @@ import os
 from pathlib import Path
 
 from conftest import Remote, git, run_michi
+from gitdaemon import git_daemon
 from lockkit import wait_until
+from txnkit import assert_exactly_once
 
 from michi.lock.procs import start_ticks
 
@@ -81,3 +83,29 @@ def test_no_limit_when_remote_timeout_is_zero(remote: Remote, repo: Path) -> Non
     out = run_michi(repo, "task", "add", "slow", env={"MICHI_REMOTE_TIMEOUT": "0"})
     assert out.exit_code == 0, out.stdout + out.stderr
     assert os.path.exists(repo / ".tasks")
+
+
+def test_a_push_ended_at_the_limit_that_a_server_lands_later_lands_once(remote: Remote, repo: Path) -> None:
+    """Over a network (git://, ssh, https) ending git's side of a push leaves the server's running: it
+    may land the push after michi gave up on it. michi said "retry" (`remote_unreachable`) and forgot the
+    operation, and the user's retry added the task twice. Now: `push_unknown`, kept in the journal, and
+    the next command finishes it exactly once."""
+    assert run_michi(repo, "task", "add", "first").exit_code == 0
+    reached, gate = remote.root / "reached", remote.root / "gate"
+    hook = remote.bare / "hooks" / "pre-receive"
+    hook.write_text(f"#!/bin/sh\ntouch '{reached}'\nwhile [ ! -e '{gate}' ]; do sleep 0.01; done\n")
+    hook.chmod(0o755)
+    with git_daemon(remote.root) as (url, _daemon):
+        git(repo, "remote", "set-url", "origin", f"{url}/origin.git")
+        tip = remote.head()
+        out = run_michi(repo, "--json", "task", "add", "second", env=TIMEOUT)
+        assert out.exit_code == 5, out.stdout + out.stderr
+        error = json.loads(out.stdout)["error"]
+        assert error["code"] == "push_unknown" and "do not repeat" in error["hint"], error
+        assert reached.exists() and remote.head() == tip
+        gate.touch()  # the server's side goes on and lands it, michi long gone
+        wait_until(lambda: remote.head() != tip, what="the server to land the push michi ended")
+        assert run_michi(repo, "task", "add", "third").exit_code == 0
+        listed = json.loads(run_michi(repo, "--json", "task", "list").stdout)
+    assert sorted(t["description"] for t in listed) == ["first", "second", "third"]
+    assert_exactly_once(remote.bare)

@@ -82,6 +82,7 @@ if TYPE_CHECKING:
     from michi.git.remote import fetch_branch as fetch_branch
     from michi.git.remote import prefetch_branch as prefetch_branch
     from michi.git.remote import push as push
+    from michi.git.remote import pushes_here as pushes_here
     from michi.git.repo import Repo as Repo
     from michi.git.trail import LogEntry as LogEntry
     from michi.git.trail import ahead_behind as ahead_behind
@@ -149,6 +150,7 @@ _HOMES = {
     "fetch_branch": "remote",
     "prefetch_branch": "remote",
     "push": "remote",
+    "pushes_here": "remote",
     "Repo": "repo",
     "commit_messages": "core",
     "messages_matching": "core",

@@ -56,6 +56,22 @@ def _timed_out(repo: Repo, remote: str) -> GitFailed:
     return failure
 
 
+def pushes_here(repo: Repo, remote: str) -> bool:
+    """Does a push to `remote` run its receiving side on this machine, as git's own child (a path or a
+    `file://` URL, after `insteadOf`)? Then a push michi ended ended there too, and what it did not land it
+    never will; a server's side (ssh, git://, https) goes on by itself. False when unsure."""
+    status, out, _err = repo.execute(["remote", "get-url", "--push", remote])
+    url = out.decode("utf-8", "surrogateescape").strip() if status == 0 else ""
+    if not url or "\n" in url:
+        return False
+    if url.startswith("file://"):
+        return True
+    if "://" in url:
+        return False
+    colon, slash = url.find(":"), url.find("/")
+    return colon < 0 or 0 <= slash < colon  # `host:path` is ssh; a colon after a slash is in a path
+
+
 def _network(
     repo: Repo,
     args: list[str],

@@ -764,19 +764,27 @@ class Transaction:
         except RemoteUnreachable as exc:
             if not exc.connected:
                 raise  # git never reached the remote: nothing landed, the caller may simply retry
-            # The connection broke mid-push: the remote may have taken it. Ask it before answering.
+            # The connection broke mid-push (or michi ended a push past `remote_timeout`): the remote may
+            # have taken it. Ask it before answering. Not there yet is no answer: ending git's side of a
+            # push does not stop the server's (git daemon, ssh, https), which may land it a moment later;
+            # told "retry", the user made the change twice. The journal keeps it, and the next michi
+            # command finishes it exactly once, whichever way it went.
             try:
-                if self._landed(tip):
-                    return True
+                landed = self._landed(tip)
+                why = "the remote has not taken it yet, but its side of the push may still be running"
             except GitFailed:
-                self.keep_entry = True
-                raise GitFailed(
-                    f"the push broke off and the remote cannot be asked whether it landed ({exc.message})",
-                    code="push_unknown",
-                    hint="do not repeat the command: the next michi command (e.g. `michi sync`) checks the "
-                    "remote and finishes this operation exactly once",
-                ) from None
-            raise
+                landed, why = None, "the remote cannot be asked whether it landed"
+            if landed:
+                return True
+            if landed is False and git.pushes_here(self.git, self.target.remote):
+                raise  # its receiving side was git's child here, and ended with it: it never lands
+            self.keep_entry = True
+            raise GitFailed(
+                f"the push broke off and {why} ({exc.message})",
+                code="push_unknown",
+                hint="do not repeat the command: the next michi command (e.g. `michi sync`) checks the "
+                "remote and finishes this operation exactly once",
+            ) from None
         return result.ok
 
     def _send(self, tip: str, named: Callable[[int], None], beside: OnStart) -> git.PushResult:
