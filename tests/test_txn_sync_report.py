@@ -45,6 +45,35 @@ def test_sync_names_each_renumbered_offline_task(cli: Cli, remote: Remote, ready
     assert_exactly_once(remote.bare)
 
 
+@pytest.mark.parametrize("how", ["queued offline", "online, before any sync"])
+def test_work_on_an_offline_task_by_its_provisional_id_stays_on_that_task(
+    cli: Cli, remote: Remote, ready: Path, how: str
+) -> None:
+    """The id michi printed for an offline add names that task for what is done by it before the add
+    lands. Another clone took the number meanwhile: the note and the `done` went to its task, which then
+    had that id, while the user's own stayed open (sync said only that the add was renumbered)."""
+    mine = cli(ready, "task", "add", "my offline task", "--offline", "--json").json()
+    offline = ["--offline"] if how == "queued offline" else []
+    if offline:
+        assert cli(ready, "task", "annotate", "3", "my note", *offline).exit_code == 0
+    other = remote.clone("other")
+    theirs = cli(other, "task", "add", "someone else's task", "--json").json()
+    assert theirs["id"] == 3
+    done = cli(ready, "task", "done", "3", *offline, "--json")
+    assert done.exit_code == 0, done.stdout
+    if offline:
+        synced = cli(ready, "sync", "--json").json()
+        assert [(r["old"], r["new"]) for r in synced["renumbered"]] == [(3, 4)]  # said once, not per op
+    else:
+        assert done.json()["uuid"] == mine["uuid"] and done.json()["id"] == 4
+    shown = cli(ready, "task", "show", mine["uuid"], "--json").json()
+    assert (shown["id"], shown["state"]) == (4, "done")
+    assert [a["description"] for a in shown["annotations"]] == (["my note"] if offline else [])
+    left = cli(ready, "task", "show", theirs["uuid"], "--json").json()
+    assert (left["id"], left["state"], left["annotations"]) == (3, "todo", [])
+    assert_exactly_once(remote.bare)
+
+
 def test_sync_human_output_shows_old_and_new_id(cli: Cli, remote: Remote, ready: Path) -> None:
     cli(ready, "task", "add", "my offline task", "--offline")
     cli(remote.clone("other"), "task", "add", "theirs")

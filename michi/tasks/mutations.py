@@ -68,7 +68,7 @@ def load(tree: TaskTree, params: Mapping[str, Any], ctx: ApplyContext) -> tuple[
         data = tree.read(hint, limit=MAX_TASK_BYTES)
         if data is not None:
             task = serialization.loads(data, hint)
-            if _named(ref, hint, task):
+            if _named(ref, hint, task) or _named_before(ref, task, ctx):
                 return hint, task
     return fresh_index(tree, ctx).get(ref)
 
@@ -79,6 +79,14 @@ def _named(ref: str, path: str, task: Task) -> bool:
     if ref.isascii() and ref.isdigit() and int(ref) == task.id:
         return True
     return len(ref) >= 4 and path.rsplit("/", 1)[-1][:-5].startswith(ref)
+
+
+def _named_before(ref: str, task: Task, ctx: ApplyContext) -> bool:
+    """Did `ref` name this task when the command ran: its id then, an offline add's provisional one, which
+    this very application changed (another clone took it meanwhile)? The command meant this task, not
+    whichever holds that number now."""
+    ref = ref.strip()
+    return ref.isascii() and ref.isdigit() and ctx.renumbered.get(task.uuid) == int(ref)
 
 
 def resolve_refs(tree: TaskTree, refs: list[str], ctx: ApplyContext) -> tuple[str, ...]:

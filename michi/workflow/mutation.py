@@ -49,12 +49,22 @@ class TaskTree(Protocol):
 
 
 class ApplyContext(Plain):
-    __slots__ = ("agent", "host", "now", "state_dir")
+    __slots__ = ("agent", "host", "now", "renumbered", "state_dir")
 
-    def __init__(self, now: float, agent: str | None, host: str, state_dir: str) -> None:
+    def __init__(
+        self,
+        now: float,
+        agent: str | None,
+        host: str,
+        state_dir: str,
+        renumbered: Mapping[str, int] | None = None,
+    ) -> None:
         self.now = now  # seconds since the epoch, taken once per apply
         self.agent, self.host = agent, host
         self.state_dir = state_dir  # the repository's private michi folder (for caches keyed by content)
+        # uuid -> the id an offline add had until this application gave it another (ADR 0007): what a
+        # command made before then meant by that id
+        self.renumbered: Mapping[str, int] = renumbered or {}
 
 
 @dataclass(frozen=True)

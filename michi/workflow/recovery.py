@@ -69,9 +69,10 @@ class Report(Plain):
 
     def compare_ids(self, entry: Entry, now: dict[str, int]) -> None:
         """An offline add's id was provisional: say when the task got another one (ADR 0007)."""
+        told = {r["uuid"] for r in self.renumbered}  # once per task, not per operation on it
         for uuid, old in entry.ids.items():
             new = now.get(uuid)
-            if new is not None and new != old:
+            if new is not None and new != old and uuid not in told:
                 self.renumbered.append({"uuid": uuid, "old": old, "new": new, "command": entry.command})
 
     def notes(self) -> list[str]:

@@ -226,7 +226,11 @@ class Transaction:
         self.changed = changed if changed is not None else {}
         for entry in leftover + mine + (handed or []):
             ctx = ApplyContext(
-                now=time.time(), agent=entry.agent, host=self.host, state_dir=str(self.req.repo.state_dir)
+                now=time.time(),
+                agent=entry.agent,
+                host=self.host,
+                state_dir=str(self.req.repo.state_dir),
+                renumbered={r["uuid"]: r["old"] for r in report.renumbered},
             )
             try:
                 change = entry.mutation.resolve()(GitTaskTree(self.git, tip), entry.mutation.params, ctx)
