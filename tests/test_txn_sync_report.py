@@ -449,6 +449,33 @@ def test_a_damaged_journal_never_pushes_a_users_file_amended_into_offline_work(
     assert (ready / "private.txt").read_text() == "secret\n"
 
 
+def test_offline_work_dropped_by_a_reset_is_named_once_and_lands_once(
+    cli: Cli, remote: Remote, ready: Path
+) -> None:
+    """`git reset --hard HEAD~1` drops an offline commit: the next offline command applies that work again
+    and named it twice in the journal, which the command after took for a damaged one (kept aside, the
+    work then stranded: `sync` exit 5 once another clone had added a task)."""
+    cli(ready, "task", "add", "offline A", "--offline")
+    git(ready, "reset", "-q", "--hard", "HEAD~1")
+    cli(ready, "task", "add", "offline B", "--offline")
+    entries = json.loads((ready / ".git/michi/journal.json").read_text())["entries"]
+    txns = [e["txn"] for e in entries]
+    assert len(txns) == len(set(txns)) == 2, entries
+    assert cli(remote.clone("other"), "task", "add", "elsewhere").exit_code == 0
+    synced = cli(ready, "sync", "--json")
+    assert synced.exit_code == 0, synced.stdout
+    assert not (ready / ".git/michi/journal.corrupt").exists()
+    listed = cli(ready, "task", "list", "--json").json()
+    assert sorted(t["description"] for t in listed) == [
+        "base 1",
+        "base 2",
+        "elsewhere",
+        "offline A",
+        "offline B",
+    ]
+    assert_exactly_once(remote.bare)
+
+
 @pytest.mark.parametrize("kind", ["fifo", "dev_zero", "folder", "corrupt_is_a_folder"])
 def test_a_journal_that_is_no_regular_file_is_kept_aside_without_hanging(
     remote: Remote, ready: Path, kind: str

@@ -894,8 +894,12 @@ class Transaction:
                 raise errors[entry.txn]
         result = results.get(mine[-1].txn) if mine else None
         notes: list[str] = []
+        # Earlier offline entries already on the local branch stay as they are; one applied again here (its
+        # commit no longer there: `git reset` dropped it) is named once, as built now.
+        rebuilt = {e.txn for e in built}
+        earlier = [e for e in leftover if e.state == OFFLINE and e.txn not in rebuilt]
         if tip != local and tip is not None:
-            journal.save([e for e in leftover if e.state == OFFLINE] + [e.but(state=PUSHING) for e in built])
+            journal.save(earlier + [e.but(state=PUSHING) for e in built])
             faults.point("committed")
             if here:
                 interrupted = [e.commit for e in leftover if e.commit and e.state != OFFLINE]
@@ -909,9 +913,7 @@ class Transaction:
                 faults.point("local")
             git.update_ref(self.git, ref, tip, local, "michi: commit task change")
         if self.target.offline:
-            # Earlier offline entries are already on the local branch (not rebuilt); add this run's. Their
-            # `ids` are provisional: the sync reports any that another clone took meanwhile.
-            earlier = [e for e in leftover if e.state == OFFLINE]
+            # Their `ids` are provisional: the sync reports any that another clone took meanwhile.
             journal.save(earlier + [e.but(state=OFFLINE) for e in built if e.commit])
             notes.append("offline: committed locally, nothing was pushed; `michi sync` pushes it later")
         else:
