@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
+from conftest import Remote, git
 
 import michi
 from michi.errors import ExitCode
@@ -118,3 +119,34 @@ def test_init_agents_writes_through_a_symlink_inside_the_repository(cli, repo: P
     (repo / "AGENTS.md").mkdir()
     folder = cli(repo, "init", "--agents", "--json")
     assert folder.exit_code == 2 and "AGENTS.md" in folder.json()["error"]["message"], folder.stdout
+
+
+@pytest.mark.parametrize(
+    "link", [".git/config", ".git/hooks/pre-commit", ".michi/last-id", ".michi.toml", "sub/nested/NOTES.md"]
+)
+def test_init_agents_never_writes_through_a_link_to_gits_michis_or_another_repositorys_file(
+    cli, repo: Path, remote: Remote, link: str
+) -> None:
+    """AGENTS.md as a link (pushed by another clone) to git's config, michi's own files or a file of a
+    nested repository: refused before the init lands. It appended its section to `.git/config` (every git
+    command then failed: "bad config line"), or rewrote the nested repository's file."""
+    assert cli(repo, "init").exit_code == 0
+    (repo / "sub" / "nested").mkdir(parents=True)
+    git(repo / "sub" / "nested", "init", "-q")
+    (repo / "sub" / "nested" / "NOTES.md").write_text("theirs\n")
+    (repo / ".git" / "hooks" / "pre-commit").write_text("#!/bin/sh\n")
+    (repo / "AGENTS.md").symlink_to(link)
+    before = {p: (repo / p).read_bytes() for p in (".git/config", link)}
+    head = remote.head()
+    refused = cli(repo, "init", "--agents", "--json")
+    assert refused.exit_code == 2 and "AGENTS.md" in refused.json()["error"]["message"], refused.stdout
+    assert {p: (repo / p).read_bytes() for p in before} == before
+    assert remote.head() == head and git(repo, "status", "--porcelain", "--", ".git") == ""
+
+
+def test_init_agents_refused_lands_nothing(cli, local_repo: Path) -> None:
+    """A refused AGENTS.md (a folder) says exit 2 before the init is committed: exit 2 means nothing done."""
+    (local_repo / "AGENTS.md").mkdir()
+    refused = cli(local_repo, "init", "--agents", "--json")
+    assert refused.exit_code == 2, refused.stdout
+    assert not (local_repo / ".michi.toml").exists() and not (local_repo / ".michi").exists()

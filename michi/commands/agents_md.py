@@ -27,20 +27,43 @@ replaces this section.)
 """
 
 
-def _target(root: Path) -> Path:
-    """The file to write: AGENTS.md, or the file it links to when that is inside the repository (AGENTS.md
-    is often a link to CLAUDE.md, which must stay a link). Anything else is refused: michi writes no file
-    outside the repository and replaces nothing of the user's that is not a file."""
+# Where a link may not lead, though inside the work tree: git's own folder (its config, its hooks), and
+# michi's own files (which change only through michi's commits).
+_NOT_THERE = {".git", ".tasks"}
+_MICHIS_AT_TOP = {".michi", ".michi.toml", ".michi.lock"}
+
+
+def target(root: Path) -> Path:
+    """The file to write: AGENTS.md, or the file it links to when that is a file of the repository's own
+    (AGENTS.md is often a link to CLAUDE.md, which must stay a link). Anything else is refused before
+    anything is done: a link out of the work tree, into git's folder (a section appended to `.git/config`
+    broke every git command), into a nested repository (another repository's file) or onto michi's own
+    files; and anything that is not a file."""
     path = root / NAME
-    target = Path(os.path.realpath(path)) if path.is_symlink() else path
-    inside = target.is_relative_to(Path(os.path.realpath(root)))
-    if not inside or (target.exists() and not target.is_file()) or target.is_symlink():
-        what = "a link out of the repository" if not inside else "not a file"
+    top = Path(os.path.realpath(root))
+    found = Path(os.path.realpath(path)) if path.is_symlink() else path
+    where = _refused(top, found) if path.is_symlink() else None
+    if where is None and ((found.exists() and not found.is_file()) or found.is_symlink()):
+        where = "not a file"
+    if where is not None:
         raise UsageError(
-            f"{NAME} is {what}; michi writes its section only into a file of the repository",
+            f"{NAME} is {where}; michi writes its section only into a file of the repository's own",
             hint=f"replace {NAME} by a file (or a link to one in the repository), then run it again",
         )
-    return target
+    return found
+
+
+def _refused(top: Path, found: Path) -> str | None:
+    """Why a link to `found` is not one michi writes through, or None."""
+    if not found.is_relative_to(top):
+        return "a link out of the repository"
+    parts = found.relative_to(top).parts
+    if not parts or _NOT_THERE.intersection(parts) or parts[0] in _MICHIS_AT_TOP:
+        return f"a link to {'/'.join(parts) or '.'}, git's or michi's own"
+    for depth in range(1, len(parts)):
+        if (top.joinpath(*parts[:depth]) / ".git").exists():
+            return f"a link into {'/'.join(parts[:depth])}, another git repository"
+    return None
 
 
 def write(root: Path) -> tuple[Path, str]:
@@ -48,12 +71,12 @@ def write(root: Path) -> tuple[Path, str]:
     replaced or unchanged). The file is handled as bytes: CRLF line ends and text that is not UTF-8 outside
     the section stay as they were."""
     path = root / NAME
-    target = _target(root)
+    found = target(root)
     section, start_mark, end_mark = SECTION.encode(), START.encode(), END.encode()
     try:
-        old = target.read_bytes()
+        old = found.read_bytes()
     except FileNotFoundError:
-        write_atomic(target, section)
+        write_atomic(found, section)
         return path, "created"
     start, end = old.find(start_mark), old.find(end_mark)
     if (start < 0) != (end < 0) or end < start:
@@ -72,5 +95,5 @@ def write(root: Path) -> tuple[Path, str]:
         new, what = old[:start] + section.replace(b"\n", eol) + old[stop:], "replaced"
     if new == old:
         return path, "unchanged"
-    write_atomic(target, new, mode=target.stat().st_mode & 0o777)
+    write_atomic(found, new, mode=found.stat().st_mode & 0o777)
     return path, what

@@ -14,6 +14,10 @@ from michi.session import Session
 def run(session: Session, *, hook: bool, wait: float | None, offline: bool, agents: bool = False) -> Message:
     from michi.workflow import Mutation
 
+    if agents:  # refused before the init lands, not after: exit 2 must mean nothing was done
+        from michi.commands import agents_md
+
+        agents_md.target(session.repo.worktree)
     outcome = task_common.transact(session, Mutation("michi.tasks.create:init", {}), wait, offline)
     created: list[str] = list(outcome.result or [])
     data: dict[str, Any] = {"created": created, "transaction": task_common.txn_info(outcome), "hook": None}
