@@ -193,7 +193,22 @@ def _no_settings(text: str) -> bool:
 MAX_CONFIG_BYTES = 1 << 20
 
 
+def _check_link(config_file: Path) -> None:
+    """A settings file that is a link is read only when it names a file of the work tree: one pushed by
+    another clone pointing out of it gave every clone settings from outside the repository."""
+    top = Path(os.path.realpath(config_file.parent))
+    found = Path(os.path.realpath(config_file))
+    if not found.is_relative_to(top) or ".git" in found.relative_to(top).parts:
+        raise ConfigError(
+            f"{config_file.name} is a link out of the repository; michi reads its settings only from the "
+            "repository's own files",
+            hint=f"replace {config_file.name} by a file (`git rm` the link, commit, push)",
+        )
+
+
 def _read(config_file: Path) -> dict[str, Any]:
+    if config_file.is_symlink():
+        _check_link(config_file)
     try:
         with open(config_file, "rb") as source:  # a committed file of megabytes is never read whole
             raw = source.read(MAX_CONFIG_BYTES + 1)

@@ -380,6 +380,32 @@ def test_a_config_nested_too_deep_is_a_config_error(cli, ready: Path) -> None:
     assert result.exit_code == 2 and result.json()["error"]["code"] == "bad_config"
 
 
+def test_a_config_linked_out_of_the_repository_is_a_config_error(cli, ready: Path, tmp_path: Path) -> None:
+    """`.michi.toml` pushed as a link to a file outside the repository: every clone took its settings
+    from there (a remote of the link's choosing). A link to a file of the repository is read."""
+    outside = tmp_path / "elsewhere.toml"
+    outside.write_text('[michi]\nremote = "somewhere-else"\n')
+    (ready / ".michi.toml").unlink()
+    (ready / ".michi.toml").symlink_to(outside)
+    refused = cli(ready, "task", "add", "x", "--json")
+    assert refused.exit_code == 2 and refused.json()["error"]["code"] == "bad_config"
+    assert "link out of the repository" in refused.json()["error"]["message"]
+    (ready / "conf").mkdir()
+    (ready / "conf" / "michi.toml").write_text("[michi]\nclaim_ttl = 60\n")
+    (ready / ".michi.toml").unlink()
+    (ready / ".michi.toml").symlink_to("conf/michi.toml")
+    assert cli(ready, "task", "add", "x", "--json").exit_code == 0
+
+
+def test_a_remote_that_is_not_there_names_the_remotes_there_are(
+    cli, ready: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The names come from `remote.<name>.url` alone: a `remote.origin.fetch` was listed as "origin.f"."""
+    monkeypatch.setenv("MICHI_REMOTE", "nowhere")
+    refused = cli(ready, "task", "add", "x", "--json")
+    assert refused.exit_code == 2 and "(it has origin)" in refused.json()["error"]["message"], refused.stdout
+
+
 def test_a_config_of_megabytes_is_a_config_error_unread(cli, ready: Path) -> None:
     """A settings file of 64 MB (comments: valid TOML) is refused from its size: never read whole."""
     with open(ready / ".michi.toml", "w") as out:

@@ -165,7 +165,11 @@ def remote_exists(repo: Repo, remote: str) -> bool:
 
 def remote_names(repo: Repo) -> list[str]:
     """The repository's remotes (those with a URL), sorted."""
-    found = (k[len("remote.") : -len(".url")] for k, v in config_values(repo).items() if v)
+    found = (
+        k[len("remote.") : -len(".url")]
+        for k, v in config_values(repo).items()
+        if v and k.startswith("remote.") and k.endswith(".url")
+    )
     return sorted(name for name in found if name)
 
 
