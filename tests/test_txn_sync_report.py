@@ -476,6 +476,29 @@ def test_offline_work_dropped_by_a_reset_is_named_once_and_lands_once(
     assert_exactly_once(remote.bare)
 
 
+@pytest.mark.parametrize(
+    "damage",
+    [{"tags": [{"a": 1}]}, {"priority": "Z"}, {"description": ""}],
+    ids=["tags", "priority", "empty"],
+)
+def test_a_journal_entry_whose_input_no_reader_accepts_is_refused_not_pushed(
+    cli: Cli, remote: Remote, ready: Path, damage: dict[str, Any]
+) -> None:
+    """An entry's parameters never checked by the command line (hand-edited, damaged): `sync` wrote and
+    pushed a task file its own readers, in every clone, then called corrupt."""
+    cli(ready, "task", "add", "offline one", "--offline")
+    path = ready / ".git/michi/journal.json"
+    journal = json.loads(path.read_text())
+    journal["entries"][0]["mutation"]["params"].update(damage)
+    path.write_text(json.dumps(journal))
+    head = remote.head()
+    synced = cli(ready, "sync", "--json")
+    assert synced.exit_code == 4, synced.stdout
+    assert [r["code"] for r in synced.json()["refused"]] == ["corrupt_task"]
+    assert remote.head() == head
+    assert cli(ready, "doctor", "--json").json()["problems"] == []
+
+
 @pytest.mark.parametrize("kind", ["fifo", "dev_zero", "folder", "corrupt_is_a_folder"])
 def test_a_journal_that_is_no_regular_file_is_kept_aside_without_hanging(
     remote: Remote, ready: Path, kind: str

@@ -31,9 +31,21 @@ def blob_oid(data: bytes) -> str:
 
 
 def written(subject: str, pairs: list[tuple[str, Task]], extra: Mapping[str, bytes] | None = None) -> Change:
-    """A Change writing `pairs`; its result is JSON-able: [{path, record}] in the order given."""
+    """A Change writing `pairs`; its result is JSON-able: [{path, record}] in the order given. Each file is
+    first read back as every reader will read it: an operation applied from a damaged journal (its input
+    never checked by the command line) wrote and pushed task files every clone then called corrupt."""
     records = map(serialization.to_record, (t for _p, t in pairs))
     files = [(p, rec, serialization.dumps_record(rec)) for (p, _t), rec in zip(pairs, records, strict=True)]
+    for path, _rec, data in files:
+        if len(data) > MAX_TASK_BYTES:
+            break  # `written_files` refuses it as too large, the command's own refusal
+        try:
+            serialization.loads_record(data, path)
+        except CorruptTask as exc:
+            raise CorruptTask(
+                f"refusing to write {exc.message}",
+                hint="the operation's input is not a valid task (a damaged journal?): nothing was written",
+            ) from None
     return written_files(subject, files, extra)
 
 
