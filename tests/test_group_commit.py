@@ -356,14 +356,15 @@ def _b_holds_and_is_refused(
     remote: Remote, repo: Path, gated: Path
 ) -> tuple[subprocess.Popen[str], subprocess.Popen[str], subprocess.Popen[str]]:
     """a holds; b, then c, wait. b holds next and carries c, and its push (the second) is refused by the
-    gated hook, with no retry: (a, b, c)."""
+    gated hook: b then pushes its own alone, c's is set aside (for its waiter, or the next holder): (a, b,
+    c)."""
     hook = remote.bare / "hooks" / "pre-receive"
     hook.write_text(hook.read_text() + 'if [ "$n" = 2 ]; then exit 1; fi\n')
     holder, (batch, waiter) = queue_behind_holder(repo, gated, ["b", "c"], {"b": {"MICHI_PUSH_RETRIES": "1"}})
     return holder, batch, waiter
 
 
-def test_an_interrupted_waiter_told_its_change_lands_sees_it_land_though_its_holder_failed(
+def test_an_interrupted_waiter_told_its_change_lands_sees_it_land_though_its_push_was_refused(
     remote: Remote, repo: Path, gated: Path
 ) -> None:
     holder, batch, victim = _b_holds_and_is_refused(remote, repo, gated)
@@ -373,23 +374,23 @@ def test_an_interrupted_waiter_told_its_change_lands_sees_it_land_though_its_hol
     victim.send_signal(signal.SIGINT)
     code, out = finish(victim)
     assert code == 130 and "do not repeat" in out["error"]["hint"], out
-    (gated / "gate.2").touch()  # b's push is refused: b fails
-    assert finish(holder)[0] == 0 and finish(batch)[0] != 0
+    (gated / "gate.2").touch()  # b's push is refused: b pushes its own alone, c's is set aside
     (gated / "open").touch()
+    assert finish(holder)[0] == 0 and finish(batch)[0] == 0
     assert start(repo, "d").wait(timeout=120) == 0
-    assert names_on(remote.bare) == ["a", "c", "d"]  # c landed once, as its waiter was told
+    assert names_on(remote.bare) == ["a", "b", "c", "d"]  # c landed once, as its waiter was told
     once(remote.bare)
 
 
-def test_a_waiter_whose_holder_failed_lands_its_operation_itself(
+def test_a_waiter_whose_operation_rode_on_a_refused_push_lands_it_itself(
     remote: Remote, repo: Path, gated: Path
 ) -> None:
     holder, batch, waiter = _b_holds_and_is_refused(remote, repo, gated)
     (gated / "open").touch()
-    assert finish(holder)[0] == 0 and finish(batch)[0] != 0
-    code, out = finish(waiter)  # it adopts the entry its failed holder kept journaled
+    assert finish(holder)[0] == 0 and finish(batch)[0] == 0  # b's own, pushed alone after the refusal
+    code, out = finish(waiter)  # it adopts the entry its holder set aside, journaled
     assert code == 0 and out["result"]["name"] == "c" and out["pushed"], out
-    assert names_on(remote.bare) == ["a", "c"]
+    assert names_on(remote.bare) == ["a", "b", "c"]
     assert not (repo / ".git/michi/journal.json").exists()
     once(remote.bare)
 
@@ -503,3 +504,40 @@ def test_a_file_where_the_group_folder_goes_leaves_commands_working_alone(
     assert sorted(names_on(remote.bare)) == ["a", "b", "c"] and pushes(gated) == 3
     once(remote.bare)
     assert group.read_text() == "not michi's folder\n"
+
+
+def test_a_waiters_operation_the_remote_refuses_never_fails_the_holder_that_took_it(
+    remote: Remote, repo: Path
+) -> None:
+    """The lock's holder took a waiter's operation that the remote's policy refuses: the holder's own,
+    innocent one was refused with it (exit 5, quoting the other's problem). Now the holder pushes its own
+    alone and lands; the waiter pushes its operation itself and hears the refusal as its own."""
+    assert run_michi(repo, "init").exit_code == 0
+    assert run_michi(repo, "task", "add", "base").exit_code == 0
+    gate, entered, open_ = (remote.root / n for n in ("gate", "entered", "open"))
+    hook = remote.bare / "hooks" / "pre-receive"
+    hook.write_text(
+        "#!/bin/sh\nwhile read old new ref; do\n"
+        '  if git diff "$old" "$new" | grep -q FORBIDDEN; then echo "policy: no FORBIDDEN" >&2; exit 1; fi\n'
+        f"done\nif [ -e '{gate}' ]; then rm '{gate}'; touch '{entered}'\n"
+        f"  while [ ! -e '{open_}' ]; do sleep 0.01; done\nfi\n"
+    )
+    hook.chmod(0o755)
+    gate.touch()
+    holder = spawn_michi(repo, "--json", "task", "add", "first holder")
+    until(entered.exists, holder)
+    innocent = spawn_michi(repo, "--json", "task", "add", "innocent")
+    until(lambda: offers(repo) == 1, holder, innocent)
+    refused = spawn_michi(repo, "--json", "task", "annotate", "1", "a FORBIDDEN word")
+    until(lambda: offers(repo) == 2, holder, innocent, refused)
+    open_.touch()
+    assert finish(holder)[0] == 0
+    code, out = finish(innocent)
+    assert code == 0, out
+    code, out = finish(refused)
+    assert code == 5 and out["error"]["code"] == "remote_rejected", out
+    listed = run_michi(repo, "--json", "task", "list", "--fetch").json()
+    assert sorted(t["description"] for t in listed) == ["base", "first holder", "innocent"]
+    assert "FORBIDDEN" not in git(remote.bare, "log", "-p", "main")
+    assert_exactly_once(remote.bare)
+    assert not (repo / ".git/michi/journal.json").exists()

@@ -187,7 +187,8 @@ def test_orphan_landing_after_a_refused_takeover_is_recognised_by_its_txn(
     detached_server(ready, remote.root)
     signals = remote.root / "signals"
     gated_hook(remote.bare, signals)
-    (signals / "refuse.2").touch()
+    (signals / "refuse.2").touch()  # the takeover's push, carrying the orphan's operation rebuilt
+    (signals / "refuse.3").touch()  # and its own operation, pushed alone after that refusal
     before = remote.head()
     first = spawn_michi(
         ready, *(["task", "annotate", "1", "note N"] if op == "annotate" else ["task", "add", "task X"])

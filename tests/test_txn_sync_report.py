@@ -499,6 +499,48 @@ def test_a_journal_entry_whose_input_no_reader_accepts_is_refused_not_pushed(
     assert cli(ready, "doctor", "--json").json()["problems"] == []
 
 
+POLICY_HOOK = """#!/bin/sh
+while read old new ref; do
+  if git diff "$old" "$new" | grep -q FORBIDDEN; then echo "policy: no FORBIDDEN words" >&2; exit 1; fi
+done
+"""
+
+
+@pytest.mark.parametrize("pending", ["offline", "killed"])
+def test_pending_work_the_remote_refuses_never_takes_other_commands_down(
+    cli: Cli, remote: Remote, ready: Path, pending: str
+) -> None:
+    """A pending operation (offline, or journaled by a killed michi) that the remote's policy refuses rode
+    on every later command's push: each failed, exit 5, blamed for it, and nothing named the pending one.
+    Now the command's own change is pushed alone and says what stays pending; `sync` names it."""
+    hook = remote.bare / "hooks" / "pre-receive"
+    hook.write_text(POLICY_HOOK)
+    hook.chmod(0o755)
+    if pending == "offline":
+        assert cli(ready, "task", "annotate", "1", "a FORBIDDEN word", "--offline").exit_code == 0
+    else:
+        killed = run_michi(
+            ready, "task", "annotate", "1", "a FORBIDDEN word", env={"MICHI_FAULT": "committed"}
+        )
+        assert killed.exit_code == -9
+    for name in ("innocent 1", "innocent 2"):
+        added = cli(ready, "task", "add", name, "--json")
+        assert added.exit_code == 0, added.stdout
+        notes = added.json()["transaction"]["notes"]
+        assert any("also carried" in n and "no FORBIDDEN words" in n for n in notes), added.stdout
+    synced = cli(ready, "sync", "--json")
+    assert synced.exit_code == 5 and synced.json()["error"]["code"] == "remote_rejected"
+    assert "the push carried this clone's pending" in synced.json()["error"]["message"]
+    listed = cli(ready, "task", "list", "--json", "--fetch").json()
+    assert sorted(t["description"] for t in listed) == ["base 1", "base 2", "innocent 1", "innocent 2"]
+    assert "FORBIDDEN" not in git(remote.bare, "log", "-p", "main")
+    hook.unlink()  # the policy lifted: the pending note lands, once
+    assert cli(ready, "sync", "--json").exit_code == 0
+    shown = cli(ready, "task", "show", "1", "--json").json()
+    assert [a["description"] for a in shown["annotations"]] == ["a FORBIDDEN word"]
+    assert_exactly_once(remote.bare)
+
+
 @pytest.mark.parametrize("kind", ["fifo", "dev_zero", "folder", "corrupt_is_a_folder"])
 def test_a_journal_that_is_no_regular_file_is_kept_aside_without_hanging(
     remote: Remote, ready: Path, kind: str

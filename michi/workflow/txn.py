@@ -15,7 +15,15 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from michi import git
-from michi.errors import GitFailed, Interrupted, LockError, MichiError, RemoteUnreachable, RepoBusy
+from michi.errors import (
+    GitFailed,
+    Interrupted,
+    LockError,
+    MichiError,
+    RemoteRejected,
+    RemoteUnreachable,
+    RepoBusy,
+)
 from michi.host import hostname
 from michi.unique import uuid4_hex
 from michi.workflow import faults, group, orphans, recovery, stranded
@@ -161,6 +169,9 @@ class Transaction:
         self.rescued: set[str] = set()  # txns of those that this run completes (or found landed)
         self.pushed = False  # this run's push landed: its journal entry must survive a late failure
         self.keep_entry = False  # the push's outcome is unknown: the next run must check the remote
+        # Others' operations set aside after the remote refused a push carrying them: this run's own go
+        # alone, they stay in the journal as they were (pending ones) or for their waiters (handed ones).
+        self.aside: list[Entry] = []
         # path -> (entry before, entry after) for every path the last application's commits changed, from
         # its start: moving the checkout by these needs no git process to diff or list two (possibly
         # 50,000-entry) trees (ADR 0015).
@@ -489,7 +500,10 @@ class Transaction:
             self.attempt += 1
             attempt = self.attempt
             self.known = None
-            pending = self._not_landed(leftover, base) if leftover else []
+            aside = {e.txn for e in self.aside}
+            pending = [e for e in self._not_landed(leftover, base) if e.txn not in aside] if leftover else []
+            if aside:
+                handed = [e for e in handed if e.txn not in aside]
             start = self._rescue(base) if self.stranded else base
             pre, self.prebuilt = self.prebuilt, None  # a guess for one round only
             if pre is not None and self._use_prebuilt(pre, start, pending, mine):
@@ -506,7 +520,7 @@ class Transaction:
             if own_error is not None and not handed:
                 raise own_error
             result = results.get(mine[-1].txn) if mine else known
-            landed = {e.txn for e in leftover} | self.rescued
+            landed = {e.txn for e in leftover if e.txn not in aside} | self.rescued
             if tip == base:
                 unsent = self._answer(leftover, handed, built, results, errors, False, attempt, [])
                 journal.save([e for e in leftover + handed if e.txn in unsent])
@@ -528,13 +542,17 @@ class Transaction:
             # entries stay, with the commit and result that landed, so a holder after us can still answer
             # them should we die too (ADR 0017). Landed, they are never applied again.
             unanswered = [e for e in leftover if e.handed and e.txn in self.landed_at]
-            entries = [e.but(state=PUSHING, commit=tip) for e in built] + unanswered
+            entries = [e.but(state=PUSHING, commit=tip) for e in built] + unanswered + self.aside
             with interruptions_deferred(lambda: self.pushed):
                 naming = functools.partial(self._naming, journal, entries, lock)
                 beside = functools.partial(self._beside, old_remote, start, tip)
-                landed_now = False
+                landed_now = set_aside = False
                 try:
                     landed_now = self._push(tip, naming, beside)
+                except RemoteRejected as exc:
+                    set_aside = self._set_aside(exc, built, mine, leftover, handed)
+                    if not set_aside:
+                        raise
                 finally:
                     if not landed_now:  # refused or failed: the move's processes and staging wait for nothing
                         git.drop_prepared(self.git)
@@ -545,13 +563,15 @@ class Transaction:
                     ours = {e.txn for e in mine + handed}
                     notes = self._finish(old_remote, tip, landed | ours, lock)
                     unsent = self._answer(leftover, handed, built, results, errors, True, attempt, notes)
-                    journal.save([e for e in entries if e.txn in unsent])
+                    journal.save([e for e in entries if e.txn in unsent] + self.aside)
                     self._touch_synced()
                     if own_error is not None:
                         raise own_error
                     return self._outcome(
                         result, tip, pushed=True, attempts=attempt, notes=notes, recovered=self._completed()
                     )
+            if set_aside:
+                continue  # the same tip, this run's own operations alone
             self._touch(_CONTENDED)
             self.refusals += 1
             if self.refusals >= retries + _TURN_ROUNDS:
@@ -688,6 +708,37 @@ class Transaction:
         if not failed():
             git.prepare_update_ref(self.git, self.target.local_ref, tip, old_remote, UPDATE_MESSAGE)
 
+    def _set_aside(
+        self,
+        exc: RemoteRejected,
+        built: list[Entry],
+        mine: list[Entry],
+        leftover: list[Entry],
+        handed: list[Entry],
+    ) -> bool:
+        """The remote refused a push (its hooks, a policy) that carried others' operations with this run's:
+        which one it refuses is not known, and an innocent command must not fail with it, nor every later
+        command of the clone. This run's own go alone next (True); the others stay, pending ones in the
+        journal (`michi sync` tries them again and says what the remote refuses), handed ones for their
+        waiters to push themselves (ADR 0017). False when there is nothing to set aside: the refusal is
+        this run's own (with pending operations named, when only they were pushed)."""
+        own = {e.txn for e in mine}
+        carried = {e.txn for e in built} - own
+        if not carried or not mine or self.aside:
+            others = [e for e in leftover if e.txn in carried]
+            if others and not mine:
+                exc.message += "; the push carried this clone's pending " + ", ".join(
+                    f"`michi {e.command}`" for e in others
+                )
+            return False
+        self.aside = [e for e in leftover + handed if e.txn in carried]
+        named = ", ".join(f"`michi {e.command}`" for e in self.aside)
+        self.notes.append(
+            f"the remote refused a push that also carried {named} ({exc.message}); this command's own "
+            "change was pushed alone: the pending operations stay pending (`michi sync` tries them again)"
+        )
+        return True
+
     def _kept_result(self, entry: Entry, landed: str) -> Any:
         """The result a dead holder kept for `entry`, if the commit that landed is the one it built."""
         if entry.state == PUSHING and entry.commit and git.is_ancestor(self.git, landed, entry.commit):
@@ -746,7 +797,9 @@ class Transaction:
 
     def _completed(self) -> int:
         """Pending operations now on the remote: found there, or applied and pushed by this run."""
-        return len(self.leftover) - len(self.report.refused) + len(self.rescued)
+        aside = {e.txn for e in self.aside}
+        done = [e for e in self.leftover if e.txn not in aside]
+        return len(done) - len(self.report.refused) + len(self.rescued)
 
     def _rescue(self, base: str | None) -> str | None:
         """`base` plus the stranded michi commits not on the remote yet, replayed as they are."""
