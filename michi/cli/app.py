@@ -85,6 +85,10 @@ def _root(
     """
     import sys
 
+    if agent is not None and not agent:  # `--agent` last, `--agent=`, `--agent ""`: not MICHI_AGENT's name
+        from michi.errors import UsageError
+
+        raise UsageError("--agent needs a name", hint="pass --agent NAME, or leave it out to use MICHI_AGENT")
     base = Path.cwd() if directory is None else (Path.cwd() / directory)
     obj: Any = ctx.obj or {}
     ctx.obj = Session(cwd=base, json=bool(obj.get("json")) or json_out, agent=agent, argv=sys.argv[1:])

@@ -11,14 +11,18 @@ from michi import __version__
 def split_json_flag(argv: Sequence[str]) -> tuple[list[str], bool]:
     """`--json` may stand anywhere before `--`; knowing it before parsing lets usage errors be JSON too.
     `--agent NAME` may too (agents write `michi task claim 3 --agent bot`): it is moved to the front,
-    where the root command takes it."""
+    where the root command takes it. `--agent` with no name after it (last, or before another option) is
+    passed on as an empty name, which the root command refuses: never dropped for MICHI_AGENT's."""
     args = list(argv)
     end = args.index("--") if "--" in args else len(args)
     head, agent = [], []
     tokens = iter(args[:end])
     for token in tokens:
         if token == "--agent":
-            agent = ["--agent", next(tokens, "")]
+            name = next(tokens, "")
+            agent = ["--agent", "" if name.startswith("--") else name]
+            if name.startswith("--") and name != "--json":
+                head.append(name)
         elif token.startswith("--agent="):
             agent = ["--agent", token.split("=", 1)[1]]
         elif token != "--json":

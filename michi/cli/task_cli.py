@@ -330,7 +330,7 @@ def next_(
 ) -> Any:
     """The most urgent ready task (Taskwarrior's urgency, in the JSON as `urgency`) of the remote's
     current state: fetches first. Exit 3 (no_ready_task) when there is none; its counts say why, and
-    `open: 0` means all work is finished."""
+    `open: 0` means all work is finished, `open` equal to `stuck` that only a person can free the rest."""
     from michi.commands import task_change, task_read
 
     s = session(ctx)

@@ -21,8 +21,8 @@ SECTION = f"""{START}
 This repository tracks its tasks with michi: task files live in `.tasks/` folders and change only
 through michi (never by hand). Read `michi guide` first; the work loop is
 `michi --json --agent NAME task next --claim`, do the work, `michi --json task done ID`, and
-stop when the `no_ready_task` error says `open: 0`. (Written by `michi init --agents`; a re-run
-replaces this section.)
+stop when the `no_ready_task` error's `open` equals its `stuck` (0 and 0: all done; else a person must
+mend what `michi doctor` names). (Written by `michi init --agents`; a re-run replaces this section.)
 {END}
 """
 

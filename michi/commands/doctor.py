@@ -1,5 +1,6 @@
 """`michi doctor`: every task file that cannot be read, duplicate ids and uuids, a counter behind the ids in
-use, and open tasks that depend on each other (none of them can ever start)."""
+use, open tasks that depend on each other, and open tasks that depend on a task no file holds (none of
+them can ever start)."""
 
 from __future__ import annotations
 
@@ -54,6 +55,7 @@ def run(session: Session, *, fetch: bool) -> Report:
                     {"uuid": uuid, "paths": paths, "problem": f"uuid {uuid} is used by {len(paths)} files"}
                 )
     problems += _cycles(index)
+    problems += _missing(index)
     try:
         counter = ids.last_id(tree)
     except Exception as exc:  # CorruptTask: reported like any other problem, with the number it needs
@@ -123,3 +125,32 @@ def _cycles(index: Any) -> list[dict[str, Any]]:
             }
         )
     return found
+
+
+def _missing(index: Any) -> list[dict[str, Any]]:
+    """Open tasks that depend on a uuid no task file is named by (its file removed by hand, or purged in
+    Taskwarrior before the import): such a dependency blocks for ever (ADR 0007), so `next` never hands
+    the task out. A dependency whose file exists but cannot be read is that file's problem, listed above."""
+    from michi.tasks.links import OPEN_STATUSES
+
+    found = []
+    for record in sorted((e[1] for e in index.entries.values() if e[1] is not None), key=_by_id):
+        if record.get("status") not in OPEN_STATUSES:
+            continue
+        for dep in record.get("depends") or ():
+            if dep not in index.by_uuid:
+                ident = record.get("michi_id")
+                found.append(
+                    {
+                        "id": ident,
+                        "uuid": record["uuid"],
+                        "depends": dep,
+                        "problem": f"task {ident} depends on {dep}, which no task file holds: it can never "
+                        f"start (`michi task modify {ident} --remove-depends {dep}` drops the dependency)",
+                    }
+                )
+    return found
+
+
+def _by_id(record: dict[str, Any]) -> tuple[int, str]:
+    return (record.get("michi_id") or 0, record["uuid"])

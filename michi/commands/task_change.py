@@ -10,7 +10,7 @@ from michi.commands import task_common
 from michi.errors import UsageError
 from michi.session import Session
 from michi.tasks import claims, domains
-from michi.tasks.errors import TaskNotFound
+from michi.tasks.errors import NoReadyTask, TaskNotFound
 from michi.tasks.index import Index
 
 
@@ -73,7 +73,16 @@ def next_claim(
     claims.require_agent(session.resolve_agent())
     where = None if every_domain else domains.resolve(session.repo.worktree, session.cwd, domain)
     params = {"domain": where, "ttl": _ttl(session, ttl)}
-    outcome = task_common.transact(session, Mutation("michi.tasks.pool:next_claim", params), wait, offline)
+    try:
+        outcome = task_common.transact(
+            session, Mutation("michi.tasks.pool:next_claim", params), wait, offline
+        )
+    except NoReadyTask as exc:  # said on stderr too, as `next` and `list` say it
+        if exc.details.get("unreadable"):
+            exc.notes.append(
+                f"{exc.details['unreadable']} task file(s) could not be read; 'michi doctor' lists them"
+            )
+        raise
     # Only dependencies need other tasks' ids: without any, the index is not read (ADR 0015).
     index = task_common.read(session).index if outcome.result[0]["record"].get("depends") else Index(None, {})
     task = {**task_common.views(outcome.result, index)[0], "urgency": outcome.result[0]["urgency"]}
@@ -125,6 +134,15 @@ def modify(
         "tags_remove": task_common.split_tags(tags_remove),
         "depends_add": known,
         "depends_refs": later,
-        "depends_remove": [snap.index.uuid_of(r) for r in depends_remove],
+        "depends_remove": [_dependency(snap.index, r) for r in depends_remove],
     }
     return change(session, "modify", ref, **fields, **kw)
+
+
+def _dependency(index: Index, ref: str) -> str:
+    """The uuid `--remove-depends REF` drops. A full uuid is taken as it is, with no file to look up: the
+    way out of a dependency on a task no file holds or none can read (`michi doctor` says so)."""
+    from michi.tasks.ids import UUID_RE
+
+    uuid = ref.strip().lower()
+    return uuid if UUID_RE.match(uuid) else index.uuid_of(ref)

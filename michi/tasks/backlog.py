@@ -2,7 +2,9 @@
 
 `next` and `next --claim` answer `no_ready_task` both when all work is finished and when the remaining
 work is blocked, claimed by other agents, in review or waiting; the counts tell them apart, and `open: 0`
-is the one signal that all work is finished (ADR 0007).
+is the one signal that all work is finished (ADR 0007). What only a person can mend (`stuck`: a file
+that cannot be read, a task waiting on one no file holds, one no name can finish) is open work too, never
+finished work, and `open == stuck` tells the loop to stop and call a person rather than wait for ever.
 """
 
 from __future__ import annotations
@@ -12,18 +14,33 @@ from typing import Any
 from michi.tasks.domains import domain_of
 from michi.tasks.errors import NoReadyTask
 from michi.tasks.index import Index
-from michi.tasks.model import OPEN_STATES
+from michi.tasks.model import OPEN_STATES, Task
 
-COUNTS = ("open", "blocked", "claimed", "mine", "review", "waiting", "unnamed")
+COUNTS = (
+    "open",
+    "blocked",
+    "claimed",
+    "mine",
+    "review",
+    "waiting",
+    "unnamed",
+    "missing",
+    "unreadable",
+    "stuck",
+)
 
 
 def counts(index: Index, domain: str | None, agent: str | None, now: float) -> dict[str, int]:
     """Open tasks (neither done nor deleted) of `domain` (None: every domain), and among them: blocked by
     an open dependency, in progress for another agent (`claimed`) or for `agent` (`mine`), in review,
-    waiting (Taskwarrior's status), or `unnamed`: another file has both its id and its uuid, so no command
-    can name it and `next --claim` never hands it out. A task can count in more than one of these."""
+    waiting (Taskwarrior's status), `unnamed`: another file has both its id and its uuid, so no command
+    can name it and `next --claim` never hands it out, or `missing`: it waits, itself or through the tasks
+    it depends on, on a task no file holds or none can read. A task can count in more than one of these,
+    but not in both `blocked` and `missing`. Task files that cannot be read count as open and `unreadable`:
+    one may hold unfinished work. `stuck`: what only a person can mend (unnamed, missing, unreadable)."""
     out = dict.fromkeys(COUNTS, 0)
     twice = index.uuid_twice
+    lost = _lost(index, now)
     for path, task in index.tasks.items():
         if task.state not in OPEN_STATES or (domain is not None and domain_of(path) != domain):
             continue
@@ -38,10 +55,18 @@ def counts(index: Index, domain: str | None, agent: str | None, now: float) -> d
                 out["claimed"] += 1
         if task.status == "waiting":
             out["waiting"] += 1
-        if any(_open(index, dep) for dep in task.depends):
+        if task.uuid in lost:
+            out["missing"] += 1
+        elif any(_open(index, dep) for dep in task.depends):
             out["blocked"] += 1
-        if twice and len(index.uuid_paths.get(task.uuid, ())) > 1 and len(index.paths_with_id(task.id)) > 1:
-            out["unnamed"] += 1
+        unnamed = (
+            twice and len(index.uuid_paths.get(task.uuid, ())) > 1 and len(index.paths_with_id(task.id)) > 1
+        )
+        out["unnamed"] += unnamed
+        out["stuck"] += unnamed or task.uuid in lost
+    unreadable = sum(1 for path in index.problems if domain is None or domain_of(path) == domain)
+    for key in ("open", "unreadable", "stuck"):
+        out[key] += unreadable
     return out
 
 
@@ -49,6 +74,38 @@ def _open(index: Index, uuid: str) -> bool:
     path = index.by_uuid.get(uuid)
     other = index.tasks.get(path) if path else None
     return other is None or other.state not in ("done", "deleted")  # a missing dependency never resolves
+
+
+def _free(task: Task, now: float) -> bool:
+    """Waiting for no one but its dependencies: to do, or in progress under a claim that ran out."""
+    if task.state == "in_progress":
+        return bool(task.assignee) and task.claim_holder(now) is None
+    return task.state == "todo"
+
+
+def _lost(index: Index, now: float) -> set[str]:
+    """Uuids of the free tasks that wait on a dependency no task file holds (or none can read), directly
+    or through other free tasks: a missing dependency blocks (ADR 0007), so these never get ready until a
+    person drops it. Tasks held by someone pass nothing on: their holder can still finish them."""
+    tasks, by_uuid = index.tasks, index.by_uuid
+    awaiting: dict[str, list[str]] = {}  # uuid -> the free tasks that depend on it
+    found: list[str] = []
+    for task in tasks.values():
+        if not task.depends or not _free(task, now):
+            continue
+        for dep in task.depends:
+            path = by_uuid.get(dep)
+            if path is None or path not in tasks:
+                found.append(task.uuid)
+            else:
+                awaiting.setdefault(dep, []).append(task.uuid)
+    lost: set[str] = set()
+    while found:  # iterative: a chain of 10,000 dependencies is no recursion limit
+        uuid = found.pop()
+        if uuid not in lost:
+            lost.add(uuid)
+            found.extend(awaiting.get(uuid, ()))
+    return lost
 
 
 def no_ready(index: Index, domain: str | None, agent: str | None, now: float) -> NoReadyTask:
@@ -73,19 +130,36 @@ _LABELS = (
     ("review", "in review"),
     ("waiting", "waiting"),
     ("unnamed", "sharing id and uuid with another file"),
+    ("missing", "waiting on a task that does not exist or cannot be read"),
+    ("unreadable", "task file(s) that could not be read"),
 )
 
 
 def _hint(n: dict[str, int]) -> str:
+    if n["stuck"] == n["open"]:
+        return (
+            f"what is left needs a person ({_stuck(n)}): stop and tell one; 'michi doctor' names each "
+            "problem and its fix"
+        )
+    besides = f"; {n['stuck']} need a person first ('michi doctor')" if n["stuck"] else ""
     if n["mine"]:
-        return "finish your own claims first ('michi task list --assignee NAME'), then ask again"
+        return "finish your own claims first ('michi task list --assignee NAME'), then ask again" + besides
     if n["claimed"] or n["blocked"]:
         return (
             "work remains but others hold it: ask again in a minute ('michi task next --claim'); "
-            "stop only when open is 0"
+            "stop only when open is 0" + besides
         )
-    if n["unnamed"] and n["unnamed"] == n["open"]:
-        return "what is left shares its id and uuid with other files: a person must fix them ('michi doctor')"
     if n["review"]:
-        return "the rest waits for review: 'michi task done ID' or 'michi task start ID' moves it on"
-    return "the rest is waiting or not claimable: see 'michi task list'; stop only when open is 0"
+        return (
+            "the rest waits for review: 'michi task done ID' or 'michi task start ID' moves it on" + besides
+        )
+    return "the rest is waiting or not claimable: see 'michi task list'; stop only when open is 0" + besides
+
+
+def _stuck(n: dict[str, int]) -> str:
+    said = {
+        "unreadable": f"{n['unreadable']} task file(s) could not be read",
+        "missing": f"{n['missing']} task(s) wait on a task that does not exist or cannot be read",
+        "unnamed": f"{n['unnamed']} task(s) share their id and uuid with other files",
+    }
+    return "; ".join(text for key, text in said.items() if n[key])

@@ -127,7 +127,22 @@ def _below(top: Path, path: Path) -> Path:
 
 
 def resolve(worktree: Path, cwd: Path, given: str | None) -> str:
-    """`--domain PATH` (relative to cwd), else the nearest folder at/above cwd with `.tasks/`, else root."""
+    """`--domain PATH` (relative to cwd), else the nearest folder at/above cwd with `.tasks/`, else root.
+
+    A path the file system refuses to look at (a name longer than it allows, a NUL byte an import file
+    can hold, a folder it may not read) is `bad_domain` naming it, never a crash."""
+    try:
+        return _resolve(worktree, cwd, given)
+    except (OSError, ValueError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        shown = given if given is not None else os.fspath(cwd)
+        raise BadDomain(
+            f"domain {shown[:200]!r} cannot be used: {reason}",
+            hint="pass a folder the file system can look up: names of at most 255 bytes, no NUL, readable",
+        ) from None
+
+
+def _resolve(worktree: Path, cwd: Path, given: str | None) -> str:
     top = Path(os.path.realpath(worktree))
     if given is not None:
         if given.strip() == "":
