@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import git, run_michi
 from lockkit import dead_pid, new_lock, write_record
 
@@ -172,3 +173,14 @@ def test_a_busy_lock_can_exit_with_a_code_the_command_never_uses(cli, local_repo
     holder.release()
     refused = cli(local_repo, "--json", "lock", "run", "-E", "300", "--", "true")
     assert refused.exit_code == 2 and refused.json()["error"]["code"] == "usage"
+
+
+@pytest.mark.parametrize(("sig", "status"), [("INT", 130), ("TERM", 143)])
+def test_a_command_ended_by_a_signal_is_said_so(local_repo: Path, sig: str, status: int) -> None:
+    """Its 128 + N is kept, but it is the command's end, not michi's Ctrl-C ("nothing half-done")."""
+    ran = run_michi(local_repo, "--json", "lock", "run", "--", "sh", "-c", f"echo ran > ran; kill -{sig} $$")
+    assert ran.exit_code == status, ran.stderr
+    error = ran.json()["error"]
+    assert (error["code"], error["signal"], error["returncode"]) == ("command_signalled", f"SIG{sig}", status)
+    assert (local_repo / "ran").read_text() == "ran\n"
+    assert not (local_repo / ".michi.lock").exists()

@@ -4,15 +4,18 @@ never by a wall-clock value."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from conftest import run_michi
-from lockkit import bash, michi_on_path, write_record
+from lockkit import await_exit, bash, michi_on_path, new_lock, write_record
 
 from michi.lock import procs
 from michi.lock.record import read_owner
@@ -131,3 +134,70 @@ def test_a_wall_clock_step_never_takes_over_a_live_holder(local_repo: Path, tmp_
     finally:
         holder.kill()
         holder.wait()
+
+
+BACKGROUND = """
+mkfifo acquired go
+( token=$(michi lock acquire --wait 0) || exit 1
+  echo "$BASHPID" > acquired
+  read -r _ < go
+  michi lock release --token "$token"; echo $? > release.rc ) >/dev/null 2>&1 &
+read -r pid < acquired; echo "$pid" > subshell.pid
+"""
+
+
+@pytest.mark.parametrize("then", ["releases", "is killed"])
+def test_a_background_subshell_keeps_its_lock_after_the_script_exits(
+    local_repo: Path, tmp_path: Path, then: str
+) -> None:
+    """`( token=$(michi lock acquire); ...; michi lock release ) &`: the lock is recorded as the script's
+    (a fork cannot be told from `$(...)`), with the subshells on the way, and is its while one runs."""
+    result = bash(local_repo, BACKGROUND, michi_on_path(tmp_path))
+    assert result.returncode == 0, result.stderr  # the script has exited; its subshell waits on `go`
+    subshell = int((local_repo / "subshell.pid").read_text())
+    try:
+        status = run_michi(local_repo, "--json", "lock", "status").json()
+        assert (status["stale"], status["reason"]) == (False, "live")
+        assert run_michi(local_repo, "lock", "run", "--wait", "0", "--", "true").exit_code == 75
+        if then == "is killed":
+            os.kill(subshell, signal.SIGKILL)
+            await_exit(subshell)
+            assert run_michi(local_repo, "--json", "lock", "status").json()["reason"] == "dead"
+            assert run_michi(local_repo, "lock", "run", "--wait", "0", "--", "true").exit_code == 0
+            return
+        fd = os.open(local_repo / "go", os.O_WRONLY)
+        os.write(fd, b"go\n")
+        os.close(fd)
+        await_exit(subshell)
+        assert (local_repo / "release.rc").read_text().strip() == "0"
+        assert not (local_repo / ".michi.lock").exists()
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(subshell, signal.SIGKILL)
+
+
+STEPPED = (
+    "import runpy, sys, time; wall = time.time; time.time = lambda: wall() + 400; "
+    "sys.argv[0] = 'michi'; runpy.run_module('michi', run_name='__main__')"
+)
+
+
+def test_a_wall_clock_step_never_ends_a_live_holders_lease(local_repo: Path) -> None:
+    """NTP or `date -s` stepping the clock past the lease (300 s) of a holder that was never paused,
+    shown to the waiter only: the lease is judged by the boot clock the holder stamped, not the wall's."""
+    holder = new_lock(local_repo, ttl=300.0)
+    holder.acquire(0)
+    try:
+
+        def stepped(*args: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run(
+                [sys.executable, "-c", STEPPED, *args], cwd=local_repo, capture_output=True, text=True
+            )
+
+        status = json.loads(stepped("--json", "lock", "status").stdout)
+        assert (status["stale"], status["reason"]) == (False, "live") and status["time_left"] > 200
+        waiter = stepped("lock", "run", "--wait", "0", "--", "true")
+        assert waiter.returncode == 75, waiter.stderr
+        holder.ensure_held()
+    finally:
+        holder.release()

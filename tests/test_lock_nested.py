@@ -87,3 +87,43 @@ def test_the_token_never_reaches_git_or_the_remotes_hooks(cli, repo: Path, remot
     assert "GIT_DIR" in env or "PATH" in env  # the hook ran
     assert "MICHI_LOCK_TOKEN" not in env
     assert "task add" in git(remote.bare, "log", "-1", "--format=%s", "main")
+
+
+INNER = """#!/bin/sh
+eval "$(michi lock acquire --export)"
+michi lock renew --ttl 1
+michi lock release; echo $? > inner.rc
+env -u MICHI_LOCK_TOKEN michi lock run --wait 0 -- true; echo $? > other.rc
+michi --json lock status > st.json
+"""
+
+
+def test_a_script_run_under_lock_run_ends_only_its_own_hold(local_repo: Path, tmp_path: Path) -> None:
+    """The README's acquire ... release, run as `lock run`'s command: its acquire works under the lock
+    run's hold, and its renew and release neither cut nor end that hold while the command runs."""
+    (local_repo / "regen.sh").write_text(INNER)
+    (local_repo / "regen.sh").chmod(0o755)
+    result = bash(local_repo, "michi lock run -- ./regen.sh", michi_on_path(tmp_path))
+    assert result.returncode == 0, result.stderr
+    assert (local_repo / "inner.rc").read_text().strip() == "0"
+    assert (local_repo / "other.rc").read_text().strip() == "75"  # nobody else got in meanwhile
+    status = json.loads((local_repo / "st.json").read_text())
+    assert status["held"] and status["holder"]["command"].startswith("lock run")
+    assert status["time_left"] > 60  # `renew --ttl 1` did not cut the lock run's lease
+    assert not (local_repo / ".michi.lock").exists()  # the lock run released it at the end
+
+
+def test_a_script_run_by_a_script_holding_the_lock_leaves_it_held(local_repo: Path, tmp_path: Path) -> None:
+    (local_repo / "inner.sh").write_text(INNER)
+    (local_repo / "inner.sh").chmod(0o755)
+    script = (
+        'eval "$(michi lock acquire --export)"; ./inner.sh; '
+        "env -u MICHI_LOCK_TOKEN michi lock run --wait 0 -- true; echo $? > after.rc; michi lock release"
+    )
+    result = bash(local_repo, script, michi_on_path(tmp_path))
+    assert result.returncode == 0, result.stderr
+    assert (local_repo / "inner.rc").read_text().strip() == "0"
+    assert (local_repo / "other.rc").read_text().strip() == "75"
+    assert (local_repo / "after.rc").read_text().strip() == "75"  # still the outer script's
+    assert json.loads((local_repo / "st.json").read_text())["holder"]["command"].startswith("lock acquire")
+    assert not (local_repo / ".michi.lock").exists()  # the outer script's own release ended it

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -111,6 +112,11 @@ def _run(s: Session, command: list[str], *, wait: float | None, remote: bool, tt
     if result.ended:
         pids = ", ".join(str(p) for p in result.ended)
         typer.echo(f"michi: ended what the command left running in its process group (PID {pids})", err=True)
+    if result.signal is not None:
+        from michi.lock.errors import CommandSignalled
+
+        # Its 128 + N alone read as michi's own Ctrl-C ("interrupted", 130) or, for SIGTERM, said nothing.
+        raise CommandSignalled(result.signal, shlex.join(command))
     return result.exit_code
 
 

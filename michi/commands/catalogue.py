@@ -83,10 +83,23 @@ def _raised_codes(
     return out
 
 
-def error_codes() -> dict[str, int]:
-    """code -> exit code, sorted by exit code then name."""
+def all_error_codes() -> dict[str, list[int]]:
+    """code -> every exit code it comes with, its own first (see `error_codes`)."""
     sources = _sources()
     classes = _classes(sources)
-    codes = {cls.code: int(cls.exit_code) for cls in classes.values()}
-    codes.update({k: v for k, v in _raised_codes(classes, sources).items() if k not in codes})
-    return dict(sorted(codes.items(), key=lambda kv: (kv[1], kv[0])))
+    codes: dict[str, list[int]] = {}
+    # A class marked `also` gives its code under another exit code too (`HoldLost`: `lock_lost` is 4
+    # from `lock release`/`renew`, 75 from every command that lost the lock midway): listed after the
+    # code's own. Without the mark the last class seen won, and the guide said `lock_lost` was exit 4.
+    for cls in sorted(classes.values(), key=lambda c: bool(c.__dict__.get("also"))):
+        exits = codes.setdefault(cls.code, [])
+        if int(cls.exit_code) not in exits:
+            exits.append(int(cls.exit_code))
+    for code, exit_code in _raised_codes(classes, sources).items():
+        codes.setdefault(code, [exit_code])
+    return dict(sorted(codes.items(), key=lambda kv: (kv[1][0], kv[0])))
+
+
+def error_codes() -> dict[str, int]:
+    """code -> exit code, sorted by exit code then name."""
+    return {code: exits[0] for code, exits in all_error_codes().items()}

@@ -42,13 +42,17 @@ EXTRA_FIELDS = {
     "transaction": "changing commands: {commit, pushed, branch, notes}",
 }
 NO_READY_COUNTS = {
-    "open": "tasks neither done nor deleted; 0 = all work is finished: stop",
+    "open": "tasks neither done nor deleted, and task files that cannot be read; 0 = all work is finished",
     "blocked": "open tasks waiting for an open dependency",
     "claimed": "in progress for other agents (their claims expire after claim_ttl)",
     "mine": "in progress under your own claim: finish those",
     "review": "waiting for review",
     "waiting": "Taskwarrior's waiting status",
     "unnamed": "another file has both its id and uuid (michi doctor): never handed out, a person must fix it",
+    "missing": "waiting (maybe through other tasks) on a task that does not exist or cannot be read: never "
+    "ready until a person drops the dependency (michi doctor)",
+    "unreadable": "task files that cannot be read (michi doctor): counted in open, never as finished",
+    "stuck": "open tasks only a person can free: unnamed, missing, unreadable; open == stuck: stop",
 }
 
 MANUAL = """\
@@ -62,10 +66,11 @@ THE WORK LOOP
   michi --json task next --claim      claim the most urgent ready task (fetches first)
     exit 0  the task object: it is now in_progress and assigned to you (no 'start' needed);
             use its "id" as given (the uuid when another file has the same number)
-    exit 3  no_ready_task: read error.open
-              open == 0  all work is finished: stop
-              open  > 0  others hold or block the rest: wait a minute, ask again
-              open == unnamed  only files sharing id and uuid are left: stop, tell a person
+    exit 3  no_ready_task: read error.open and error.stuck
+              open == 0      all work is finished: stop
+              open == stuck  only what a person must mend is left (unreadable files, tasks
+                             waiting on a missing task, names shared; michi doctor): stop, tell one
+              otherwise      others hold or block the rest: wait a minute, ask again
   do the work, then one of:
   michi --json task done ID           finished (or: task review ID, to hand it over)
   michi --json task release ID        give it back unfinished
@@ -109,10 +114,10 @@ SCRIPTS AND THE LOCK
 def manual() -> str:
     import textwrap
 
-    codes = catalogue.error_codes()
+    codes = catalogue.all_error_codes()
     lines = []
     for exit_code, meaning in catalogue.EXIT_MEANINGS.items():
-        names = [c for c, e in codes.items() if e == exit_code]
+        names = sorted(c for c, exits in codes.items() if exit_code in exits)
         line = f"  {int(exit_code):>3}  {meaning}" + (f"; codes: {', '.join(names)}" if names else "")
         lines.append(textwrap.fill(line, 100, subsequent_indent=" " * 7))
     fields = textwrap.fill(", ".join(VIEW_KEYS), 90, subsequent_indent=" " * 10)
@@ -124,13 +129,18 @@ def manual() -> str:
     )
 
 
+def _exits(exits: list[int]) -> dict[str, Any]:
+    """A code's exit code, and those it also comes with from some commands (`lock_lost`: 75, also 4)."""
+    return {"exit_code": exits[0], **({"also": exits[1:]} if len(exits) > 1 else {})}
+
+
 def contract(commands: list[dict[str, Any]]) -> dict[str, Any]:
-    codes = catalogue.error_codes()
+    codes = catalogue.all_error_codes()
     return {
         "michi": __version__,
         "json": "with --json, stdout is exactly one JSON document: the result, or {error: {...}}",
         "exit_codes": {str(int(k)): v for k, v in catalogue.EXIT_MEANINGS.items()},
-        "error_codes": {code: {"exit_code": exit_code} for code, exit_code in codes.items()},
+        "error_codes": {code: _exits(exits) for code, exits in codes.items()},
         "task": {"fields": TASK_FIELDS, "extra_fields": EXTRA_FIELDS, "time_format": "YYYYMMDDTHHMMSSZ"},
         "no_ready_task": NO_READY_COUNTS,
         "commands": commands,

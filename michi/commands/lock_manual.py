@@ -1,8 +1,12 @@
 """`michi lock acquire / release / renew`: the lock for shell scripts spanning several commands (seed 002).
 
 The holder recorded is the script that called michi, found from michi's parent past subshells and
-wrappers (`$(...)`, pipelines, `||`, `timeout`: they end before the script does), unless `--pid` names
-another, so the lock is provably stale once the script dies; the token printed is what releases it.
+wrappers (`$(...)`, pipelines, `||`, `timeout`), unless `--pid` names another, so the lock is provably
+stale once the script and those subshells are gone; the token printed is what releases it.
+
+Under an inherited token (`lock run`'s command, a script run by a script holding the lock) `acquire`
+works under that hold: it is recorded as nested, and the same script's `release` ends its nested hold
+only (`admin.release`), never the outer one (ADR 0003).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ class Acquired(Result):
     lock: str
     fence: int | None
     export: bool = False  # print shell `export` lines instead of the bare token
+    inner: bool = False  # taken under an inherited token: its release leaves the outer hold in place
 
     def summary(self) -> str:
         if self.export:
@@ -40,17 +45,23 @@ class Acquired(Result):
             "expires": self.expires,
             "lock": self.lock,
             "fence": self.fence,
+            "inner": self.inner,
         }
 
 
 @dataclass(frozen=True)
 class Released(Result):
     released: bool
-    why: str  # token | stale:<reason> | forced | free
+    why: str  # token | stale:<reason> | forced | free | inner
     holder_pid: int | None
     lock: str
 
     def summary(self) -> str:
+        if self.why == "inner":
+            return (
+                f"the repo lock stays held by PID {self.holder_pid}, which releases it: this process "
+                "worked under that hold"
+            )
         if not self.released:
             return "the repo lock was not held"
         holder = f"held by PID {self.holder_pid}" if self.holder_pid else "no readable owner record"
@@ -75,8 +86,9 @@ def acquire(
     export: bool = False,
     on_wait: Callable[[Owner | None, float], None] | None = None,
 ) -> Acquired:
-    holder = procs.script_holder(os.getppid()) if pid is None else pid
-    if holder <= 0 or procs.start_ticks(holder) is None:
+    holder, forks = procs.script_chain(os.getppid()) if pid is None else (pid, [])
+    ticks = procs.start_ticks(holder)
+    if holder <= 0 or ticks is None:
         raise UsageError(f"no process with PID {holder}", hint="--pid must name a live process")
     cfg = session.with_overrides(lock_wait=wait, lock_ttl=ttl)
     lock = RepoLock(
@@ -86,17 +98,26 @@ def acquire(
         agent=session.resolve_agent(),
         pid=holder,
         on_wait=on_wait,
+        forks=tuple(forks),
     )
     lock.acquire(cfg.lock_wait)
-    record, fence = lock.record, lock.fence
+    record, fence, inner = lock.record, lock.fence, lock.joined
     token = lock.detach()
+    if inner:
+        record = admin.nest(session.repo, token=token, caller=(holder, ticks))
     lock_dir = str(session.repo.lock_dir)
     expires = stamp(record.expires_ts) if record else None
-    return Acquired(token, holder, expires, lock_dir, fence, export)
+    return Acquired(token, holder, expires, lock_dir, fence, export, inner)
 
 
 def _token(token: str | None) -> str | None:
     return token or os.environ.get(TOKEN_ENV) or None
+
+
+def _caller() -> tuple[int, int | None]:
+    """Who releases or renews, named as `acquire` names a holder: a nested holder finds its own entry."""
+    holder = procs.script_holder(os.getppid())
+    return holder, procs.start_ticks(holder)
 
 
 def release(session: Session, *, token: str | None, force: bool, yes: bool) -> Released:
@@ -105,7 +126,7 @@ def release(session: Session, *, token: str | None, force: bool, yes: bool) -> R
         raise UsageError(
             "say which lock to release", hint="pass --token TOKEN (printed by acquire), or --force if stale"
         )
-    owner, why = admin.release(session.repo, token=token, force=force, yes=yes)
+    owner, why = admin.release(session.repo, token=token, force=force, yes=yes, caller=_caller())
     return Released(why != "free", why, owner.pid if owner else None, str(session.repo.lock_dir))
 
 
@@ -114,5 +135,5 @@ def renew(session: Session, *, token: str | None, ttl: float | None) -> Renewed:
     if token is None:
         raise UsageError("say which lock to renew", hint="pass --token TOKEN (printed by acquire)")
     cfg = session.with_overrides(lock_ttl=ttl)
-    owner = admin.renew(session.repo, token=token, ttl=cfg.lock_ttl)
+    owner = admin.renew(session.repo, token=token, ttl=cfg.lock_ttl, caller=_caller())
     return Renewed(stamp(owner.expires_ts), str(session.repo.lock_dir))

@@ -38,6 +38,7 @@ class RunResult(Result):
     # What the last holder's command left running, ended to take over (the holder dead, or its lease run
     # out while it was paused).
     reclaimed: list[int] = field(default_factory=list)
+    signal: int | None = None  # the signal the command died of (`returncode` is then 128 + it)
 
     @property
     def exit_code(self) -> int:  # type: ignore[override]  # the child's status is ours
@@ -106,4 +107,10 @@ def run(
     with sigterm_raises():  # from before the child exists, so a SIGTERM never skips stopping it
         code, ended = _run_locked(lock, argv, cfg.lock_wait)
     status = 128 - code if code < 0 else code
-    return RunResult(command=argv, returncode=status, ended=ended, reclaimed=list(lock.ended))
+    return RunResult(
+        command=argv,
+        returncode=status,
+        ended=ended,
+        reclaimed=list(lock.ended),
+        signal=-code if code < 0 else None,
+    )

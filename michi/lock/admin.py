@@ -13,7 +13,7 @@ from typing import Any
 from michi.lock import events, fs, lost, procs
 from michi.lock.errors import HoldLost, LockLive, LockNotOwned, describe, holder_details
 from michi.lock.queue import Queue
-from michi.lock.record import Judgement, Owner, iso
+from michi.lock.record import Judgement, Owner, lease_left
 from michi.lock.record import write_owner as publish
 from michi.lock.repolock import QUEUE_DIR, peek
 from michi.repo import RepoPaths
@@ -33,14 +33,14 @@ class LockState:
 
     def to_json(self) -> dict[str, Any]:
         owner = self.owner
-        expires = owner.expires_ts if owner else None
+        left = lease_left(owner, self.checked) if owner else None
         return {
             "lock": self.path,
             "held": self.held,
             "stale": self.stale,
             "reason": self.reason,
             **holder_details(owner, self.checked),
-            "time_left": None if expires is None else round(expires - self.checked, 3),
+            "time_left": None if left is None else round(left, 3),
             "token_prefix": owner.token[:8] if owner else None,
             "fence": owner.fence if owner else None,
             "last_fence": self.last_fence,
@@ -103,10 +103,46 @@ def _guarded(repo: RepoPaths, fd: int) -> Iterator[None]:
         raise fs.stuck(fd, time.monotonic() - start, str(repo.lock_dir)) from None
 
 
-def release(repo: RepoPaths, *, token: str | None, force: bool, yes: bool) -> tuple[Owner | None, str]:
+Process = tuple[int, int | None]  # (PID, start ticks): who asks, as `procs.script_chain` names a holder
+
+
+def _inner(owner: Owner, caller: Process | None) -> tuple[Process, ...] | None:
+    """When `caller` works under `owner`'s hold rather than holding it: the record's nested holders
+    without `caller`'s entry (it took the lock again with the holder's token, ADR 0003); those unchanged
+    for a `lock run` hold, which only its `lock run` releases (its token is handed to its command alone);
+    None when the hold is the caller's to end."""
+    live = tuple(p for p in owner.nested if procs.alive(*p))
+    if caller is not None and caller in live:
+        i = live.index(caller)
+        return live[:i] + live[i + 1 :]
+    return live if owner.pgid is not None else None
+
+
+def nest(repo: RepoPaths, *, token: str, caller: Process) -> Owner:
+    """Record `caller` as a nested holder of the lock held with `token` (`michi lock acquire` under an
+    inherited token): its release then ends its own hold only, never its holder's."""
+    fd = _guard_fd(repo)
+    try:
+        with _guarded(repo, fd):
+            owner = peek(repo.lock_dir)[0] if fs.check_lock_path(repo.lock_dir) else None
+            if owner is None or owner.token != token:
+                _taken_from(repo, token, owner)
+                raise _not_owned(owner, token)
+            live = tuple(p for p in owner.nested if procs.alive(*p))
+            owner = replace(owner, nested=(*live, caller))
+            publish(repo.lock_dir, owner)
+            return owner
+    finally:
+        os.close(fd)
+
+
+def release(
+    repo: RepoPaths, *, token: str | None, force: bool, yes: bool, caller: Process | None = None
+) -> tuple[Owner | None, str]:
     """Remove the lock if `token` is its token, or (force) if it is stale, or (force + yes) anyway.
     Returns the removed holder (None if the lock was free) and why it was removed. A dead `lock run`
-    holder's leftover processes are ended first (the reason then says so)."""
+    holder's leftover processes are ended first (the reason then says so). A `caller` working under
+    the hold (`_inner`) removes nothing: the reason is "inner"."""
     if force and fs.check_lock_path(repo.lock_dir):
         owner, verdict = peek(repo.lock_dir)
         if verdict.orphans and owner is not None and owner.pgid:
@@ -118,6 +154,11 @@ def release(repo: RepoPaths, *, token: str | None, force: bool, yes: bool) -> tu
                 _taken_from(repo, token, None)
                 return None, "free"
             owner, verdict = peek(repo.lock_dir)
+            inner = None if owner is None or (force and yes) else _inner(owner, caller)
+            if token is not None and owner is not None and owner.token == token and inner is not None:
+                if inner != owner.nested:
+                    publish(repo.lock_dir, replace(owner, nested=inner))
+                return owner, "inner"
             if token is not None and owner is not None and owner.token == token:
                 why = "token"
             elif force and (verdict.stale or yes):
@@ -140,7 +181,9 @@ def release(repo: RepoPaths, *, token: str | None, force: bool, yes: bool) -> tu
     return owner, why
 
 
-def renew(repo: RepoPaths, *, token: str, ttl: float) -> Owner:
+def renew(repo: RepoPaths, *, token: str, ttl: float, caller: Process | None = None) -> Owner:
+    """Extend the lease held with `token` to `ttl` from now; a `caller` working under the hold (`_inner`)
+    never shortens it: a nested `renew --ttl 1` once cut a running `lock run`'s lease to a second."""
     fd = _guard_fd(repo)
     try:
         with _guarded(repo, fd):
@@ -148,7 +191,7 @@ def renew(repo: RepoPaths, *, token: str, ttl: float) -> Owner:
             if owner is None or owner.token != token:
                 _taken_from(repo, token, owner)
                 raise _not_owned(owner, token)
-            renewed = replace(owner, expires=iso(time.time() + ttl) if ttl else None)
+            renewed = owner.renewed(ttl, never_shorter=_inner(owner, caller) is not None)
             publish(repo.lock_dir, renewed)
             return renewed
     finally:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from michi.durations import duration, stamp
-from michi.errors import Conflict, Interrupted, LockError, UsageError
+from michi.errors import Conflict, ExitCode, Interrupted, LockError, MichiError, UsageError
 from michi.lock.record import Owner
 
 
@@ -116,6 +116,7 @@ class HoldLost(Conflict):
     work since then ran unguarded. Exit 4, not 75: retrying the release cannot help."""
 
     code = "lock_lost"
+    also = True  # the guide lists `lock_lost` as LockLost's exit 75, this 4 beside it (catalogue.py)
 
 
 class LockPathInvalid(UsageError):
@@ -134,6 +135,30 @@ class Terminated(Interrupted):
     """SIGTERM arrived while the lock was held: raised in the main thread so finally-blocks release it."""
 
     code = "terminated"
+
+
+class CommandSignalled(MichiError):
+    """`lock run`'s command was ended by a signal michi itself did not get: it ran, and the lock was held
+    until none of it ran. Exit 128 + N as a shell gives; it was reported as michi's own Ctrl-C
+    (`interrupted`, "nothing half-done was left"), or for SIGTERM not at all."""
+
+    exit_code = ExitCode.INTERRUPTED  # for SIGINT; the instance carries 128 + N of its own signal
+    code = "command_signalled"
+
+    def __init__(self, signum: int, command: str) -> None:
+        import signal
+
+        try:
+            name = signal.Signals(signum).name
+        except ValueError:
+            name = f"signal {signum}"
+        super().__init__(
+            f"the command {command!r} was ended by {name} (exit {128 + signum})",
+            hint="it ran until then, under the lock: check what it did before running it again",
+            signal=name,
+            returncode=128 + signum,
+        )
+        self.exit_code = 128 + signum  # type: ignore[assignment]  # a shell's status, not one of michi's
 
 
 class LockLive(Conflict):

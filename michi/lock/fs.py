@@ -95,11 +95,43 @@ def _regular(fd: int, path: Path) -> int:
     return fd
 
 
-def _not_a_lock_file(path: Path, why: str) -> LockPathInvalid:
+def _not_a_lock_file(path: Path, why: str, what: str = "lock file") -> LockPathInvalid:
     return LockPathInvalid(
-        f"{path} cannot be michi's lock file: {why}",
+        f"{path} cannot be michi's {what}: {why}",
         hint=f"remove it (`rm -r '{path}'`); michi makes it again",
     )
+
+
+def open_folder(path: Path, *, create: bool) -> int | None:
+    """A descriptor of the lock's own folder at `path` (the waiters' queue), made first if `create`;
+    None when it is missing and not to be made. A file, FIFO or symlink in its place is
+    `lock_path_invalid` naming it: a file there once made every locking command and `lock status` exit
+    1 (NotADirectoryError), and a symlink had waiters' tickets written wherever it pointed."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+    for _ in range(2):
+        try:
+            return os.open(path, flags)
+        except FileNotFoundError:
+            if not create:
+                return None
+            try:
+                os.mkdir(path, 0o755)
+            except FileExistsError:
+                continue
+            except FileNotFoundError:
+                ensure_dir(path.parent)
+                continue
+            except OSError as exc:
+                raise unwritable(path, exc) from None
+        except OSError as exc:
+            if os.path.islink(path):
+                why = "a symlink"
+            elif exc.errno == errno.ENOTDIR:
+                why = "not a folder"
+            else:
+                why = exc.strerror or str(exc)
+            raise _not_a_lock_file(path, why, "lock folder") from None
+    raise _not_a_lock_file(path, "it keeps changing", "lock folder")
 
 
 class GuardBusy(Exception):

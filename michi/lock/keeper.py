@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Iterator
 from types import FrameType
 
-from michi.lock.errors import LockLost, Terminated
+from michi.lock.errors import LockLost, LockPathInvalid, Terminated
 
 WAITER_CHECK = 0.25  # how often a holder looks for waiters to call its release-requested handler
 
@@ -49,9 +49,15 @@ class Keeper(threading.Thread):
                     return
                 except OSError:
                     pass  # a transient file-system error: the next tick retries well within the lease
-            if self.on_waiters is not None and self._has_waiters():
+            if self.on_waiters is not None and self._waiting():
                 handler, self.on_waiters = self.on_waiters, None  # once per hold (seed 003)
                 handler()
+
+    def _waiting(self) -> bool:
+        try:
+            return self._has_waiters()
+        except (OSError, LockPathInvalid):  # the queue's folder spoiled mid-hold: nobody can queue there
+            return False
 
     def stop(self) -> None:
         self.stopped.set()

@@ -164,10 +164,21 @@ def _is_transient(proc: Stat, parent: int) -> bool:
 def script_holder(pid: int) -> int:
     """The process a script's lock belongs to: `pid` (michi's parent), or, past subshells and wrappers,
     the first ancestor that is neither. That is the script itself, however michi was called from it."""
+    return script_chain(pid)[0]
+
+
+def script_chain(pid: int) -> tuple[int, list[tuple[int, int]]]:
+    """`script_holder(pid)`, and the subshells and wrappers passed on the way there as (PID, start ticks).
+
+    A fork cannot tell `$(...)`, which ends at once, from `( ... ) &`, which may work on after the script
+    exits: both are recorded with the script, and the lock is its while any of them runs (ADR 0003).
+    Recording only the script had a background subshell's lock taken over once the script exited."""
+    passed: list[tuple[int, int]] = []
     for proc in ancestors(pid):
         if proc.ppid <= 1 or not _is_transient(proc, proc.ppid):
-            return proc.pid
-    return pid
+            return proc.pid, passed
+        passed.append((proc.pid, proc.ticks))
+    return pid, []
 
 
 def end_members(pgid: int, since: int | None, grace: float = 2.0) -> list[int]:

@@ -15,7 +15,7 @@ import stat
 import time
 from pathlib import Path
 
-from michi.lock.fs import OPEN_FLAGS, ensure_dir
+from michi.lock.fs import OPEN_FLAGS, open_folder
 from michi.plain import Plain
 from michi.unique import token_hex
 
@@ -35,72 +35,87 @@ class Queue:
         self.folder = folder
 
     def join(self, pid: int) -> Ticket:
-        ensure_dir(self.folder)
-        # CLOCK_MONOTONIC is one clock for every process on the machine, and NTP never steps it back.
-        name = f"{time.monotonic_ns():020d}.{pid}.{token_hex(3)}{SUFFIX}"
-        tmp = self.folder / f".{name}.tmp"
-        fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        # Published only once locked: an unlocked ticket in the queue always means a dead waiter.
-        os.rename(tmp, self.folder / name)
+        folder = open_folder(self.folder, create=True)
+        assert folder is not None
+        try:
+            # CLOCK_MONOTONIC is one clock for every process on the machine, and NTP never steps it back.
+            name = f"{time.monotonic_ns():020d}.{pid}.{token_hex(3)}{SUFFIX}"
+            tmp = f".{name}.tmp"
+            # Relative to the folder's descriptor: never through a link put in the folder's place.
+            flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW
+            fd = os.open(tmp, flags, 0o644, dir_fd=folder)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            # Published only once locked: an unlocked ticket in the queue always means a dead waiter.
+            os.rename(tmp, name, src_dir_fd=folder, dst_dir_fd=folder)
+        finally:
+            os.close(folder)
         return Ticket(name, fd)
 
     def leave(self, ticket: Ticket) -> None:
-        with contextlib.suppress(FileNotFoundError):
+        with contextlib.suppress(OSError):
             os.unlink(self.folder / ticket.name)
         os.close(ticket.fd)  # drops the flock: wakes the waiter behind us
 
-    def _names(self) -> list[str]:
-        """The tickets' names, oldest first; a name `join` would not make is nobody's ticket, ignored."""
-        try:
-            return sorted(n for n in os.listdir(self.folder) if _NAME.fullmatch(n))
-        except FileNotFoundError:
+    def _live(self, names_before: str | None = None, *, first: bool = False) -> list[str]:
+        """Live tickets' names, oldest first (only those before `names_before`; with `first`, the nearest
+        live one at most); dead ones are swept. A name `join` would not make is nobody's ticket."""
+        folder = open_folder(self.folder, create=False)
+        if folder is None:
             return []
-
-    def _alive(self, name: str) -> bool:
-        path = self.folder / name
         try:
-            fd = os.open(path, os.O_RDONLY | OPEN_FLAGS)
-        except FileNotFoundError:
-            return False
-        except OSError:  # a symlink, something unreadable: no waiter's ticket (a waiter makes a file)
-            _sweep(path)
-            return False
-        try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                _sweep(path)
-                return False
-            try:
-                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-            except BlockingIOError:
-                return True
-            _sweep(path)
-            return False
+            names = sorted(n for n in os.listdir(folder) if _NAME.fullmatch(n))
+            if names_before is not None:
+                names = [n for n in names if n < names_before]
+                names.reverse()  # the nearest ahead first
+            live = []
+            for name in names:
+                if _alive(folder, name):
+                    live.append(name)
+                    if first:
+                        break
+            return live
         finally:
-            os.close(fd)
+            os.close(folder)
 
     def ahead_of(self, ticket: Ticket | None) -> str | None:
         """The live ticket just ahead of ours (any live ticket when we have none); dead ones are swept."""
-        names = self._names()
-        if ticket is not None:
-            names = [n for n in names if n < ticket.name]
-        for name in reversed(names) if ticket is not None else names:
-            if self._alive(name):
-                return name
-        return None
+        live = self._live(ticket.name if ticket is not None else None, first=True)
+        return live[0] if live else None
 
     def waiters(self) -> list[int]:
         """PIDs of live waiters, oldest first."""
-        return [int(n.split(".")[1]) for n in self._names() if self._alive(n)]
+        return [int(n.split(".")[1]) for n in self._live()]
 
     def has_waiters(self, ticket: Ticket | None = None) -> bool:
-        return any(n != (ticket.name if ticket else None) and self._alive(n) for n in self._names())
+        return any(n != (ticket.name if ticket else None) for n in self._live())
 
     def path(self, name: str) -> Path:
         return self.folder / name
 
 
-def _sweep(path: Path) -> None:
+def _alive(folder: int, name: str) -> bool:
+    try:
+        fd = os.open(name, os.O_RDONLY | OPEN_FLAGS, dir_fd=folder)
+    except FileNotFoundError:
+        return False
+    except OSError:  # a symlink, something unreadable: no waiter's ticket (a waiter makes a file)
+        _sweep(folder, name)
+        return False
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            _sweep(folder, name)
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        _sweep(folder, name)
+        return False
+    finally:
+        os.close(fd)
+
+
+def _sweep(folder: int, name: str) -> None:
     """Remove a dead waiter's ticket, or whatever else took a ticket's name (a folder stays: ignored)."""
     with contextlib.suppress(OSError):
-        os.unlink(path)
+        os.unlink(name, dir_fd=folder)

@@ -11,7 +11,7 @@ import os
 import stat
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -51,6 +51,15 @@ def parse_iso(text: Any) -> float | None:
         raise ValueError(f"not a timestamp: {text!r}")
     # fromisoformat is C code; strptime's first call costs ~15 ms of imports and regexes inside the lock.
     return datetime.fromisoformat(text).timestamp()
+
+
+_BOOTTIME = getattr(time, "CLOCK_BOOTTIME", time.CLOCK_MONOTONIC)
+
+
+def boot_clock() -> float:
+    """Seconds since boot, suspend included (CLOCK_BOOTTIME): one clock for every process of this boot,
+    which no wall-clock step (NTP, `date -s`, a VM resume) moves."""
+    return time.clock_gettime(_BOOTTIME)
 
 
 _boot_id_cache: str | None = None
@@ -167,6 +176,16 @@ class Owner(Stamped):
     pgid_ticks: int | None = None  # that group leader's start ticks (tells the group from a later one)
     version: int = RECORD_VERSION
     pidns: str = ""  # the PID namespace its PIDs are numbers in (`pid_namespace`); "" in older records
+    # `expires` on this boot's `boot_clock`: the lease as this machine judges it, whatever the wall clock
+    # does meanwhile (`lease_over`); None in older records and where unknown.
+    expires_boot: float | None = None
+    # A script holder's subshells between it and michi, as (PID, start ticks): the lock is its while any of
+    # them runs, so `( token=$(michi lock acquire); ...; michi lock release ) &` keeps it after the
+    # script itself exits (`procs.script_chain`).
+    forks: tuple[tuple[int, int | None], ...] = ()
+    # Holders that took this lock again with its token (`michi lock acquire` under `lock run`, or in a
+    # script under a script's lock), as (PID, start ticks): their release only ends their own hold.
+    nested: tuple[tuple[int, int | None], ...] = ()
 
     @classmethod
     def new(
@@ -185,7 +204,21 @@ class Owner(Stamped):
             agent=agent,
             fence=fence,
             pidns=pid_namespace(),
+            expires_boot=round(boot_clock() + ttl, 3) if ttl else None,
         )
+
+    def renewed(self, ttl: float, *, never_shorter: bool = False) -> Owner:
+        """This record with its lease running `ttl` seconds from now (both clocks); `never_shorter` keeps
+        a lease that already runs longer (a nested holder's renewal must not cut its holder's)."""
+        if not ttl:
+            return replace(self, expires=None, expires_boot=None)
+        expires, on_boot = time.time() + ttl, boot_clock() + ttl
+        if never_shorter:
+            if self.expires is None:
+                return self
+            expires = max(expires, self.expires_ts or 0.0)
+            on_boot = max(on_boot, self.expires_boot or 0.0)
+        return replace(self, expires=iso(expires), expires_boot=round(on_boot, 3))
 
     @classmethod
     def from_json(cls, data: Any) -> Owner:
@@ -207,6 +240,9 @@ class Owner(Stamped):
                 pgid_ticks=_opt_int(data.get("pgid_ticks")),
                 version=int(data.get("version", RECORD_VERSION)),
                 pidns=str(data.get("pidns") or ""),
+                expires_boot=None if data.get("expires_boot") is None else float(data["expires_boot"]),
+                forks=_processes(data.get("forks")),
+                nested=_processes(data.get("nested")),
             )
             owner.created_ts  # noqa: B018 - validates the timestamps now, not later
             owner.expires_ts  # noqa: B018
@@ -219,6 +255,15 @@ class Owner(Stamped):
 
 def _opt_int(value: Any) -> int | None:
     return None if value is None else int(value)
+
+
+def _processes(value: Any) -> tuple[tuple[int, int | None], ...]:
+    """[[PID, start ticks], ...] as written by `to_json`; at most a few dozen are ever recorded."""
+    if not value:
+        return ()
+    if not isinstance(value, list) or len(value) > 256:
+        raise ValueError("not a list of processes")
+    return tuple((int(pid), _opt_int(ticks)) for pid, ticks in value)
 
 
 _KINDS = {
@@ -317,12 +362,9 @@ def judge(owner: Owner | None, *, lock_mtime: float, now: float | None = None) -
         if now - lock_mtime < MISSING_RECORD_GRACE:
             return Judgement(False, "publishing")
         return Judgement(True, "no_record")
-    expires = owner.expires_ts
     if owner.host != hostname() or (owner.pidns and pid_namespace() and owner.pidns != pid_namespace()):
         # Another host's PIDs, or another PID namespace's on this one: only the lease can tell.
-        return (
-            Judgement(True, "expired") if expires is not None and now >= expires else Judgement(False, "live")
-        )
+        return Judgement(True, "expired") if lease_over(owner, now) else Judgement(False, "live")
     if owner.boot_id and boot_id() and owner.boot_id != boot_id():
         return Judgement(True, "rebooted")
     started = procs.start_ticks(owner.pid)
@@ -331,11 +373,30 @@ def judge(owner: Owner | None, *, lock_mtime: float, now: float | None = None) -
         gone = "dead"
     elif owner.pid_ticks is not None and procs.HAS_PROC and started != owner.pid_ticks:
         gone = "pid_reused"
+    if gone is not None and any(procs.alive(pid, ticks) for pid, ticks in owner.forks):
+        gone = None  # the script exited, but the subshell that took the lock for it still runs
     if gone is not None:
         orphans = procs.group_members(owner.pgid, owner.pgid_ticks) if owner.pgid else []
         if orphans:
             return Judgement(False, "orphans", tuple(orphans))
         return Judgement(True, gone)
-    if expires is not None and now >= expires:
+    if lease_over(owner, now):
         return Judgement(True, "expired")
     return Judgement(False, "live")
+
+
+def lease_over(owner: Owner, now: float) -> bool:
+    """Whether the holder's lease ran out. On the machine and boot it was written on, by the boot clock
+    (`expires_boot`): judged by the wall clock, a step forward (NTP, `date -s`) made a live holder that
+    was never paused look expired, and its command was ended. Elsewhere the wall clock is all there is."""
+    left = lease_left(owner, now)
+    return left is not None and left <= 0
+
+
+def lease_left(owner: Owner, now: float) -> float | None:
+    """Seconds of lease left (negative: over), by the clock `lease_over` judges it by; None: no expiry."""
+    on_boot = owner.expires_boot
+    if on_boot is not None and owner.boot_id and owner.boot_id == boot_id() and same_machine(owner):
+        return on_boot - boot_clock()
+    expires = owner.expires_ts
+    return None if expires is None else expires - now

@@ -28,6 +28,7 @@ from michi.lock.record import (
     CorruptRecord,
     Judgement,
     Owner,
+    boot_clock,
     boot_id,
     iso,
     judge,
@@ -73,7 +74,7 @@ def peek(lock_dir: Path) -> tuple[Owner | None, Judgement]:
 
 def _clock() -> float:
     """Seconds that also count while the machine was suspended (a lease runs out during suspend too)."""
-    return time.clock_gettime(getattr(time, "CLOCK_BOOTTIME", time.CLOCK_MONOTONIC))
+    return boot_clock()
 
 
 def _unguarded(owner: Owner, verdict: Judgement) -> bool:
@@ -94,8 +95,10 @@ class RepoLock(LockInterface):
         pid: int | None = None,
         on_wait: Callable[[Owner | None, float], None] | None = None,
         handover: Handover | None = None,
+        forks: tuple[tuple[int, int | None], ...] = (),
     ) -> None:
         self.repo, self.ttl, self.command, self.agent = repo, ttl, command, agent
+        self.forks = forks  # a script holder's subshells (`procs.script_chain`): its lock while they run
         self.handover = handover
         self.pid = os.getpid() if pid is None else pid
         self.on_wait = on_wait
@@ -152,6 +155,8 @@ class RepoLock(LockInterface):
             agent=self.agent,
             fence=fence,
             pidns=pid_namespace(),
+            expires_boot=round(boot_clock() + self.ttl, 3) if self.ttl else None,
+            forks=self.forks,
         )
 
     def _attempt(self, ticket: Ticket | None, deadline: float) -> tuple[bool, Owner | None, str | None]:
@@ -385,7 +390,7 @@ class RepoLock(LockInterface):
                 if owner is None or owner.token != token:
                     raise self._lost(owner)
                 if self.ttl:
-                    publish(self.lock_dir, replace(owner, expires=iso(time.time() + self.ttl)))
+                    publish(self.lock_dir, owner.renewed(self.ttl))
         except fs.GuardBusy:
             # Not renewed this time, as if this process had been paused: the next renewal tries again, and
             # should the lease run out meanwhile and the lock be taken over, `ensure_held` says so before
