@@ -112,17 +112,20 @@ def check_told_places(paths: RepoPaths, acting_in: Path) -> RepoPaths:
 def check_state_dir(paths: RepoPaths) -> RepoPaths:
     """`paths` when michi's state folder is a folder or not there yet (it is made when first needed).
     Anything else there (a file, a FIFO) stopped every command, reads too, with exit 1 "please report
-    this as a bug"; one stat names it instead."""
+    this as a bug"; one stat names it instead. A link is refused too, not followed: to a folder outside
+    the repository it had michi's journal and lock files written there, dangling or looping it was an
+    exit 1."""
     state = paths.state_dir
     try:
-        mode = os.stat(state).st_mode
+        mode = os.lstat(state).st_mode
     except (FileNotFoundError, NotADirectoryError):
         return paths
     except OSError:
         return paths  # what a command then meets there is its own error to report
     if not stat.S_ISDIR(mode):
+        kind = "a link" if stat.S_ISLNK(mode) else "not a folder"
         raise UsageError(
-            f"{state} is not a folder: michi keeps its journal, lock files and caches there",
+            f"{state} is {kind}: michi keeps its journal, lock files and caches in a folder there",
             hint=f"move it away (mv {state} {state}.moved); michi makes the folder again",
             code="state_path_invalid",
         )

@@ -541,3 +541,24 @@ def test_a_waiters_operation_the_remote_refuses_never_fails_the_holder_that_took
     assert "FORBIDDEN" not in git(remote.bare, "log", "-p", "main")
     assert_exactly_once(remote.bare)
     assert not (repo / ".git/michi/journal.json").exists()
+
+
+def test_offers_are_never_written_through_a_linked_group_folder(
+    remote: Remote, repo: Path, gated: Path, tmp_path: Path
+) -> None:
+    """`.git/michi/group` as a link to a folder outside the repository: waiters wrote their operations
+    there. Now none is posted through it: each waiter lands its own, in a push of its own."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (repo / ".git/michi").mkdir(exist_ok=True)
+    (repo / ".git/michi/group").symlink_to(outside)
+    holder = start(repo, "a")
+    until(lambda: (gated / "reached.1").exists(), holder)
+    waiters = [start(repo, name) for name in ("b", "c")]
+    until(lambda: queued(repo) == 2, holder, *waiters)
+    assert list(outside.iterdir()) == []
+    (gated / "open").touch()
+    assert finish(holder)[0] == 0 and all(finish(w)[0] == 0 for w in waiters)
+    assert sorted(names_on(remote.bare)) == ["a", "b", "c"] and pushes(gated) == 3
+    assert list(outside.iterdir()) == []
+    once(remote.bare)

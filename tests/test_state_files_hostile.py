@@ -126,6 +126,26 @@ def test_a_full_disk_is_storage_failed_not_a_bug(cli, ready: Path, monkeypatch: 
     assert cli(ready, "--json", "task", "add", "second").exit_code == 0
 
 
+@pytest.mark.parametrize("kind", ["outside", "dangling", "loop"])
+def test_a_state_folder_that_is_a_link_is_refused_never_followed(
+    ready: Path, tmp_path: Path, kind: str
+) -> None:
+    """`.git/michi` as a link: to a folder outside the repository, michi wrote its journal, lock files and
+    caches there; dangling or looping, every command exited 1. Refused (exit 2) with the fix, never
+    followed."""
+    state = ready / ".git" / "michi"
+    (ready / ".git" / "michi.moved").mkdir()
+    os.rename(state, ready / ".git" / "michi.moved" / "old")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    state.symlink_to({"outside": str(outside), "dangling": str(tmp_path / "gone"), "loop": "michi"}[kind])
+    for args in (("task", "add", "second"), ("task", "list"), ("status",), ("lock", "status")):
+        result = run_michi(ready, "--json", *args, timeout=60)
+        assert result.exit_code == 2, (args, result.stdout + result.stderr)
+        assert result.json()["error"]["code"] == "state_path_invalid", result.stdout
+    assert list(outside.iterdir()) == [] and state.is_symlink()
+
+
 @pytest.mark.parametrize("kind", ["file", "fifo"])
 def test_a_state_folder_that_is_no_folder_is_named_with_the_fix(ready: Path, kind: str) -> None:
     """`.git/michi` itself something other than a folder: every command, reads too, exited 1 "please

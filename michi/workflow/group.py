@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import stat
 import time
 from pathlib import Path
 from typing import Any
@@ -68,6 +69,8 @@ class Offer:
         }
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
+            if not _real_folder(self.folder):
+                return
             write_atomic(self._path(OFFER), json.dumps(offer).encode(), mode=0o600)
         except OSError:
             return
@@ -128,9 +131,11 @@ def target_of(
 def take(state_dir: Path, target: dict[str, Any], base: str | None, cap: int = CAP) -> list[Entry]:
     """Claim up to `cap` waiting offers for the same target, oldest first, as journal entries."""
     folder = state_dir / FOLDER
+    if not _real_folder(folder):
+        return []  # no offers: none could be posted there
     try:
         names = sorted(os.listdir(folder))
-    except (FileNotFoundError, NotADirectoryError):  # no offers: none could be posted there
+    except (FileNotFoundError, NotADirectoryError):
         return []
     taken: list[Entry] = []
     for name in names:
@@ -192,6 +197,15 @@ def _sweep(folder: Path, name: str) -> None:
         if gone or (gone is None and time.time() - path.stat().st_mtime > STALE):
             path.unlink()
             (folder / (name[: -len(TAKEN)] + ANSWER)).unlink(missing_ok=True)
+
+
+def _real_folder(folder: Path) -> bool:
+    """Is `folder` a folder, not a link to one? Offers are never written, nor taken, through a link: one
+    to a folder outside the repository had operations written there."""
+    try:
+        return stat.S_ISDIR(os.lstat(folder).st_mode)
+    except OSError:
+        return False
 
 
 def answer(state_dir: Path, stem: str, outcome: TxnOutcome | None, error: MichiError | None = None) -> None:
