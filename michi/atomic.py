@@ -7,6 +7,7 @@ lock's owner record, the journal, the task caches and the installed hook.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 from collections.abc import Sequence
@@ -99,12 +100,20 @@ def open_regular(path: Path) -> tuple[int, os.stat_result]:
     return fd, st
 
 
+# No file of michi's own comes near this (the largest, a list cache, is ~28 MB at 50,000 tasks): one that
+# does is not michi's, and is never read (a 512 MiB journal once took 1 GB of memory, or a MemoryError).
+MAX_STATE_BYTES = 256 << 20
+
+
 def read_regular(path: Path) -> bytes:
     """The bytes of the regular file at `path` (FileNotFoundError when there is none). It is opened
     without following a symlink and without blocking, and read only to the size it had when opened: a
-    FIFO, a device such as /dev/zero or a folder placed there raises OSError, never hangs or fills memory."""
+    FIFO, a device such as /dev/zero or a folder placed there raises OSError, never hangs or fills memory;
+    so does a file over MAX_STATE_BYTES."""
     fd, st = open_regular(path)
     try:
+        if st.st_size > MAX_STATE_BYTES:
+            raise OSError(errno.EFBIG, f"{path}: larger than any file of michi's ({st.st_size:,} bytes)")
         chunks, left = [], st.st_size
         while left > 0:
             chunk = os.read(fd, left)

@@ -5,7 +5,11 @@ command goes on without them; the lock's own files are `lock_path_invalid` namin
 
 from __future__ import annotations
 
+import json
 import os
+import resource
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -167,3 +171,31 @@ def test_a_state_folder_that_is_no_folder_is_named_with_the_fix(ready: Path, kin
     state.unlink()
     assert run_michi(ready, "--json", "task", "add", "second", timeout=60).exit_code == 0
     assert state.is_dir()
+
+
+def _limited(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """michi with at most 1 GiB of address space, as `ulimit -v` gives it."""
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+    return subprocess.run(
+        [sys.executable, "-m", "michi", "--json", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=limit,
+    )
+
+
+@pytest.mark.parametrize("name", ["journal.json", LIST_CACHE, "task-index.v3", settings.CACHE_NAME])
+def test_a_state_file_of_hundreds_of_megabytes_is_never_read(ready: Path, name: str) -> None:
+    """A state file of 512 MiB (sparse: no disk spent) was read whole: 1 GB of memory, and under a 1 GiB
+    limit exit 1 (MemoryError). No file of michi's is that large: it is treated as unreadable."""
+    with open(ready / ".git" / "michi" / name, "wb") as out:
+        out.truncate(512 << 20)
+    for args in (("task", "list"), ("task", "add", "second"), ("task", "list")):
+        result = _limited(ready, *args)
+        assert result.returncode == 0, (args, result.stdout + result.stderr)
+    assert sorted(t["description"] for t in json.loads(result.stdout)) == ["first", "second"]
