@@ -74,6 +74,28 @@ def test_work_on_an_offline_task_by_its_provisional_id_stays_on_that_task(
     assert_exactly_once(remote.bare)
 
 
+def test_a_branch_left_behind_names_michis_commits_to_leave_out_of_the_rebase(
+    cli: Cli, remote: Remote, ready: Path
+) -> None:
+    """Offline work below the user's own commit, which clashes with the remote: the branch is left as it
+    was, with "run `git pull --rebase`". Rebased as it is, the offline commit (made again on the remote,
+    renumbered) conflicted in `.michi/last-id` and the task file; the note now names it, to leave out."""
+    cli(ready, "task", "add", "mine", "--offline")
+    offline = git(ready, "rev-parse", "HEAD")
+    (ready / "README.md").write_text("my line\n")
+    git(ready, "commit", "-qam", "my readme")
+    other = remote.clone("other")
+    assert cli(other, "task", "add", "theirs").exit_code == 0
+    (other / "README.md").write_text("their line\n")
+    git(other, "commit", "-qam", "their readme")
+    git(other, "push", "-q", "origin", "main")
+    synced = cli(ready, "sync", "--json")
+    assert synced.exit_code == 0, synced.stdout
+    note = next(n for n in synced.json()["notes"] if "could not safely replay" in n)
+    assert offline[:10] in note and "leave them out" in note, note
+    assert git(ready, "show", "HEAD:README.md") == "my line"  # the user's commit, as it was
+
+
 def test_sync_human_output_shows_old_and_new_id(cli: Cli, remote: Remote, ready: Path) -> None:
     cli(ready, "task", "add", "my offline task", "--offline")
     cli(remote.clone("other"), "task", "add", "theirs")

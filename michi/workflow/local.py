@@ -91,6 +91,21 @@ def _replay(repo: Repo, base: str, new_tip: str, commits: list[str], drop: Colle
     return parent
 
 
+def _obsolete(repo: Repo, own: list[str], drop: Collection[str], target: Target) -> str:
+    """What to leave out of that rebase: michi's own commits on the branch whose operations are on the
+    remote now, made again there (an offline add renumbered). Rebased as they are, they conflicted with
+    their remade selves in michi's files (`.michi/last-id`, the task file), and resolving that by hand
+    gave a task a second id."""
+    found = [c[:10] for c in own if michi_txn(git.read_commit(repo, c).message) in drop]
+    if not found:
+        return ""
+    where = f"{target.remote}/{target.branch}" if target.remote else target.branch
+    return (
+        f"; michi's own {', '.join(found)} are on the remote already, made again there: leave them out "
+        f"(`git rebase -i {where}`, delete their lines)"
+    )
+
+
 def interrupted_goals(
     repo: Repo, local: str | None, interrupted: Collection[str], drop: Collection[str]
 ) -> Iterator[str]:
@@ -184,6 +199,7 @@ def update_local(
             return [
                 f"your local branch {target.branch} has commits michi could not safely replay on the "
                 f"new remote tip; it was left as it was (run `git pull --rebase` when ready)"
+                + _obsolete(repo, own, drop, target)
             ]
         goal = replayed
     if here and (index := other_index(paths)) is not None:
