@@ -144,6 +144,7 @@ class CommandSignalled(MichiError):
 
     exit_code = ExitCode.INTERRUPTED  # for SIGINT; the instance carries 128 + N of its own signal
     code = "command_signalled"
+    default_hint = "it ran until then, under the lock: check what it did before running it again"
 
     def __init__(self, signum: int, command: str) -> None:
         import signal
@@ -154,7 +155,7 @@ class CommandSignalled(MichiError):
             name = f"signal {signum}"
         super().__init__(
             f"the command {command!r} was ended by {name} (exit {128 + signum})",
-            hint="it ran until then, under the lock: check what it did before running it again",
+            hint=self.default_hint,
             signal=name,
             returncode=128 + signum,
         )
