@@ -4,35 +4,31 @@ What is kept between calls: the imports, the repository's location and the agent
 everything that could make a call wrong. Each call reads the configuration and the task branch afresh
 (the read cache is keyed by the exact commit, so it is never stale), and every changing call is one
 full transaction under the repo lock, exactly as a CLI call is: CLI users, other agents and other
-servers stay safe alongside this one. Calls are served one at a time.
+servers stay safe alongside this one. Calls are served one at a time (`michi.mcp.calls`); a signal
+stops the server (`_stop_on_signals`).
 """
 
 from __future__ import annotations
 
 import inspect
-import json
+import signal
 import sys
-import threading
 import typing
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import anyio
-import anyio.from_thread
-import anyio.to_thread
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import ValidationError
 
 from michi import __version__
-from michi.cli.progress import describe_wait
-from michi.errors import Interrupted, MichiError, UsageError, unexpected
+from michi.errors import UsageError
 from michi.mcp import tools
-from michi.session import Session
-
-PROGRESS_EVERY = 1.0  # seconds between progress notifications while a call waits for the repo lock
+from michi.mcp.arguments import AsSent, problem
+from michi.mcp.calls import Server, tool_result
 
 INSTRUCTIONS = (
     "michi is the task tracker of this git repository, shared with other agents and people. Work loop: "
@@ -41,89 +37,35 @@ INSTRUCTIONS = (
 )
 
 
-class Server:
-    """The tools bound to one repository and agent, and the one-at-a-time gate in front of them."""
-
-    def __init__(self, cwd: Path, agent: str | None) -> None:
-        self.cwd = cwd
-        self.agent = agent
-        self.gate = anyio.Lock()
-
-    def session(self, tool: str, on_wait: Callable[..., None] | None) -> Session:
-        s = Session(cwd=self.cwd, json=True, agent=self.agent, argv=["mcp", tool])
-        s.on_wait = on_wait
-        return s
-
-    async def call(self, name: str, fn: Callable[..., Any], ctx: Context, kwargs: dict[str, Any]) -> Any:
-        reported = [-PROGRESS_EVERY]
-        cancelled = threading.Event()
-
-        def on_wait(holder: Any, waited: float) -> None:
-            if cancelled.is_set():
-                # The client cancelled the call, whose thread the SDK cannot stop: it stops waiting for the
-                # lock as Ctrl-C stops a command (its change withdrawn, or, taken by the holder already,
-                # said to land), and the next call can start.
-                raise Interrupted(
-                    "the call was cancelled while it waited for the repo lock",
-                    hint="nothing was changed; call again when it is wanted",
-                )
-            if waited - reported[0] < PROGRESS_EVERY:
-                return
-            reported[0] = waited
-            message = describe_wait(holder, waited)
-            anyio.from_thread.run(lambda: ctx.report_progress(waited, None, message))
-
-        def run() -> Any:
-            try:
-                return fn(self.session(name, on_wait), **kwargs)
-            except MichiError as exc:
-                return _text(exc.to_json(), error=True)
-            except Exception as exc:  # the JSON contract holds for bugs too, as in the CLI
-                return _text(unexpected(exc).to_json(), error=True)
-
-        async with self.gate, anyio.create_task_group() as watching:
-            watching.start_soon(_until_cancelled, cancelled)
-            try:
-                result = await anyio.to_thread.run_sync(run)
-            finally:
-                watching.cancel_scope.cancel()
-        if isinstance(result, CallToolResult):
-            return result  # an error, as its JSON document
-        # The CLI's notes on stderr (how old the data is, what was left alone), each a text after the
-        # document: MCP's log messages, which carried them, are deprecated (SEP-2577).
-        notes = [f"michi: {note}" for note in getattr(result, "notes", None) or []]
-        return _text(result.to_json(), error=bool(result.exit_code), notes=notes)
-
-
-async def _until_cancelled(cancelled: threading.Event) -> None:
-    """Sets `cancelled` once this task is cancelled: by the SDK, when the client cancels the call (its
-    handler's scope), or by the call itself, done (then nothing reads it)."""
-    try:
-        await anyio.sleep_forever()
-    finally:
-        cancelled.set()
-
-
 class _Tools(MCPServer[Any]):
     """The SDK's server, but a call it refuses before michi runs (an unknown tool, an unknown argument, an
     argument of the wrong type) is a usage error as the CLI's (exit 2, `usage`), in michi's JSON error
     document, not the SDK's prose: the contract an agent acts on holds for every failure (ADR 0011)."""
 
-    async def run_stdio_async(self) -> None:
-        """The SDK's stdio transport, with every line it cannot read answered, and every request read
-        answered before the end of input ends the server (`michi.mcp.answers`)."""
-        from mcp.server.stdio import stdio_server
+    michi: Server  # the tools' server, set by `build`
 
+    async def run_stdio_async(self) -> None:
+        """Serve on michi's stdio (`michi.mcp.wire`), with every line it cannot read answered, every
+        request read answered before the end of input ends the server, and cancelled calls settled by
+        the server (`michi.mcp.answers`), until the input ends or the server is asked to stop."""
+        from michi.mcp import wire
         from michi.mcp.answers import AnsweredWriter, AnsweringReader, Unanswered
 
-        async with stdio_server() as (read_stream, write_stream):
+        def stop() -> None:
+            self.michi.stopping.set()
+            lines.stop()
+
+        async with wire.stdio(on_gone=stop) as (read_stream, write_stream, lines):
             unanswered = Unanswered()
+            self.michi.silence = unanswered.silence
             writer = AnsweredWriter(write_stream, unanswered)
-            await self._lowlevel_server.run(
-                AnsweringReader(read_stream, writer, unanswered),
-                writer,
-                self._lowlevel_server.create_initialization_options(),
-            )
+            reader = AnsweringReader(read_stream, writer, unanswered, on_cancel=self.michi.cancel)
+            async with anyio.create_task_group() as signals:
+                signals.start_soon(_stop_on_signals, stop)
+                await self._lowlevel_server.run(
+                    reader, writer, self._lowlevel_server.create_initialization_options()
+                )
+                signals.cancel_scope.cancel()
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         tool = self._tool_manager.get_tool(name)
@@ -133,6 +75,9 @@ class _Tools(MCPServer[Any]):
         unknown = sorted(set(arguments) - set(known))
         if unknown:
             return _usage(f"{name}: unknown argument {', '.join(map(repr, unknown))}", _takes(name, known))
+        wrong = [p for arg, value in arguments.items() if (p := problem(arg, value, known[arg]))]
+        if wrong:
+            return _usage(f"{name}: {'; '.join(wrong)}", _takes(name, known))
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
@@ -145,26 +90,24 @@ class _Tools(MCPServer[Any]):
             return _usage(f"{name}: {problems}", _takes(name, known))
 
 
+async def _stop_on_signals(stop: Callable[[], None]) -> None:
+    """SIGINT, SIGTERM or SIGHUP asks the server to stop (ADR 0011): no call starts any more, a call
+    waiting for the repo lock is withdrawn, and one past its wait (a push under way) runs to its end and
+    is answered, as the CLI holds the signal for its push (ADR 0004); then the server ends, exit 0. The
+    CLI's hold is for the main thread only, and the server's calls run in a worker thread: the signal
+    is the server's to take. A second signal changes nothing (SIGKILL ends it at once; the journal
+    recovers what it was doing, ADR 0004)."""
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as received:
+        async for _ in received:
+            stop()
+
+
 def _usage(message: str, hint: str) -> CallToolResult:
-    return _text(UsageError(message, hint=hint).to_json(), error=True)
+    return tool_result(UsageError(message, hint=hint).to_json(), error=True)
 
 
 def _takes(name: str, known: dict[str, Any]) -> str:
     return f"{name} takes {', '.join(known) or 'no arguments'} (see its input schema)"
-
-
-def _text(document: Any, error: bool, notes: list[str] | None = None) -> CallToolResult:
-    """The JSON document as the first text (what an agent parses), then each note as one more."""
-    body = json.dumps(document, ensure_ascii=False, separators=(",", ":"))
-    texts = [body, *(notes or ())]
-    return CallToolResult(content=[TextContent(type="text", text=_utf8(t)) for t in texts], is_error=error)
-
-
-def _utf8(text: str) -> str:
-    """`text` with each lone surrogate (a path git gave as bytes that are not UTF-8, e.g. a folder name)
-    as its `\\udcff` escape, as the CLI prints it: sent as it was, it could not be encoded and ended the
-    whole server (every later call of the agent failed)."""
-    return text if text.isascii() else text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _bind(server: Server, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -180,7 +123,7 @@ def _bind(server: Server, name: str, fn: Callable[..., Any]) -> Callable[..., An
     ]
 
     async def tool(ctx: Context, **kwargs: Any) -> CallToolResult:
-        result: CallToolResult = await server.call(name, fn, ctx, kwargs)
+        result: CallToolResult = await server.call(name, fn, ctx, kwargs, tools.TOOLS[name][2])
         return result
 
     ctx_param = inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=Context)
@@ -199,9 +142,8 @@ def _bind(server: Server, name: str, fn: Callable[..., Any]) -> Callable[..., An
 
 def build(cwd: Path, agent: str | None) -> MCPServer[Any]:
     server = Server(cwd, agent)
-    app: MCPServer[Any] = _Tools(
-        name="michi", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING"
-    )
+    app = _Tools(name="michi", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
+    app.michi = server
     for name, (fn, description, changes) in tools.TOOLS.items():
         app.add_tool(
             _bind(server, name, fn),
@@ -210,6 +152,9 @@ def build(cwd: Path, agent: str | None) -> MCPServer[Any]:
             annotations=ToolAnnotations(read_only_hint=not changes, destructive_hint=False),
             structured_output=False,
         )
+        added = app._tool_manager.get_tool(name)
+        assert added is not None
+        added.fn_metadata = AsSent.model_construct(**dict(added.fn_metadata))
     _resources(app)
     return app
 
@@ -231,6 +176,7 @@ def _reader(read: Callable[[], str]) -> Callable[[], str]:
 
 
 def serve(cwd: Path, agent: str | None) -> None:
-    """Serve on stdin/stdout until the client closes the stream. Nothing else may write to stdout."""
+    """Serve on stdin/stdout until the client closes its input or the server is asked to stop (a signal,
+    or its output gone). Nothing else may write to stdout."""
     sys.stdout.flush()
     build(cwd, agent).run("stdio")

@@ -1,0 +1,84 @@
+"""Tool arguments taken exactly as their input schema types them, never coerced (ADR 0011).
+
+The SDK validates a call's arguments in pydantic's lax mode, after "pre-parsing" strings that look like
+JSON: `{"claim": "yes"}` claimed a task while `"off"` did not, `"if_version": true` checked version 1,
+`"ttl": "60"` was a 60 s lease, a list given as the string '["a"]' was taken, and a description that
+happened to read as JSON ('[1]') was refused. An agent that sends a wrong type has misread the schema:
+it gets a usage error naming the argument and nothing is done, as the CLI refuses a bad option.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
+
+_NAMES = {
+    "string": "a string",
+    "boolean": "a boolean (true or false)",
+    "integer": "an integer",
+    "number": "a number",
+    "array": "an array",
+    "null": "null",
+}
+
+
+def problem(name: str, value: Any, schema: dict[str, Any]) -> str | None:
+    """What is wrong with `value` for the argument `name`, or None when its schema types it so."""
+    if fits(value, schema):
+        return None
+    return f"{name}: expected {_expected(schema)}, got {_got(value)}"
+
+
+def fits(value: Any, schema: dict[str, Any]) -> bool:
+    if "anyOf" in schema:
+        return any(fits(value, option) for option in schema["anyOf"])
+    match schema.get("type"):
+        case "string":
+            return isinstance(value, str)
+        case "boolean":
+            return isinstance(value, bool)
+        case "integer":  # JSON Schema's: a number without a fraction (1.0 too), never a boolean
+            return _number(value) and float(value).is_integer()
+        case "number":
+            return _number(value)
+        case "null":
+            return value is None
+        case "array":
+            items = schema.get("items", {})
+            return isinstance(value, list) and all(fits(item, items) for item in value)
+        case _:
+            return True  # a schema michi's tools do not use: the SDK's validation judges it
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _expected(schema: dict[str, Any]) -> str:
+    options = schema.get("anyOf", [schema])
+    names = []
+    for option in options:
+        name = _NAMES.get(option.get("type", ""), "a value")
+        if option.get("type") == "array":
+            name = f"an array of {_expected(option.get('items', {})).removeprefix('a ').removeprefix('an ')}s"
+        names.append(name)
+    return " or ".join(names)
+
+
+def _got(value: Any) -> str:
+    import json
+
+    if value is None or isinstance(value, list | dict):
+        return "null" if value is None else ("an array" if isinstance(value, list) else "an object")
+    kind = "boolean" if isinstance(value, bool) else "string" if isinstance(value, str) else "number"
+    text = json.dumps(value, ensure_ascii=False)
+    return f"the {kind} {text if len(text) <= 40 else text[:37] + '...'}"
+
+
+class AsSent(FuncMetadata):
+    """The SDK's argument handling less its pre-parsing of strings as JSON: the arguments have been
+    checked against the schema already (`problem`), and a string is a string."""
+
+    def pre_parse_json(self, data: dict[str, Any]) -> dict[str, Any]:
+        return data
