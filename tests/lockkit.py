@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from michi.lock import LockContention, RepoLock
-from michi.lock.procs import start_ticks
+from michi.lock.procs import start_ticks, stat
 from michi.lock.record import OWNER_FILE, boot_id, iso
 from michi.repo import find_repo
 
@@ -190,3 +190,24 @@ def await_exit(pid: int, timeout: float = 20.0) -> None:
         assert ready, f"process {pid} still runs after {timeout}s"
     finally:
         os.close(fd)
+
+
+def sentinel_of(michi_pid: int, timeout: float = 20.0) -> int:
+    """The sentinel a `lock run` michi forked for its command's group (`michi.lock.sentinel`)."""
+    found: list[int] = []
+
+    def named() -> bool:
+        for name in os.listdir("/proc"):
+            proc = stat(int(name)) if name.isdigit() else None
+            if proc is not None and proc.ppid == michi_pid:
+                try:
+                    comm = Path(f"/proc/{name}/comm").read_text().strip()
+                except OSError:
+                    continue
+                if comm == "michi-sentinel":
+                    found.append(proc.pid)
+                    return True
+        return False
+
+    wait_until(named, timeout, f"the sentinel of michi {michi_pid}")
+    return found[0]

@@ -3,12 +3,14 @@
 `michi lock run` holds the lock for the whole group, not just its direct child: a shell's, make's or a
 script's children are in the group too. The group is signalled on stop, on loss of the lock and after the
 command exits (leftover background processes), and the lock is released only once none of it runs.
-`PR_SET_PDEATHSIG` kills the direct child if michi dies; what else is left in the group is recorded in
-the lock (`pgid`), so no one takes the lock over while it runs (`record.judge`, "orphans").
+`PR_SET_PDEATHSIG` kills the direct child if michi dies, and a sentinel (`michi.lock.sentinel`) the rest of
+the group at once, wherever the lock is kept; should that be killed too, the group is still recorded in the
+lock (`pgid`), so no one takes a repo lock over while it runs (`record.judge`, "orphans").
 
 At a terminal the group becomes the foreground group while it runs (as a shell does for a job), so an
 editor started by `git commit` can read the terminal and Ctrl-C reaches the command; michi takes the
-terminal back afterwards. Processes that leave the group themselves (`setsid`, daemons) are not covered.
+terminal back afterwards. Processes that leave the group themselves (`setsid`, GNU `timeout`, daemons)
+are not covered.
 """
 
 from __future__ import annotations
@@ -20,9 +22,14 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from michi.lock import procs
+from michi.lock.sentinel import Sentinel
 from michi.threads import HELD_BACK
+
+if TYPE_CHECKING:
+    import ctypes
 
 PR_SET_PDEATHSIG = 1
 STOP_GRACE = 5.0  # seconds the group gets to finish after SIGTERM before SIGKILL
@@ -47,12 +54,15 @@ def _take_terminal(fd: int, pgid: int) -> None:
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
-def _preexec(own_group: bool, tty: int | None) -> Callable[[], None]:
-    libc = None
-    if sys.platform.startswith("linux"):
-        import ctypes
+def _libc() -> ctypes.CDLL | None:
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
 
-        libc = ctypes.CDLL(None, use_errno=True)  # loaded before fork: the child makes only syscalls
+    return ctypes.CDLL(None, use_errno=True)  # loaded before fork: the children make only syscalls
+
+
+def _preexec(own_group: bool, tty: int | None, libc: ctypes.CDLL | None) -> Callable[[], None]:
     parent = os.getpid()
 
     def preexec() -> None:
@@ -98,6 +108,7 @@ class Group:
         self.ticks = procs.start_ticks(child.pid) if own_group else None
         self._tty = tty
         self._go: int | None = None
+        self._sentinel: Sentinel | None = None
 
     @classmethod
     def start(cls, argv: Sequence[str], env: Mapping[str, str], *, own_group: bool = True) -> Group:
@@ -108,6 +119,7 @@ class Group:
         a preexec function is only safe while the process is single-threaded."""
         _check_runnable(argv[0], env)
         tty = _foreground_tty() if own_group else None
+        libc = _libc()
         gate, go = os.pipe()
         # The gate: a shell that waits for one line on the pipe, then execs the command in its place
         # (same PID, same group). EOF instead (michi died first) means: do not run at all.
@@ -116,7 +128,7 @@ class Group:
             child = subprocess.Popen(
                 ["/bin/sh", "-c", shim, "michi-lock-run", *argv],
                 env=dict(env),
-                preexec_fn=_preexec(own_group, tty),
+                preexec_fn=_preexec(own_group, tty, libc),
                 pass_fds=(gate,),
             )
         except BaseException:
@@ -126,6 +138,13 @@ class Group:
             os.close(gate)
         group = cls(child, own_group, tty)
         group._go = go
+        if group.pgid is not None and group.ticks is not None and procs.HAS_PROC:
+            try:
+                group._sentinel = Sentinel.start(group.pgid, group.ticks, libc)
+            except BaseException:
+                group.close()  # the gate sees EOF: the command never runs
+                child.wait()
+                raise
         return group
 
     def go(self) -> None:
@@ -198,9 +217,13 @@ class Group:
         return True
 
     def close(self) -> None:
+        """After `stop`: the sentinel stands down (or, should some of the group still run, ends it)."""
         if self._go is not None:  # never opened: the gate sees EOF and the command never runs
             os.close(self._go)
             self._go = None
+        if self._sentinel is not None:
+            self._sentinel.close(over=not self.members())
+            self._sentinel = None
         if self._tty is not None:
             _take_terminal(self._tty, os.getpgrp())
             self._tty = None

@@ -183,17 +183,22 @@ def script_chain(pid: int) -> tuple[int, list[tuple[int, int]]]:
 
 def end_members(pgid: int, since: int | None, grace: float = 2.0) -> list[int]:
     """SIGKILL the running members of a dead holder's group (verified one by one, never `killpg` on a
-    number alone) and wait, bounded, until none runs. Returns the PIDs that were ended."""
+    number alone) until, bounded, none runs. Returns the PIDs that were ended.
+
+    Each round lists the group afresh: a member may fork between the listing and its SIGKILL (a shell's
+    loop starting its next `sleep`), and the child is a member the first listing did not name."""
     import signal
     import time
 
-    ended = group_members(pgid, since)
-    for pid in ended:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            continue
+    ended: list[int] = []
     deadline = time.monotonic() + grace
-    while group_members(pgid, since) and time.monotonic() < deadline:
+    while (running := group_members(pgid, since)) and time.monotonic() < deadline:
+        for pid in running:
+            if pid not in ended:
+                ended.append(pid)
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                continue
         time.sleep(0.005)
     return ended
