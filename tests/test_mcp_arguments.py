@@ -70,3 +70,16 @@ def test_values_of_the_right_type_are_taken_as_sent(work: Path) -> None:
     assert modified == (False, modified[1]) and modified[1]["description"] == "[1]", modified
     assert modified[1]["project"] == "null"
     assert claimed == (False, claimed[1]) and claimed[1]["assignee"] == "a1", claimed
+
+
+def test_an_integer_of_hundreds_of_digits_is_answered_in_michis_terms(work: Path) -> None:
+    """An integer too large for a float made the type check itself raise (OverflowError): the SDK
+    answered with its bare text and printed a traceback, outside michi's JSON error contract."""
+    wire = Wire(work)
+    try:
+        wire.call(4, "task_done", id="1", if_version=10**400)
+        is_error, doc = document(wire.answer(4))
+    finally:
+        wire.end()
+        wire.kill()
+    assert is_error and doc["error"]["code"] in ("usage", "version_mismatch"), doc

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shlex
+import signal
 
 from michi import threads
 from michi.commands.lock_run import RUN_HINT, RunResult
@@ -21,6 +22,7 @@ from michi.lock.remote import OnWait, RemoteLock
 from michi.lock.remote_keeper import STOP_GRACE, RemoteKeeper
 from michi.lock.remote_record import FENCE_ENV, REMOTE_TOKEN_ENV
 from michi.session import Session
+from michi.threads import HELD_BACK
 
 MAX_GRACE = 5.0  # seconds between SIGTERM and SIGKILL of the command's group, at most
 LOST_RELEASE_TIMEOUT = 5.0  # a lock already lost is released best-effort, briefly
@@ -29,13 +31,20 @@ LOST_RELEASE_TIMEOUT = 5.0  # a lock already lost is released best-effort, brief
 def _run_held(lock: RemoteLock, argv: list[str], grace: float) -> int:
     assert lock.record is not None
     env = {**os.environ, FENCE_ENV: str(lock.record.fence), REMOTE_TOKEN_ENV: lock.record.token}
+    # Signals held back while the group and its sentinel are forked (as `lock run` does): one that came
+    # between a fork and the child's own handlers ran michi's in the copy, which then released the lock.
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, HELD_BACK)
     try:
         # Started before the keeper thread: forking with a preexec function is safest single-threaded.
         group = Group.start(argv, env)
     except OSError as exc:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         raise UsageError(
             f"cannot run {argv[0]!r}: {exc.strerror or exc}", code="command_failed", hint=RUN_HINT
         ) from None
+    except BaseException:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        raise
 
     def stop_command() -> None:
         group.stop(grace)
@@ -43,7 +52,10 @@ def _run_held(lock: RemoteLock, argv: list[str], grace: float) -> int:
     keeper = RemoteKeeper(lock, on_lost=stop_command)
     try:
         try:
-            group.go()
+            try:
+                group.go()
+            finally:
+                signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # what came meanwhile is raised here
             threads.start(keeper)
             code = group.wait()
         finally:

@@ -39,7 +39,9 @@ def fits(value: Any, schema: dict[str, Any]) -> bool:
         case "boolean":
             return isinstance(value, bool)
         case "integer":  # JSON Schema's: a number without a fraction (1.0 too), never a boolean
-            return _number(value) and float(value).is_integer()
+            # An int is one as it is: a float of it would overflow for hundreds of digits.
+            whole = isinstance(value, int) and not isinstance(value, bool)
+            return whole or (isinstance(value, float) and value.is_integer())
         case "number":
             return _number(value)
         case "null":
