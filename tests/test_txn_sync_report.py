@@ -550,6 +550,10 @@ def test_pending_work_the_remote_refuses_never_takes_other_commands_down(
         assert added.exit_code == 0, added.stdout
         notes = added.json()["transaction"]["notes"]
         assert any("also carried" in n and "no FORBIDDEN words" in n for n in notes), added.stdout
+        # what landed is what this clone reads: the branch moved onto it (the pending one's own offline
+        # commit kept it back, and reads missed the very task just added)
+        assert cli(ready, "task", "show", str(added.json()["id"]), "--json").exit_code == 0
+        assert git(ready, "rev-parse", "HEAD") == remote.head()
     synced = cli(ready, "sync", "--json")
     assert synced.exit_code == 5 and synced.json()["error"]["code"] == "remote_rejected"
     assert "the push carried this clone's pending" in synced.json()["error"]["message"]

@@ -520,7 +520,9 @@ class Transaction:
             if own_error is not None and not handed:
                 raise own_error
             result = results.get(mine[-1].txn) if mine else known
-            landed = {e.txn for e in leftover if e.txn not in aside} | self.rescued
+            # Set-aside ones too: their offline commits leave the local branch (michi's own, the journal
+            # keeps the operations), else the branch could not move onto what landed, and reads went stale.
+            landed = {e.txn for e in leftover} | self.rescued
             if tip == base:
                 unsent = self._answer(leftover, handed, built, results, errors, False, attempt, [])
                 journal.save([e for e in leftover + handed if e.txn in unsent])
