@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+# The first request of a client that speaks raw JSON-RPC lines.
 HELLO = {
     "jsonrpc": "2.0",
     "id": 1,
@@ -100,3 +101,10 @@ def document(reply: dict[str, Any]) -> tuple[bool, Any]:
     """(is_error, the JSON document) of a tool call's answer."""
     result = reply["result"]
     return bool(result.get("isError")), json.loads(result["content"][0]["text"])
+
+
+def initialised(remote: Any, cli: Callable[..., Any]) -> Path:
+    """A clone of the test's remote with michi initialised: where a server is started."""
+    repo: Path = remote.clone("work")
+    assert cli(repo, "init").exit_code == 0
+    return repo

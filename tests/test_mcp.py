@@ -17,6 +17,7 @@ from typing import Any
 import anyio
 import pytest
 from conftest import Remote, git, run_michi
+from mcpkit import HELLO
 
 pytest.importorskip("mcp")
 
@@ -40,19 +41,6 @@ TOOLS = {
     "task_log",
     "lock_status",
     "sync",
-}
-
-
-# The first request of a client that speaks raw JSON-RPC lines.
-HELLO = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "t", "version": "1"},
-    },
 }
 
 

@@ -11,16 +11,14 @@ from pathlib import Path
 
 import pytest
 from conftest import Remote, git, run_michi
-from mcpkit import Wire, document
+from mcpkit import Wire, document, initialised
 
 pytest.importorskip("mcp")
 
 
 @pytest.fixture
 def work(remote: Remote, cli) -> Path:
-    repo = remote.clone("work")
-    assert cli(repo, "init").exit_code == 0
-    return repo
+    return initialised(remote, cli)
 
 
 def until_found(folder: Path, pattern: str, count: int = 1, timeout: float = 60) -> None:

@@ -118,9 +118,9 @@ def _inner(owner: Owner, caller: Process | None) -> tuple[Process, ...] | None:
     return live if owner.pgid is not None else None
 
 
-def nest(repo: RepoPaths, *, token: str, caller: Process) -> Owner:
-    """Record `caller` as a nested holder of the lock held with `token` (`michi lock acquire` under an
-    inherited token): its release then ends its own hold only, never its holder's."""
+@contextlib.contextmanager
+def _held_with(repo: RepoPaths, token: str) -> Iterator[Owner]:
+    """The record of the lock held with `token`, under the guard; LockNotOwned when it is not."""
     fd = _guard_fd(repo)
     try:
         with _guarded(repo, fd):
@@ -128,12 +128,19 @@ def nest(repo: RepoPaths, *, token: str, caller: Process) -> Owner:
             if owner is None or owner.token != token:
                 _taken_from(repo, token, owner)
                 raise _not_owned(owner, token)
-            live = tuple(p for p in owner.nested if procs.alive(*p))
-            owner = replace(owner, nested=(*live, caller))
-            publish(repo.lock_dir, owner)
-            return owner
+            yield owner
     finally:
         os.close(fd)
+
+
+def nest(repo: RepoPaths, *, token: str, caller: Process) -> Owner:
+    """Record `caller` as a nested holder of the lock held with `token` (`michi lock acquire` under an
+    inherited token): its release then ends its own hold only, never its holder's."""
+    with _held_with(repo, token) as owner:
+        live = tuple(p for p in owner.nested if procs.alive(*p))
+        owner = replace(owner, nested=(*live, caller))
+        publish(repo.lock_dir, owner)
+        return owner
 
 
 def release(
@@ -184,15 +191,7 @@ def release(
 def renew(repo: RepoPaths, *, token: str, ttl: float, caller: Process | None = None) -> Owner:
     """Extend the lease held with `token` to `ttl` from now; a `caller` working under the hold (`_inner`)
     never shortens it: a nested `renew --ttl 1` once cut a running `lock run`'s lease to a second."""
-    fd = _guard_fd(repo)
-    try:
-        with _guarded(repo, fd):
-            owner = peek(repo.lock_dir)[0] if fs.check_lock_path(repo.lock_dir) else None
-            if owner is None or owner.token != token:
-                _taken_from(repo, token, owner)
-                raise _not_owned(owner, token)
-            renewed = owner.renewed(ttl, never_shorter=_inner(owner, caller) is not None)
-            publish(repo.lock_dir, renewed)
-            return renewed
-    finally:
-        os.close(fd)
+    with _held_with(repo, token) as owner:
+        renewed = owner.renewed(ttl, never_shorter=_inner(owner, caller) is not None)
+        publish(repo.lock_dir, renewed)
+        return renewed
