@@ -13,8 +13,9 @@ import subprocess
 import sys
 import time
 
+from _startup import bare_with_clone
 from _util import isolated_git_env, row, sh, tempdir
-from bench_txn import RAW, _remote
+from bench_txn import RAW
 
 N = 20
 
@@ -32,9 +33,7 @@ def main() -> None:
     root = tempdir("mcp")
     clones = {}
     for side in ("raw", "cli", "mcp"):
-        bare = _remote(root, side, env)
-        clones[side] = root / side
-        sh(["git", "clone", "-q", str(bare), str(clones[side])], root, env)
+        clones[side] = bare_with_clone(root, side, env)
     for side in ("cli", "mcp"):
         sh([sys.executable, "-m", "michi", "init"], clones[side], env)
     counter = iter(range(10**6))
