@@ -1,7 +1,8 @@
-"""The paths michi's commits may touch (ADR 0006): task files, files in `.michi/`, `.michi.toml` and
-`.tasks/.keep`. What michi writes is checked against them (`safe_path`); a commit that bears a
-`Michi-Txn` but changes anything else was amended by hand, and is the user's (`michi.workflow.local`,
-`michi.workflow.stranded`): never dropped as michi's, never pushed."""
+"""The paths michi's commits may touch (ADRs 0004, 0006): task files of both layouts (flat
+`.tasks/<uuid>.json`, fan-out `.tasks/<uuid[:2]>/<uuid>.json`), files in `.michi/`, and at init
+`.michi.toml` and the root domain's `.tasks/.keep`. What michi writes is checked against them
+(`safe_path`); a commit that bears a `Michi-Txn` but changes anything else was amended by hand, and is the
+user's (`michi.workflow.local`, `michi.workflow.stranded`): never dropped as michi's, never pushed."""
 
 from __future__ import annotations
 

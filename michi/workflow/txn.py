@@ -58,9 +58,6 @@ def _one_line(value: str) -> str:
     return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in str(value))
 
 
-# The only paths michi's commits may add, change or remove (ADR 0004): task files, its own `.michi/`
-# files, and at init `.michi.toml` and the root domain's `.tasks/.keep`. Task files of both layouts (ADR
-# 0006): flat `.tasks/<uuid>.json` and fan-out `.tasks/<uuid[:2]>/<uuid>.json`.
 # Changed paths above which the push sends a whole pack rather than a thin one (see `git.push`).
 _THIN_UP_TO = 1000
 
