@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import queue
 import subprocess
 import sys
@@ -28,12 +29,19 @@ HELLO = {
 class Wire:
     """The server process; what it sends arrives on `replies`, what it says on stderr in `stderr`."""
 
-    def __init__(self, repo: Path, agent: str = "a1", hello: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        repo: Path,
+        agent: str = "a1",
+        hello: dict[str, Any] | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "michi", "--agent", agent, "-C", str(repo), "mcp"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
+            env={**os.environ, **(env or {})},
         )
         assert self.proc.stdin is not None and self.proc.stdout is not None and self.proc.stderr is not None
         self.replies: queue.Queue[dict[str, Any]] = queue.Queue()

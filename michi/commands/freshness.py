@@ -56,7 +56,21 @@ class Read(Plain):
 
 def read_snapshot(session: Session, mode: How) -> Read:
     """The task branch, fetched first when `mode` asks for it. An automatic refresh that fails falls back
-    to the last sync and says so; an asked-for fetch that fails is the command's error."""
+    to the last sync and says so; an asked-for fetch that fails is the command's error. A task layout this
+    michi does not know is refused, whichever read or change asked (ADR 0006)."""
+    from michi.tasks.domains import UnknownLayout, check_layout
+
+    got = _read_snapshot(session, mode)
+    try:
+        check_layout(got.snapshot)
+    except UnknownLayout as exc:
+        snap = got.snapshot
+        exc.notes = [note(snap.synced_at, snap.branch, snap.remote, mode, got.fetched, got.failure)]
+        raise
+    return got
+
+
+def _read_snapshot(session: Session, mode: How) -> Read:
     from michi.workflow import snapshot
 
     paths, config = session.repo, session.config

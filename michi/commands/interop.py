@@ -10,7 +10,7 @@ import os
 import sys
 import tempfile
 import threading
-from collections.abc import Generator, Iterator
+from collections.abc import Container, Generator, Iterator
 from contextlib import ExitStack, closing, contextmanager
 from dataclasses import dataclass, field
 from functools import partial
@@ -109,11 +109,15 @@ def import_file(
     # Each task's --json text straight from its record (`viewtext`): no view dict, no encoder per task.
     fragments = [viewtext.text(r["record"], r["path"], snap.index) for r in results]
     del results
-    result = task_common.Changed(None, txn, merged, fragments=fragments)
+    dangling = links.dangling(snap.index.by_uuid) if links.depends else None  # no path list otherwise
+    if dangling is not None:
+        txn["notes"] = [*txn.get("notes", []), dangling]
+    result = task_common.Changed(None, txn, merged, list(txn.get("notes", [])), fragments=fragments)
     conflicts, problems = result.report["conflicts"], result.report["problems"]
+    failure: ImportProblems | ImportConflict | None = None
     if problems:  # records left out: the exit code must not say the import is complete
         report = result.to_json()
-        raise ImportProblems(
+        failure = ImportProblems(
             f"{len(problems)} record(s) could not be imported ({_first(problems)}); "
             f"added {len(report['added'])}, modified {len(report['modified'])}"
             + (f", {len(conflicts)} conflict(s) left as they are" if conflicts else ""),
@@ -121,9 +125,9 @@ def import_file(
             "then run the same import again; what landed is skipped",
             **{k: v for k, v in report.items() if k != "tasks"},
         )
-    if conflicts:
+    elif conflicts:
         report = result.to_json()
-        raise ImportConflict(
+        failure = ImportConflict(
             f"{len(conflicts)} task(s) changed in michi after the data was exported, left as they are "
             f"(ids {', '.join(str(c['id']) for c in conflicts)}); "
             f"added {len(report['added'])}, modified {len(report['modified'])}",
@@ -131,6 +135,9 @@ def import_file(
             "import again; or pass --force to overwrite michi's newer changes",
             **{k: v for k, v in report.items() if k != "tasks"},
         )
+    if failure is not None:
+        failure.notes = list(result.notes)  # on stderr for people; in the error's `transaction` for agents
+        raise failure
     return result
 
 
@@ -162,6 +169,21 @@ class Links:
 
         if record.get("status", "pending") in OPEN_STATUSES:
             self.depends[record["uuid"]] = [d.lower() for d in depends if isinstance(d, str)]
+
+    def dangling(self, known: Container[str]) -> str | None:
+        """The note on open imported tasks that depend on a uuid no task file holds once the import
+        landed (`known`: the uuids of the task files then). Taskwarrior imports them, and so does michi,
+        but such a task never becomes ready (ADR 0007): said once here, as `next` and `doctor` say later."""
+        missing = dict.fromkeys(d for deps in self.depends.values() for d in deps if d not in known)
+        if not missing:
+            return None
+        tasks = sum(any(d in missing for d in deps) for deps in self.depends.values())
+        named = ", ".join(list(missing)[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
+        return (
+            f"{tasks} imported open task(s) depend on {len(missing)} task(s) no task file holds ({named}): "
+            "they can never start until that dependency is removed (`michi doctor` names each, with the "
+            "`michi task modify ID --remove-depends UUID` that mends it)"
+        )
 
     def refuse_cycles(self, session: Session) -> None:
         from michi.tasks.cycles import cycles

@@ -210,15 +210,18 @@ def transact(
 ) -> TxnOutcome:
     """Run `mutation` as a transaction. `save_index=False`: the index warmed before the lock is not
     written to its cache file (an import's chunks: the read after the last chunk writes it once)."""
+    from michi.tasks.domains import check_layout
     from michi.workflow import TxnRequest, read_snapshot, run_transaction
 
     if mutation.apply == "michi.tasks.pool:next_claim":
         from michi.tasks import rank_cache
 
         snapshot = read_snapshot(session.repo, session.config)
+        check_layout(snapshot)  # before a rank of a layout this michi does not know (ADR 0006)
         rank_cache.for_tree(snapshot, session.repo.state_dir, time.time())  # inside the lock: the diff only
     elif mutation.apply in _READS_ALL or _adds_depends(mutation):
         snapshot = read_snapshot(session.repo, session.config)
+        check_layout(snapshot)
         index = for_tree(snapshot, session.repo.state_dir, save=save_index)
         if mutation.apply == "michi.tasks.pool:reap":  # import builds a Task only for a file it changes
             index.tasks  # noqa: B018

@@ -584,6 +584,10 @@ def move_paths(
         diff = diff_moves(repo, old, new)
     if not diff:
         return True, None
+    inside = _nested(repo, diff)
+    if inside is not None:
+        _unused_check(repo, old, sorted(diff))
+        return True, inside
     if len(diff) > MAX_PATHS:
         return False, None
     paths = sorted(diff)
@@ -614,6 +618,50 @@ def move_paths(
             raise held
         return True, err.strip() or f"restore exited {status}"
     return True, None
+
+
+# How the refusal of a move into a nested repository begins (`_nested`): its note is not about the
+# user's changes (`michi.workflow.local` words it).
+NESTED = "nested repository: "
+
+
+def _nested(repo: Repo, paths: Collection[str]) -> str | None:
+    """The refusal of a move that would write inside another git repository nested in this work tree (a
+    folder with its own `.git`): a domain another clone pushed where this clone has a nested clone (ADR
+    0006). git's checkout and `git restore` write into it; michi never does. Index entries without their
+    files are no way out: `git status` shows them deleted and `git commit -a` commits that (a
+    skip-worktree bit hides them only until the next `git restore` of the path), and the outer index
+    would track the nested folder, whose files `git add -A` would then add. So the move is refused, the
+    local branch stays, and the tasks stay on the task branch, which reads and changes use. One `lstat`
+    per folder on the way to the moved paths, no git process."""
+    assert repo.working_dir is not None
+    folders: set[str] = set()
+    for path in paths:
+        folder = path.rpartition("/")[0]
+        while folder and folder not in folders:
+            folders.add(folder)
+            folder = folder.rpartition("/")[0]
+    top = repo.working_dir
+    for folder in sorted(folders):  # outermost first: a parent sorts before what is inside it
+        if os.path.lexists(f"{top}/{folder}/.git"):
+            first = min(p for p in paths if p.startswith(f"{folder}/"))
+            cut = f"/{first}".rfind("/.tasks/")
+            domain = first[: cut - 1] if cut > 0 else (folder if cut < 0 else ".")
+            return (
+                f"{NESTED}{folder} is another git repository (it has its own .git) and michi never writes "
+                f"into it, but the task branch has task files of domain {domain} there; nothing of yours "
+                "was touched and the tasks stay on the task branch (move that repository out of this work "
+                "tree, then run `michi sync`)"
+            )
+    return None
+
+
+def _unused_check(repo: Repo, old: str, paths: list[str]) -> None:
+    """The checks started beside the push for a move that is refused before it looks (`_nested`): their
+    processes answered and ended now, as `_refusal` would have."""
+    ahead = repo.ahead.pop((old, tuple(paths)), None)
+    if isinstance(ahead, _Ahead | _Read):
+        ahead.clean()
 
 
 # `git restore` runs the post-checkout hook; moving michi's files is not the user's checkout (read-tree,

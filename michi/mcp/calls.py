@@ -8,7 +8,6 @@ waiting, is withdrawn while it only waits; one whose change may land is answered
 from __future__ import annotations
 
 import json
-import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -90,11 +89,8 @@ class Server:
             if mine.cancelled.is_set() or self.stopping.is_set():
                 # The client cancelled the call, or the server is asked to stop: it stops waiting for the
                 # lock as Ctrl-C stops a command, its offer to the holder withdrawn (ADR 0017). Taken by
-                # the holder already, it can no longer be withdrawn: it waits for the holder's answer,
-                # which is sent (the holder's rename between this look and the withdrawal is the one
-                # case left: its answer is the `interrupted` that says the change lands anyway).
-                if _taken(s):
-                    return
+                # the holder already, before or as it is withdrawn, it can no longer be: the transaction
+                # waits on for the holder's answer (this raise no longer ends that wait), which is sent.
                 why = "cancelled" if mine.cancelled.is_set() else "withdrawn: the server is stopping"
                 mine.withdrawal = Interrupted(
                     f"the call was {why} while it waited for the repo lock",
@@ -137,23 +133,6 @@ class Server:
         # document: MCP's log messages, which carried them, are deprecated (SEP-2577).
         notes = [f"michi: {note}" for note in getattr(result, "notes", None) or []]
         return tool_result(result.to_json(), error=bool(result.exit_code), notes=notes)
-
-
-def _taken(s: Session) -> bool:
-    """Whether the lock's holder took this process's waiting operation (ADR 0017: its offer renamed
-    `.taken`; the server runs one call at a time, so at most one offer is its own)."""
-    from michi.atomic import read_regular
-    from michi.host import hostname
-    from michi.workflow import group
-
-    for path in (s.repo.state_dir / group.FOLDER).glob("*" + group.TAKEN):
-        try:
-            offer = json.loads(read_regular(path))
-        except (OSError, ValueError):
-            continue
-        if isinstance(offer, dict) and offer.get("pid") == os.getpid() and offer.get("host") == hostname():
-            return True
-    return False
 
 
 async def _until_cancelled(call: Call) -> None:

@@ -90,6 +90,7 @@ def add(tree: TaskTree, params: Mapping[str, Any], ctx: ApplyContext) -> Change:
 
 
 def init(tree: TaskTree, params: Mapping[str, Any], ctx: ApplyContext) -> Change:
+    layout(tree)  # a newer michi's repository is refused (ADR 0006)
     writes: dict[str, bytes] = {}
     if tree.read(CONFIG_PATH, limit=0) is None:
         writes[CONFIG_PATH] = CONFIG_TEXT.encode()

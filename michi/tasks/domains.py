@@ -11,16 +11,22 @@ Two layouts of task files are read everywhere (ADR 0006): flat `<domain>/.tasks/
 fan-out `<domain>/.tasks/<uuid[:2]>/<uuid>.json`, which keeps each commit's tree edits small at 50,000
 tasks (ADR 0015). New tasks get the layout the repository declares in `.michi/layout`; a task already
 there keeps its path until `michi migrate` moves it. A domain never contains a `.tasks` folder, so the
-fan-out folder (inside `.tasks/`) can never be taken for a domain (a folder holding `.tasks/`).
+fan-out folder (inside `.tasks/`) can never be taken for a domain (a folder holding `.tasks/`). A layout
+this michi does not know (a newer michi's) is refused by every command (`unknown_layout`).
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
+from michi.errors import UsageError
 from michi.git.names import HFS_IGNORED, git_refuses
 from michi.tasks.errors import BadDomain
+
+if TYPE_CHECKING:
+    from michi.workflow.mutation import TaskTree
 
 ROOT = "."
 
@@ -28,8 +34,8 @@ ROOT = "."
 FLAT = "flat"
 FANOUT = "fanout"
 LAYOUTS = (FLAT, FANOUT)
-LAYOUT_PATH = ".michi/layout"  # committed by michi: "fanout\n"; absent = flat (repositories before it)
-LAYOUT_BYTES = 64  # a layout file is read at most this far: a larger one names no layout
+LAYOUT_PATH = ".michi/layout"  # committed by michi: "fanout\n"; absent = flat, unknown = refused
+LAYOUT_BYTES = 64  # a layout file is read at most this far: a larger one names no layout michi knows
 
 
 def task_path(domain: str, uuid: str, layout: str = FLAT) -> str:
@@ -45,11 +51,33 @@ def other_layout(path: str) -> tuple[str]:
     return (task_path(domain_of(path), uuid, FLAT if is_fan else FANOUT),)
 
 
+class UnknownLayout(UsageError):
+    """The task branch declares a layout this michi does not know: a newer michi's (ADR 0006)."""
+
+    code = "unknown_layout"
+
+
 def layout_of(raw: bytes | None) -> str:
-    """The layout a `.michi/layout` file declares; an absent or unknown one reads as flat, which every
-    michi can read (a newer layout name must not make an older michi write where it cannot read)."""
+    """The layout a `.michi/layout` file declares; an absent (or empty) one reads as flat, as in
+    repositories made before the marker. An unknown one is refused (`UnknownLayout`): read as flat, an
+    older michi would miss a newer layout's tasks and write new ones where the newer michi never looks."""
     text = (raw or b"").decode("utf-8", "replace").strip()
-    return text if text in LAYOUTS else FLAT
+    if not text:
+        return FLAT
+    if text not in LAYOUTS:
+        raise UnknownLayout(
+            f"this repository uses task layout {text[:40]!r}, newer than this michi: upgrade michi",
+            hint=f"install a michi that knows the layout {LAYOUT_PATH} names on the task branch, then retry",
+            layout=text[:40],
+        )
+    return text
+
+
+def check_layout(tree: TaskTree) -> str:
+    """The layout `tree` declares, or `UnknownLayout`: asked by every read of a snapshot and before the
+    lock of a transaction that reads one (one object read on git's running `cat-file`); `add`, `import`,
+    `migrate` and `init` ask on the fresh tree too."""
+    return layout_of(tree.read(LAYOUT_PATH, limit=LAYOUT_BYTES))
 
 
 def domain_of(path: str) -> str:

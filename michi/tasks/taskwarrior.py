@@ -82,8 +82,13 @@ def normalize(item: Any) -> tuple[dict[str, Any], Any]:
     for key in WHOLE_NUMBERS:
         if key in record:
             record[key] = _whole(record[key])
-    if isinstance(record.get("depends"), str):  # Taskwarrior before 2.6 wrote a comma-separated string
-        record["depends"] = [d for d in record["depends"].split(",") if d]
+    depends = record.get("depends")
+    if isinstance(depends, str):  # Taskwarrior before 2.6 wrote a comma-separated string
+        depends = record["depends"] = [d for d in depends.split(",") if d]
+    if isinstance(depends, list) and any(isinstance(d, str) and not d.islower() for d in depends):
+        # uuids are lower case (the task's own is made so below): `B` must name task `b` for `next` and
+        # `doctor` too, as it does for the import's cycle check, not a task no file holds.
+        record["depends"] = [d.lower() if isinstance(d, str) else d for d in depends]
     if "tags" in record:
         record["tags"] = split_tags(record["tags"])
     status = record.get("status")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 
 POINTS = (
     "locked",
@@ -22,6 +23,7 @@ POINTS = (
     "prefetched",
     "prebuilt",
     "done",
+    "withdrawing",
 )
 
 
@@ -31,4 +33,6 @@ def point(name: str) -> None:
         return
     where, _, sent = wanted.partition(":")
     if where == name:
-        os.kill(os.getpid(), getattr(signal, sent) if sent else signal.SIGKILL)
+        # To this very thread: a stop (SIGSTOP) sent to the process may let a worker thread (an MCP
+        # call's) run on past the point before the process stops.
+        signal.pthread_kill(threading.get_ident(), getattr(signal, sent) if sent else signal.SIGKILL)

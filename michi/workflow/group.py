@@ -5,7 +5,8 @@ Files in `<git dir>/michi/group/`, one name (`STEM`: arrival time and txn) per h
 `STEM.taken` (rename is atomic: the holder's rename and the waiter's unlink at its deadline cannot both
 succeed), journals it as its own entry, and writes `STEM.answer` (the outcome or the refusal) before it
 releases the lock. A waiter whose offer was taken never gives up on it: it waits for the answer, or for
-the lock (the holder died), and then finds its operation itself (`Offer.settle`).
+the lock (the holder died), and then finds its operation itself (`Offer.settle`); a signal it gets
+meanwhile is held until it has answered (`signals.offered`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from michi.atomic import read_regular, write_atomic
 from michi.errors import MichiError, Relayed
 from michi.host import hostname
 from michi.lock import procs
+from michi.threads import held_back
 from michi.workflow.journal import Entry
 from michi.workflow.mutation import Mutation
 from michi.workflow.request import TxnOutcome
@@ -47,13 +49,17 @@ class Offer:
         self.stem = f"{time.monotonic_ns():020d}.{entry.txn}"
         self.posted = False
         self.settled = False  # we hold the lock: whatever became of the offer, the operation is ours
+        self._taken = False  # a holder took it: it lands whatever we do
 
     def _path(self, suffix: str) -> Path:
         return self.folder / (self.stem + suffix)
 
     def post(self) -> None:
         """Offer the operation; best effort: where no offer can be written (a file where the folder goes,
-        a full disk) the command waits and lands it itself, as without group commit."""
+        a full disk) the command waits and lands it itself, as without group commit. Posted once: a wait
+        that goes on for a holder's answer after an interruption (`Transaction.run`) posts nothing again."""
+        if self.posted:
+            return
         e = self.entry
         offer = {
             "txn": e.txn,
@@ -71,21 +77,31 @@ class Offer:
             self.folder.mkdir(parents=True, exist_ok=True)
             if not _real_folder(self.folder):
                 return
-            write_atomic(self._path(OFFER), json.dumps(offer).encode(), mode=0o600)
+            # A Ctrl-C between the file and `posted` would leave an offer nobody withdraws.
+            with held_back():
+                write_atomic(self._path(OFFER), json.dumps(offer).encode(), mode=0o600)
+                self.posted = True
         except OSError:
             return
-        self.posted = True
 
     def withdraw(self) -> bool:
         """True when the offer is ours again (or was never posted); False when a holder took it."""
         if not self.posted:
             return True
-        try:
-            os.unlink(self._path(OFFER))
-        except FileNotFoundError:
-            return False
-        self.posted = False
+        with held_back():  # a Ctrl-C between the unlink and `posted` would take our own for a holder's
+            try:
+                os.unlink(self._path(OFFER))
+            except FileNotFoundError:
+                self._taken = True
+                return False
+            self.posted = False
         return True
+
+    def taken(self) -> bool:
+        """Whether a holder took the operation (its claim names our offer); once taken, always taken."""
+        if not self._taken and self.posted:
+            self._taken = os.path.lexists(self._path(TAKEN))
+        return self._taken
 
     def answered(self) -> bool:
         return self.posted and self._path(ANSWER).is_file()  # a folder in its place is no answer

@@ -213,6 +213,10 @@ def update_local(
             repo, local, goal, candidates, known if local is not None else None, interrupted
         )
         if refused is not None:
+            from michi.git.checkout import NESTED
+
+            if refused.startswith(NESTED):  # not the user's changes: a nested repository (ADR 0006)
+                return [f"local branch {target.branch} was not updated: {refused.removeprefix(NESTED)}"]
             return [
                 f"local branch {target.branch} was not updated because your work tree has changes "
                 f"in files michi changed ({refused.splitlines()[0]}); nothing of yours was touched"

@@ -1,4 +1,5 @@
-"""Holding Ctrl-C and SIGTERM while a push is under way, and after it landed (ADR 0004)."""
+"""Holding Ctrl-C and SIGTERM while a push is under way, and after it landed (ADR 0004); and while the
+lock's holder lands a waiter's operation it took (ADR 0017)."""
 
 from __future__ import annotations
 
@@ -44,19 +45,76 @@ def interruptions_deferred(done: Callable[[], bool]) -> Iterator[None]:
         if caught:
             signal.raise_signal(caught[0])
         return
+    _hold(previous, [])
+
+
+def _hold(previous: _Handlers, came: list[int]) -> None:
+    """From now on what comes is held (`held`) until `settle` drops it or `resume` acts on it."""
     global _holding
     if not _holding:
         for sig, handler in previous.items():
             _base.setdefault(sig, handler)  # (a transaction's start has set them: `resume`)
         _came[:] = []
     _holding = True
+    _came.extend(came)
     for sig in DEFERRED:
         signal.signal(sig, held)
 
 
+@contextmanager
+def offered(taken: Callable[[], bool]) -> Iterator[None]:
+    """While a command's operation is offered to the lock's holder (ADR 0017). A signal that comes before
+    a holder took it is acted on as before it was offered (Ctrl-C: the offer is withdrawn, exit 130,
+    nothing done). Once `taken()`, the operation lands whatever the waiter does, so what comes is held
+    until the command has answered with its outcome (the holder's answer, or what the waiter found
+    itself after that holder died), as after a push that landed: a Ctrl-C must not make a command
+    whose change lands say "interrupted". If the command fails (the holder refused its operation), what
+    was held is dropped: the command answers that refusal. SIGTERM and SIGHUP raise `Terminated` as
+    they do while the lock is awaited or held (`michi.lock.keeper.sigterm_raises`)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    from michi.lock.keeper import sigterm_raises
+
+    caught: list[int] = []
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        if caught or taken():
+            caught.append(signum)
+            return
+        handler = previous[signal.Signals(signum)]
+        if callable(handler):
+            handler(signum, frame)  # Ctrl-C's KeyboardInterrupt, SIGTERM's `Terminated`
+        elif handler == signal.SIG_DFL:
+            signal.signal(signum, handler)
+            signal.raise_signal(signum)
+
+    outer = {sig: signal.getsignal(sig) for sig in DEFERRED}
+    with sigterm_raises():
+        previous = {sig: signal.getsignal(sig) for sig in DEFERRED}
+        for sig in DEFERRED:
+            signal.signal(sig, on_signal)
+        try:
+            yield
+        except BaseException:
+            _restore_from(on_signal, previous)
+            raise
+        if taken():
+            _hold(outer, caught)  # in place of `on_signal` at once: nothing comes between
+        else:
+            _restore_from(on_signal, previous)
+
+
+def _restore_from(ours: Callable[..., None], previous: _Handlers) -> None:
+    for sig in DEFERRED:
+        if signal.getsignal(sig) is ours:  # else a push that landed holds it already
+            signal.signal(sig, previous[sig])
+
+
 def held(signum: int, _frame: FrameType | None) -> None:
-    """The handler while a landed push's command goes on: what comes is noted, not acted on. Whoever set
-    a handler before it leaves this one in place as it ends (`michi.lock.keeper.sigterm_raises`)."""
+    """The handler while a command whose change landed (or lands: ADR 0017) goes on: what comes is noted,
+    not acted on. Whoever set a handler before it leaves this one in place as it ends
+    (`michi.lock.keeper.sigterm_raises`)."""
     _came.append(signum)
 
 

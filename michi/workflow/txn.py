@@ -33,7 +33,7 @@ from michi.workflow.local import UPDATE_MESSAGE, held_elsewhere, move_checkout, 
 from michi.workflow.mutation import ApplyContext, Change, Mutation
 from michi.workflow.owned import safe_path
 from michi.workflow.request import TxnOutcome, TxnRequest
-from michi.workflow.signals import interruptions_deferred, resume
+from michi.workflow.signals import interruptions_deferred, offered, resume
 from michi.workflow.target import Target, resolve
 from michi.workflow.tree import GitTaskTree
 
@@ -51,6 +51,19 @@ def _message(change: Change, entry: Entry, host: str) -> bytes:
     trailers.update(change.trailers)
     body = "\n".join(f"{k}: {_one_line(v)}" for k, v in trailers.items())
     return f"michi: {change.subject}\n\n{body}\n".encode()
+
+
+def _patient(on_wait: Callable[..., None] | None) -> Callable[..., None] | None:
+    """`on_wait` for the wait for an answer that can no longer be withdrawn: its `Interrupted` (an MCP
+    call cancelled, its server stopping) no longer ends that wait (ADR 0017)."""
+    if on_wait is None:
+        return None
+
+    def report(*args: Any) -> None:
+        with contextlib.suppress(Interrupted):
+            on_wait(*args)
+
+    return report
 
 
 def _one_line(value: str) -> str:
@@ -245,6 +258,8 @@ class Transaction:
                 # A change the tree editor refuses (not michi's path) is that operation's refusal alone.
                 built_tip = self._commit(tip, change, entry) if not change.empty else tip
             except MichiError as exc:
+                if exc.code == "unknown_layout":  # a newer michi's repository: nothing applies, pending
+                    raise  # work stays pending for the michi that knows it (ADR 0006)
                 errors[entry.txn] = exc
                 if entry in leftover:
                     report.refuse(entry, exc.code, exc.message)
@@ -319,55 +334,56 @@ class Transaction:
         holds: list[float] = []
         handover = offer
         left: str | None = None  # the lock was left in place at the last release (`RepoLock.left`)
+        on_wait = self.req.on_wait
         try:
             outcome: TxnOutcome | None = None
-            try:
-                while True:
-                    lock = RepoLock(
-                        self.req.repo,
-                        ttl=cfg.lock_ttl,
-                        command=self.req.command,
-                        agent=self.req.agent,
-                        on_wait=self.req.on_wait,
-                        handover=handover,
-                    )
-                    try:
-                        with lock.held(cfg.lock_wait):
-                            locked = time.monotonic()
-                            try:
-                                outcome = self._locked(lock, mutations, fetch, rescue, handover)
-                            finally:
-                                released = time.monotonic()
-                                holds.append(released - locked)
-                        break
-                    except _Refused:
-                        faults.point("refused")
-                        handover = None  # settled in the first round; later rounds only take the lock
-                        self._between_rounds()
-                        self._prefetch()
-                        if prebuild:
-                            self._prebuild(mutations[0])
-                    finally:
-                        lock.close()  # its guard file's descriptor: an MCP server runs many of these
-                        left = lock.left
-                        git.tidy()  # what the hold put off (a staged move's folder, ADR 0015)
-                locked = released - sum(holds)  # the wait: everything but the holds, backoff included
-            except Answered:
-                locked = released = time.monotonic()
-            except BaseException as exc:
-                # An offer nobody took must not outlive us (a later holder would apply it after we
-                # failed); one that was taken lands anyway, which an interrupted caller must be told.
-                if offer is None or offer.settled or offer.withdraw():
+            with offered(offer.taken) if offer is not None else contextlib.nullcontext():
+                try:
+                    while True:
+                        lock = RepoLock(
+                            self.req.repo,
+                            ttl=cfg.lock_ttl,
+                            command=self.req.command,
+                            agent=self.req.agent,
+                            on_wait=on_wait,
+                            handover=handover,
+                        )
+                        try:
+                            with lock.held(cfg.lock_wait):
+                                locked = time.monotonic()
+                                try:
+                                    outcome = self._locked(lock, mutations, fetch, rescue, handover)
+                                finally:
+                                    released = time.monotonic()
+                                    holds.append(released - locked)
+                            break
+                        except _Refused:
+                            faults.point("refused")
+                            handover = None  # settled in the first round; later rounds only take the lock
+                            self._between_rounds()
+                            self._prefetch()
+                            if prebuild:
+                                self._prebuild(mutations[0])
+                        except (KeyboardInterrupt, Interrupted) as exc:
+                            if not self._taken_meanwhile(offer, exc):
+                                raise
+                            on_wait = _patient(on_wait)  # and wait on, for the answer of the one that took it
+                        finally:
+                            lock.close()  # its guard file's descriptor: an MCP server runs many of these
+                            left = lock.left
+                            git.tidy()  # what the hold put off (a staged move's folder, ADR 0015)
+                    locked = released - sum(holds)  # the wait: everything but the holds, backoff included
+                except Answered:
+                    locked = released = time.monotonic()
+                except BaseException:
+                    # An offer nobody took must not outlive us (a later holder would apply it after we
+                    # failed).
+                    if offer is not None and not offer.settled:
+                        offer.withdraw()
                     raise
-                if not isinstance(exc, KeyboardInterrupt | Interrupted):
-                    raise
-                raise Interrupted(
-                    "interrupted while the lock's holder was already making this change",
-                    hint="do not repeat the command: the change lands anyway (`michi task list` shows it)",
-                ) from None
-            if outcome is None:  # a holder did our operation (ADR 0017): its answer is ours
-                assert offer is not None
-                outcome = offer.outcome()
+                if outcome is None:  # a holder did our operation (ADR 0017): its answer is ours
+                    assert offer is not None
+                    outcome = offer.outcome()
             if left is not None:
                 outcome.notes.append(left)
         finally:
@@ -384,6 +400,16 @@ class Transaction:
         )
         faults.point("done")
         return outcome
+
+    @staticmethod
+    def _taken_meanwhile(offer: group.Offer | None, exc: BaseException) -> bool:
+        """Interrupted while it waited (Ctrl-C, SIGTERM, its MCP call cancelled): whether a holder took our
+        offer before we could withdraw it. Then it lands anyway, and the command answers with its outcome,
+        never "interrupted" (ADR 0017)."""
+        if offer is None or offer.settled:
+            return False
+        faults.point("withdrawing")  # a holder may take the offer right here
+        return not offer.withdraw()
 
     def _locked(
         self, lock: RepoLock, mutations: list[Mutation], fetch: bool, rescue: bool, offer: group.Offer | None
