@@ -211,3 +211,42 @@ def sentinel_of(michi_pid: int, timeout: float = 20.0) -> int:
 
     wait_until(named, timeout, f"the sentinel of michi {michi_pid}")
     return found[0]
+
+
+# A grandchild of michi (sh -> sh) that logs its PID, then ticks until stopped.
+TICKER = "sh -c 'echo $$ > ticker.pid; while :; do echo tick >> log; sleep 0.1; done'; echo after >> log"
+
+
+def start_lock_run(repo: Path, script: str, **env: str) -> subprocess.Popen[str]:
+    """`michi lock run -- sh -c SCRIPT` as a separate process, its stderr kept for the test."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "michi", "lock", "run", "--", "sh", "-c", script],
+        cwd=repo,
+        env={**os.environ, **env},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def ticker_pid(repo: Path) -> int:
+    """The PID of a running `TICKER`'s inner shell, once it ticks."""
+    wait_until(lambda: (repo / "log").is_file() and "tick" in (repo / "log").read_text(), 60, "the ticker")
+    return int((repo / "ticker.pid").read_text())
+
+
+_STOPPED_IN_GUARD = """
+import fcntl, os, signal, sys
+guard = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o644)
+fcntl.flock(guard, fcntl.LOCK_EX)  # as a holder does for a moment, renewing its lease
+os.kill(os.getpid(), signal.SIGSTOP)
+"""
+
+
+def stop_in_guard(state_dir: Path) -> subprocess.Popen[bytes]:
+    """A process that takes the lock's guard (in `state_dir`) and stops itself there, as a holder stopped
+    while it renews its lease: returned once stopped; kill it to free the guard."""
+    proc = subprocess.Popen([sys.executable, "-c", _STOPPED_IN_GUARD, str(state_dir / "lock.guard")])
+    pid, status = os.waitpid(proc.pid, os.WUNTRACED)
+    assert pid == proc.pid and os.WIFSTOPPED(status), status
+    return proc

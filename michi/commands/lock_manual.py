@@ -5,8 +5,8 @@ wrappers (`$(...)`, pipelines, `||`, `timeout`), unless `--pid` names another, s
 stale once the script and those subshells are gone; the token printed is what releases it.
 
 Under an inherited token (`lock run`'s command, a script run by a script holding the lock) `acquire`
-works under that hold: it is recorded as nested, and the same script's `release` ends its nested hold
-only (`admin.release`), never the outer one (ADR 0003).
+works under that hold: it takes a nested hold with a token of its own, whose release ends that nested
+hold only (`admin.release`), never the outer one (ADR 0003).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ class Acquired(Result):
     lock: str
     fence: int | None
     export: bool = False  # print shell `export` lines instead of the bare token
-    inner: bool = False  # taken under an inherited token: its release leaves the outer hold in place
+    inner: bool = False  # a nested hold, under an inherited token: its own token ends it, not the outer
 
     def summary(self) -> str:
         if self.export:
@@ -59,8 +59,8 @@ class Released(Result):
     def summary(self) -> str:
         if self.why == "inner":
             return (
-                f"the repo lock stays held by PID {self.holder_pid}, which releases it: this process "
-                "worked under that hold"
+                f"ended this nested hold; the repo lock stays held by PID {self.holder_pid}, which "
+                "releases it"
             )
         if not self.released:
             return "the repo lock was not held"
@@ -86,7 +86,9 @@ def acquire(
     export: bool = False,
     on_wait: Callable[[Owner | None, float], None] | None = None,
 ) -> Acquired:
-    holder, forks = procs.script_chain(os.getppid()) if pid is None else (pid, [])
+    script, forks = procs.script_chain(os.getppid())
+    by = (script, procs.start_ticks(script))
+    holder, forks = (script, forks) if pid is None else (pid, [])
     ticks = procs.start_ticks(holder)
     if holder <= 0 or ticks is None:
         raise UsageError(f"no process with PID {holder}", hint="--pid must name a live process")
@@ -99,12 +101,13 @@ def acquire(
         pid=holder,
         on_wait=on_wait,
         forks=tuple(forks),
+        by=by,
     )
     lock.acquire(cfg.lock_wait)
     record, fence, inner = lock.record, lock.fence, lock.joined
     token = lock.detach()
     if inner:
-        record = admin.nest(session.repo, token=token, caller=(holder, ticks))
+        record, token = admin.nest(session.repo, token=token, holder=(holder, ticks), by=by)
     lock_dir = str(session.repo.lock_dir)
     expires = stamp(record.expires_ts) if record else None
     return Acquired(token, holder, expires, lock_dir, fence, export, inner)

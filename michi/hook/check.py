@@ -38,7 +38,7 @@ def _lock_warnings(repo: RepoPaths, environ: Mapping[str, str], now: float) -> t
     token = environ.get(TOKEN_ENV, "")
     # michi's own commits: the holder hands its token to its git children; our parent is git, not the
     # holder, so PIDs cannot tell (ADR 0005).
-    if owner is not None and token and token == owner.token:
+    if owner is not None and owner.admits(token):  # the holder's token, or a nested hold's (ADR 0003)
         return [], True
     # A script holding the lock (`token=$(michi lock acquire)`) commits with git, whose child we are:
     # a commit from the holder or any of its descendants is the holder's own (ADR 0005).

@@ -9,7 +9,7 @@ from typing import Any
 
 from michi.durations import duration
 from michi.lock import events
-from michi.lock.record import Owner
+from michi.lock.record import Nested, Owner
 
 REASONS = {
     "expired": "its lease expired",
@@ -44,6 +44,7 @@ def log_takeover(
         "takeover",
         reason=reason,
         from_token=token_hash(old.token) if old else None,
+        from_nested=nested_hashes(old.nested) if old else None,
         from_pid=old.pid if old else None,
         from_fence=old.fence if old else None,
         by_pid=by_pid,
@@ -53,16 +54,48 @@ def log_takeover(
     )
 
 
-def ending(state_dir: Path, token: str) -> dict[str, Any] | None:
-    """The event that ended the hold of `token` by someone else (takeover or forced release), if any."""
+def nested_hashes(nested: tuple[Nested, ...]) -> list[str] | None:
+    """The nested holds that end with their holder's, as the log names them (ADR 0003)."""
+    return [token_hash(n.token) for n in nested if n.token] or None
+
+
+def _names(event: dict[str, Any], field: str, wanted: str) -> bool:
+    listed = event.get(field)
+    return isinstance(listed, list) and wanted in listed
+
+
+def _last(state_dir: Path, token: str) -> tuple[dict[str, Any], bool] | None:
+    """The last event that ended the hold of `token`, and whether it ended it as a nested hold, ending
+    the hold it was taken under."""
     wanted = token_hash(token)
     event: dict[str, Any]
+    fields = {"takeover": ("from_token", "from_nested"), "release": ("token", "nested")}
     for event in reversed(events.read(state_dir)):
-        if event.get("kind") == "takeover" and event.get("from_token") == wanted:
-            return event
-        if event.get("kind") == "release" and event.get("token") == wanted:
-            return None if event.get("why") == "token" else event  # "token": released by its holder
+        own, nested = fields.get(str(event.get("kind")), ("", ""))
+        if own and (event.get(own) == wanted or _names(event, nested, wanted)):
+            return event, event.get(own) != wanted
     return None
+
+
+def _ended(state_dir: Path, token: str) -> tuple[dict[str, Any], bool] | None:
+    """`_last`, unless the hold was released by its own holder ("token", "inner")."""
+    found = _last(state_dir, token)
+    if found is None or (not found[1] and found[0].get("why") in ("token", "inner")):
+        return None
+    return found
+
+
+def ending(state_dir: Path, token: str) -> dict[str, Any] | None:
+    """The event that ended the hold of `token` by someone else (takeover, forced release, or the release
+    of the hold it was nested in), if any."""
+    found = _ended(state_dir, token)
+    return None if found is None else found[0]
+
+
+def released_inner(state_dir: Path, token: str, outer: str) -> bool:
+    """Whether `token` was a nested hold of the hold of `outer`, released already by its holder."""
+    found = _last(state_dir, token)
+    return found is not None and found[0].get("why") == "inner" and found[0].get("outer") == token_hash(outer)
 
 
 def explain(
@@ -77,8 +110,13 @@ def explain(
             f"longer than its {duration(ttl)} lease"
         )
         details["paused"] = round(paused, 3)
-    event = ending(state_dir, token)
-    if event is not None:
+    found = _ended(state_dir, token)
+    event = None if found is None else found[0]
+    if found is not None and found[1]:
+        parts.append("it was a nested hold, which ends with the hold it was taken under")
+    if event is not None and event.get("kind") == "release" and event.get("why") == "token":
+        parts.append(f"that hold's holder (PID {event.get('by_pid')}) released it")
+    elif event is not None:
         cause = str(event.get("reason") or event.get("why") or "").removeprefix("stale:")
         why = REASONS.get(cause, cause)
         if event.get("kind") == "takeover":

@@ -161,6 +161,27 @@ class Stamped:
 
 
 @dataclass(frozen=True)
+class Nested:
+    """A hold taken under the lock's holder (ADR 0003): its holder (`--pid`, else the script), the script
+    that took it, and its own token, which michis started with it work under as under the holder's."""
+
+    pid: int
+    ticks: int | None
+    token: str
+    by: tuple[int, int | None] | None = None
+
+    @classmethod
+    def from_json(cls, data: Any) -> Nested:
+        if isinstance(data, list):  # [PID, start ticks]: `nested` as michis before nested tokens wrote it
+            pid, ticks = data
+            return cls(int(pid), _opt_int(ticks), "")
+        if not isinstance(data, dict):
+            raise ValueError("not a nested hold")
+        token = str(data.get("token") or "")
+        return cls(int(data["pid"]), _opt_int(data.get("ticks")), token, _process(data.get("by")))
+
+
+@dataclass(frozen=True)
 class Owner(Stamped):
     pid: int
     host: str
@@ -183,9 +204,12 @@ class Owner(Stamped):
     # them runs, so `( token=$(michi lock acquire); ...; michi lock release ) &` keeps it after the
     # script itself exits (`procs.script_chain`).
     forks: tuple[tuple[int, int | None], ...] = ()
-    # Holders that took this lock again with its token (`michi lock acquire` under `lock run`, or in a
-    # script under a script's lock), as (PID, start ticks): their release only ends their own hold.
-    nested: tuple[tuple[int, int | None], ...] = ()
+    # Holds taken under this one (`michi lock acquire` under `lock run`, or in a script under a script's
+    # lock), each with a token of its own: its release ends that hold only (ADR 0003).
+    nested: tuple[Nested, ...] = ()
+    # The script that ran `michi lock acquire` (another process than `pid` with `--pid`): a release it
+    # makes with this hold's token is the outer one, whatever it nested since. None for `lock run`.
+    by: tuple[int, int | None] | None = None
 
     @classmethod
     def new(
@@ -206,6 +230,19 @@ class Owner(Stamped):
             pidns=pid_namespace(),
             expires_boot=round(boot_clock() + ttl, 3) if ttl else None,
         )
+
+    def to_json(self) -> dict[str, Any]:
+        data = super().to_json()
+        # `nested` keeps the shape michis before nested tokens read ([PID, start ticks]): one of them, still
+        # running (a `michi mcp`), found anything else a corrupt record, stale after its grace.
+        data["nested_holds"] = data["nested"]
+        data["nested"] = [[held["pid"], held["ticks"]] for held in data["nested_holds"]]
+        return data
+
+    def admits(self, token: str) -> bool:
+        """Whether `token` is this hold's or one of its nested holds' (a michi started with either works
+        under this lock, and a commit made with either is the holder's own)."""
+        return bool(token) and (token == self.token or any(n.token == token for n in self.nested))
 
     def renewed(self, ttl: float, *, never_shorter: bool = False) -> Owner:
         """This record with its lease running `ttl` seconds from now (both clocks); `never_shorter` keeps
@@ -242,7 +279,8 @@ class Owner(Stamped):
                 pidns=str(data.get("pidns") or ""),
                 expires_boot=None if data.get("expires_boot") is None else float(data["expires_boot"]),
                 forks=_processes(data.get("forks")),
-                nested=_processes(data.get("nested")),
+                nested=_nested(data.get("nested_holds", data.get("nested"))),
+                by=_process(data.get("by")),
             )
             owner.created_ts  # noqa: B018 - validates the timestamps now, not later
             owner.expires_ts  # noqa: B018
@@ -255,6 +293,21 @@ class Owner(Stamped):
 
 def _opt_int(value: Any) -> int | None:
     return None if value is None else int(value)
+
+
+def _process(value: Any) -> tuple[int, int | None] | None:
+    if value is None:
+        return None
+    pid, ticks = value
+    return int(pid), _opt_int(ticks)
+
+
+def _nested(value: Any) -> tuple[Nested, ...]:
+    if not value:
+        return ()
+    if not isinstance(value, list) or len(value) > 256:
+        raise ValueError("not a list of nested holds")
+    return tuple(Nested.from_json(item) for item in value)
 
 
 def _processes(value: Any) -> tuple[tuple[int, int | None], ...]:

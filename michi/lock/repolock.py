@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypeGuard
 
 from michi import threads
 from michi.host import hostname
@@ -41,6 +41,7 @@ from michi.lock.record import write_owner as publish
 from michi.lock.wake import POLL_CAP, WATCH_CAP, Backoff, Waker, is_flocked, wait_flock
 from michi.repo import RepoPaths
 from michi.unique import token_hex
+from michi.workflow import faults  # a leaf module: os and signal only
 
 BATON_FILE = "lock.baton"
 NESTED_FILE = "lock.nested"  # michis working under one inherited lock take turns on this flock
@@ -77,10 +78,13 @@ def _clock() -> float:
     return boot_clock()
 
 
-def _unguarded(owner: Owner, verdict: Judgement) -> bool:
+def _unguarded(owner: Owner | None, verdict: Judgement) -> TypeGuard[Owner]:
     """Whether the holder's `lock run` group may still run with nobody holding the lock for it: its holder
     is dead (`orphans`), or its lease ran out on this machine, where its group can be seen and ended (a
-    paused holder's command runs on; another machine's cannot be reached, and fencing covers it)."""
+    paused holder's command runs on; another machine's cannot be reached, and fencing covers it). A taker
+    ends that group first (`RepoLock._end_group`)."""
+    if owner is None or not owner.pgid:
+        return False
     return verdict.reason == "orphans" or (verdict.reason == "expired" and same_machine(owner))
 
 
@@ -96,9 +100,11 @@ class RepoLock(LockInterface):
         on_wait: Callable[[Owner | None, float], None] | None = None,
         handover: Handover | None = None,
         forks: tuple[tuple[int, int | None], ...] = (),
+        by: tuple[int, int | None] | None = None,
     ) -> None:
         self.repo, self.ttl, self.command, self.agent = repo, ttl, command, agent
         self.forks = forks  # a script holder's subshells (`procs.script_chain`): its lock while they run
+        self.by = by  # the script that took the lock for `pid` (`lock acquire --pid`): `Owner.by`
         self.handover = handover
         self.pid = os.getpid() if pid is None else pid
         self.on_wait = on_wait
@@ -157,6 +163,7 @@ class RepoLock(LockInterface):
             pidns=pid_namespace(),
             expires_boot=round(boot_clock() + self.ttl, 3) if self.ttl else None,
             forks=self.forks,
+            by=self.by,
         )
 
     def _attempt(self, ticket: Ticket | None, deadline: float) -> tuple[bool, Owner | None, str | None]:
@@ -176,14 +183,7 @@ class RepoLock(LockInterface):
     def _try(self, ticket: Ticket | None, deadline: float) -> tuple[bool, Owner | None, str | None]:
         if fs.check_lock_path(self.lock_dir):
             owner, verdict = peek(self.lock_dir)
-            if owner is not None and owner.pgid and _unguarded(owner, verdict):
-                # A `lock run` holder that died, or whose lease ran out while it was paused, has its
-                # command running on in its group, unguarded: end it first, so the next command never
-                # runs beside it (never under the guard: it may take a moment), and say so in the
-                # takeover event.
-                self.ended += procs.end_members(owner.pgid, owner.pgid_ticks)
-                owner, verdict = peek(self.lock_dir)
-            if not verdict.stale:
+            if not verdict.stale and not _unguarded(owner, verdict):
                 return False, owner, None
         elif ticket is None and self.queue.has_waiters():
             return False, None, None
@@ -192,6 +192,8 @@ class RepoLock(LockInterface):
             # Re-judged under the guard: whoever took the guard before us may have replaced the lock.
             if fs.check_lock_path(self.lock_dir):
                 old, verdict = peek(self.lock_dir)
+                if _unguarded(old, verdict):
+                    verdict = self._end_group(old)
                 if not verdict.stale:
                     return False, old, None
                 fs.remove_lock_dir(self.lock_dir)
@@ -214,6 +216,15 @@ class RepoLock(LockInterface):
         self._take_baton()
         return True, record, takeover
 
+    def _end_group(self, owner: Owner) -> Judgement:
+        """End the holder's command, which runs on unguarded, and judge the record again. Only here, under
+        the guard and with the take decided: a taker that ended it first and then could not get the guard
+        (its holder stopped inside it, renewing) gave up and had cut the holder's work for nothing. Bounded
+        by `procs.end_members`; the takeover event lists what was ended."""
+        assert owner.pgid is not None
+        self.ended += procs.end_members(owner.pgid, owner.pgid_ticks)
+        return judge(owner, lock_mtime=fs.lock_mtime(self.lock_dir))
+
     def _join(self, timeout: float) -> bool:
         """Work under the lock whose token we inherited (`michi lock run -- michi task ...`) instead of
         waiting for it: only the live holder's token counts, and the hold stays the holder's. Several
@@ -222,7 +233,7 @@ class RepoLock(LockInterface):
         if not token or not fs.check_lock_path(self.lock_dir):
             return False
         owner, verdict = peek(self.lock_dir)
-        if owner is None or owner.token != token or verdict.stale or verdict.reason != "live":
+        if owner is None or not owner.admits(token) or verdict.stale or verdict.reason != "live":
             return False
         fd = fs.open_flock_file(self.repo.state_dir / NESTED_FILE)
         waited = wait_flock(fd, timeout)
@@ -383,6 +394,7 @@ class RepoLock(LockInterface):
             return
         try:
             with fs.guarded(self._guard(), min(fs.GUARD_WAIT, max(GUARD_WAIT_MIN, self.ttl / 3))):
+                faults.point("renewing")  # a holder stopped here keeps the guard (`renewing:SIGSTOP`)
                 try:
                     owner = read_owner(self.lock_dir)
                 except CorruptRecord:
@@ -436,9 +448,16 @@ class RepoLock(LockInterface):
     def ensure_held(self) -> None:
         """Before each irreversible step: the record still carries our token and no later fence was
         handed out in this repository (a stale fence means someone else has held the lock since)."""
-        if self._token is None:
+        token = self._token
+        if token is None:
             raise LockLost("the repo lock is not held", hint="acquire it first")
-        if token_of(self.lock_dir) != self._token or fs.read_fence(self._guard()) > self._fence:
+        try:
+            owner = read_owner(self.lock_dir)
+        except CorruptRecord:
+            owner = None
+        # Joined: the holder's token or, for a michi a nested holder started, its own (`Owner.admits`).
+        ours = owner is not None and (owner.admits(token) if self._joined else owner.token == token)
+        if not ours or fs.read_fence(self._guard()) > self._fence:
             raise self._lost(peek(self.lock_dir)[0])
 
     def on_release_requested(self, handler: Callable[[], None]) -> None:

@@ -24,6 +24,7 @@ POINTS = (
     "prebuilt",
     "done",
     "withdrawing",
+    "renewing",
 )
 
 
