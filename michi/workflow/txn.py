@@ -53,6 +53,22 @@ def _message(change: Change, entry: Entry, host: str) -> bytes:
     return f"michi: {change.subject}\n\n{body}\n".encode()
 
 
+def _move_refused(refused: str) -> GitFailed:
+    """An offline or remote-less command's refused checkout move, as its error (nothing was changed)."""
+    from michi.git.checkout import NESTED
+
+    if refused.startswith(NESTED):  # not the user's changes: a nested repository (ADR 0006)
+        return GitFailed(
+            f"the task branch was not changed: {refused.removeprefix(NESTED).split(';')[0]}",
+            code="nested_repository",
+            hint="move that repository out of this work tree, then retry",
+        )
+    return GitFailed(
+        f"your work tree has changes in task files michi must change ({refused.splitlines()[0]})",
+        hint="commit or stash them (task files should only change through michi), then retry",
+    )
+
+
 def _patient(on_wait: Callable[..., None] | None) -> Callable[..., None] | None:
     """`on_wait` for the wait for an answer that can no longer be withdrawn: its `Interrupted` (an MCP
     call cancelled, its server stopping) no longer ends that wait (ADR 0017)."""
@@ -182,6 +198,8 @@ class Transaction:
         # Others' operations set aside after the remote refused a push carrying them: this run's own go
         # alone, they stay in the journal as they were (pending ones) or for their waiters (handed ones).
         self.aside: list[Entry] = []
+        # Landed entries whose index move another work tree must finish (`_update_local`): kept journaled.
+        self.unmoved: list[Entry] = []
         # path -> (entry before, entry after) for every path the last application's commits changed, from
         # its start: moving the checkout by these needs no git process to diff or list two (possibly
         # 50,000-entry) trees (ADR 0015).
@@ -451,9 +469,11 @@ class Transaction:
         target = None if lock.joined else self.group_target
         handed = group.take(state_dir, target, tracking) if target is not None else []
         lock.ensure_held()  # the journal is the holder's alone: one that took over owns it now
-        journal.save(leftover + mine + handed)
-        faults.point("locked")
         try:
+            # Inside the `try`: a Ctrl-C just after the save (or within it, after its rename) must take
+            # this run's entry out again, or the next command lands what this one called not done.
+            journal.save(leftover + mine + handed)
+            faults.point("locked")
             if self.target.online:
                 return self._online(lock, journal, leftover, mine, handed, fetch, rescue)
             return self._local_only(journal, leftover, mine)
@@ -520,6 +540,8 @@ class Transaction:
         retries = self.req.config.push_retries
         turn_budget = _TURN_WAIT_LOCKED  # for this whole hold, not for each of its rounds
         while True:
+            if base is None:
+                self._no_remote_branch()
             self.attempt += 1
             attempt = self.attempt
             self.known = None
@@ -548,8 +570,11 @@ class Transaction:
             landed = {e.txn for e in leftover} | self.rescued
             if tip == base:
                 unsent = self._answer(leftover, handed, built, results, errors, False, attempt, [])
-                journal.save([e for e in leftover + handed if e.txn in unsent])
                 notes = self._update_local(old_remote, base, landed)
+                kept = {e.txn for e in self.unmoved}
+                journal.save(
+                    [e for e in leftover + handed if e.txn in unsent and e.txn not in kept] + self.unmoved
+                )
                 if own_error is not None:
                     raise own_error
                 # Our adopted operation, landed by the dead holder, was pushed as any other (ADR 0017).
@@ -573,7 +598,7 @@ class Transaction:
                 beside = functools.partial(self._beside, old_remote, start, tip)
                 landed_now = set_aside = False
                 try:
-                    landed_now = self._push(tip, naming, beside)
+                    landed_now = self._push(tip, base, naming, beside)
                 except RemoteRejected as exc:
                     set_aside = self._set_aside(exc, built, mine, leftover, handed)
                     if not set_aside:
@@ -588,7 +613,12 @@ class Transaction:
                     ours = {e.txn for e in mine + handed}
                     notes = self._finish(old_remote, tip, landed | ours, lock)
                     unsent = self._answer(leftover, handed, built, results, errors, True, attempt, notes)
-                    journal.save([e for e in entries if e.txn in unsent] + self.aside)
+                    kept = {e.txn for e in self.unmoved}
+                    journal.save(
+                        [e for e in entries if e.txn in unsent and e.txn not in kept]
+                        + self.aside
+                        + self.unmoved
+                    )
                     self._touch_synced()
                     if own_error is not None:
                         raise own_error
@@ -826,6 +856,22 @@ class Transaction:
         done = [e for e in self.leftover if e.txn not in aside]
         return len(done) - len(self.report.refused) + len(self.rescued)
 
+    def _no_remote_branch(self) -> None:
+        """The remote has no task branch, as fetched just now. michi starts one (a commit with no parent)
+        only where the local branch has no commits either: over a local history (the remote's branch
+        deleted by mistake, a new empty remote) that commit would become the remote's whole branch, its
+        history and every earlier task gone from it, and `git pull --rebase` would rebase the work onto it."""
+        if git.ref_oid(self.git, self.target.local_ref) is None:
+            return
+        remote, branch = self.target.remote, self.target.branch
+        raise GitFailed(
+            f"remote {remote!r} has no branch {branch!r}, but your local {branch} has commits: michi would "
+            f"start the remote's {branch} anew without them; nothing was changed",
+            code="remote_branch_missing",
+            hint=f"push your branch first (`git push -u {remote} {branch}`; if the remote's branch was "
+            "deleted by mistake, restore it from a clone that has it), then retry",
+        )
+
     def _rescue(self, base: str | None) -> str | None:
         """`base` plus the stranded michi commits not on the remote yet, replayed as they are."""
         assert base is not None and self.target.remote  # stranded commits exist only ahead of a remote tip
@@ -836,13 +882,14 @@ class Transaction:
         self.already |= set(found)
         return stranded.replay(self.git, todo, base, self.target.remote, self.target.branch) if todo else base
 
-    def _push(self, tip: str, named: Callable[[int], None], beside: OnStart) -> bool:
-        """True when `tip` is on the remote; False when the remote moved on (fetch and retry). `named`
+    def _push(self, tip: str, base: str | None, named: Callable[[int], None], beside: OnStart) -> bool:
+        """True when `tip` (built on the remote tip `base`) is on the remote; False when the remote is no
+        longer at `base`, moved on or set back (fetch and retry). `named`
         gets the push's pid before it may start (the journal names it, so the next holder can wait for an
         orphaned push), `beside` once it runs."""
         assert self.target.remote
         try:
-            result = self._send(tip, named, beside)
+            result = self._send(tip, base, named, beside)
         except RemoteUnreachable as exc:
             if not exc.connected:
                 raise  # git never reached the remote: nothing landed, the caller may simply retry
@@ -869,7 +916,9 @@ class Transaction:
             ) from None
         return result.ok
 
-    def _send(self, tip: str, named: Callable[[int], None], beside: OnStart) -> git.PushResult:
+    def _send(
+        self, tip: str, base: str | None, named: Callable[[int], None], beside: OnStart
+    ) -> git.PushResult:
         """The push itself. A clone that looks at turns (ADR 0004) pushes atomically with the deletion of
         the turn ref, leased on "absent" (a no-op when no turn is held; refused as stale while another
         clone's is) or on its own turn, which then ends with the push that lands."""
@@ -877,7 +926,16 @@ class Transaction:
         thin = len(self.changed) < _THIN_UP_TO
         release = self.turn.release() if self.turn is not None else None
         push = functools.partial(
-            git.push, self.git, self.target.remote, tip, self.target.branch, {}, beside, thin, named=named
+            git.push,
+            self.git,
+            self.target.remote,
+            tip,
+            self.target.branch,
+            {},
+            beside,
+            thin,
+            named=named,
+            built_on=base,
         )
         try:
             result = push(release=release)
@@ -976,27 +1034,35 @@ class Transaction:
         # commit no longer there: `git reset` dropped it) is named once, as built now.
         rebuilt = {e.txn for e in built}
         earlier = [e for e in leftover if e.state == OFFLINE and e.txn not in rebuilt]
-        if tip != local and tip is not None:
-            journal.save(earlier + [e.but(state=PUSHING) for e in built])
-            faults.point("committed")
-            if here:
-                interrupted = [e.commit for e in leftover if e.commit and e.state != OFFLINE]
-                refused = move_checkout(self.git, local, tip, interrupted, self.changed)
-                if refused is not None:
-                    raise GitFailed(
-                        "your work tree has changes in task files michi must change "
-                        f"({refused.splitlines()[0]})",
-                        hint="commit or stash them (task files should only change through michi), then retry",
-                    )
-                faults.point("local")
-            git.update_ref(self.git, ref, tip, local, "michi: commit task change")
-        if self.target.offline:
-            # Their `ids` are provisional: the sync reports any that another clone took meanwhile.
-            journal.save(earlier + [e.but(state=OFFLINE) for e in built if e.commit])
-            notes.append("offline: committed locally, nothing was pushed; `michi sync` pushes it later")
-        else:
-            journal.save([])
-            notes.append(f"no remote {self.req.config.remote!r}: committed locally, nothing was pushed")
+        # From the journal's first word on, a Ctrl-C or SIGTERM waits until the branch and the journal
+        # agree (as a push does, ADR 0004): cut between them, the user's index kept michi's files staged,
+        # or the commit stayed on the branch with its entry forgotten, and "run it again" made it twice.
+        # Once the branch moved, the change is made: what comes is held until the command has answered.
+        moved: list[bool] = []
+        with interruptions_deferred(lambda: bool(moved)):
+            if tip != local and tip is not None:
+                journal.save(earlier + [e.but(state=PUSHING) for e in built])
+                faults.point("committed")
+                if here:
+                    interrupted = [e.commit for e in leftover if e.commit and e.state != OFFLINE]
+                    refused = move_checkout(self.git, local, tip, interrupted, self.changed)
+                    if refused is not None:
+                        raise _move_refused(refused)
+                    faults.point("local")
+                try:
+                    git.update_ref(self.git, ref, tip, local, "michi: commit task change")
+                except GitFailed:
+                    if here:  # the branch moved under us: the index goes back where it was
+                        git.read_tree_update(self.git, tip, local or git.EMPTY_TREE)
+                    raise
+                moved.append(True)
+            if self.target.offline:
+                # Their `ids` are provisional: the sync reports any that another clone took meanwhile.
+                journal.save(earlier + [e.but(state=OFFLINE) for e in built if e.commit])
+                notes.append("offline: committed locally, nothing was pushed; `michi sync` pushes it later")
+            else:
+                journal.save([])
+                notes.append(f"no remote {self.req.config.remote!r}: committed locally, nothing was pushed")
         changed = tip is not None and tip != local
         return self._outcome(result, tip if changed else None, pushed=False, attempts=1, notes=notes)
 
@@ -1004,6 +1070,15 @@ class Transaction:
         if tip is None:
             return []
         interrupted = [e.commit for e in self.leftover if e.commit]
+        if (
+            interrupted
+            and git.head(self.git).branch != self.target.branch
+            and held_elsewhere(self.req.repo, self.target.branch) is not None
+        ):
+            # A michi killed in the work tree that has the branch checked out may have left that tree's
+            # index at its commit: only a command there can finish the move, and it needs these entries
+            # to know where the index is (else michi's files stay staged in it for the user's next commit).
+            self.unmoved = [e.but(handed=None) for e in self.leftover if e.commit]
         known = self.known if tip != old_remote else None
         return update_local(self.git, self.req.repo, self.target, old_remote, tip, landed, interrupted, known)
 
@@ -1013,7 +1088,7 @@ class Transaction:
             return []
         assert self.target.remote
         lock.ensure_held()
-        res = git.push(self.git, self.target.remote, local, self.target.branch, {})
+        res = git.push(self.git, self.target.remote, local, self.target.branch, {}, built_on=tip)
         return [] if res.ok else ["--push-all: the remote moved on; your own commits were not pushed"]
 
     def _touch_synced(self) -> None:
