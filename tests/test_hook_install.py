@@ -23,12 +23,20 @@ def test_install_writes_an_executable_hook_and_uninstall_removes_it(cli: Cli, lo
     result = cli(local_repo, "--json", "hook", "install")
     assert result.exit_code == 0, result.stderr
     hook = local_repo / ".git" / "hooks" / "pre-commit"
-    assert result.json() == {"hook": str(hook), "chained": None, "refreshed": False}
+    push = hook.with_name("pre-push")
+    assert result.json() == {
+        "hook": str(hook),
+        "chained": None,
+        "refreshed": False,
+        "push_hook": str(push),
+        "push_chained": None,
+    }
     assert script.is_michis(hook) and os.access(hook, os.X_OK)
+    assert script.is_michis(push) and os.access(push, os.X_OK)
     again = cli(local_repo, "hook", "install")
     assert again.exit_code == 0 and again.stdout.startswith("Refreshed michi's pre-commit hook")
     assert cli(local_repo, "hook", "uninstall").exit_code == 0
-    assert not hook.exists()
+    assert not hook.exists() and not push.exists()
     gone = cli(local_repo, "--json", "hook", "uninstall")
     assert gone.exit_code == 0 and gone.json()["removed"] is False
 

@@ -105,14 +105,15 @@ def test_a_push_that_checks_the_turn_is_refused_while_another_clone_holds_it(rem
     tip = git(work, "commit-tree", "HEAD^{tree}", "-p", "HEAD", "-m", "one")
     record = git(work, "commit-tree", git(work, "hash-object", "-w", "-t", "tree", "/dev/null"), "-m", "turn")
     git(work, "push", "-q", "origin", f"{record}:{turn}")
-    refused = mgit.push(repo, "origin", tip, "main", {}, release=(turn, ""))
+    base = git(work, "rev-parse", "HEAD")
+    refused = mgit.push(repo, "origin", tip, "main", {}, release=(turn, ""), built_on=base)
     assert (refused.ok, refused.stale) == (False, True)
     assert remote.head() != tip and git(remote.bare, "rev-parse", turn) == record
-    landed = mgit.push(repo, "origin", tip, "main", {}, release=(turn, record))  # the holder's push
+    landed = mgit.push(repo, "origin", tip, "main", {}, release=(turn, record), built_on=base)  # the holder's
     assert landed.ok and remote.head() == tip
     assert git(remote.bare, "for-each-ref", "refs/michi/") == ""
     after = git(work, "commit-tree", "HEAD^{tree}", "-p", tip, "-m", "two")
-    assert mgit.push(repo, "origin", after, "main", {}, release=(turn, "")).ok  # no turn held: lands
+    assert mgit.push(repo, "origin", after, "main", {}, release=(turn, ""), built_on=tip).ok  # no turn: lands
     assert remote.head() == after and git(remote.bare, "for-each-ref", "refs/michi/") == ""
 
 

@@ -12,16 +12,17 @@ from michi.results import Result
 
 hook_app = typer.Typer(
     name="hook",
-    help="The git pre-commit hook: no hand-made commit while another process holds the repo lock.",
+    help="The git hooks: no hand-made commit while another process holds the repo lock, no push of "
+    "unsynced offline work.",
     no_args_is_help=True,
 )
 
 
 @hook_app.command("install")
 def install_cmd(ctx: typer.Context) -> Result:
-    """Install michi's pre-commit hook (honours core.hooksPath and linked work trees).
+    """Install michi's pre-commit and pre-push hooks (honours core.hooksPath and linked work trees).
 
-    A pre-commit hook already there is kept, chained (it runs after michi's) and restored by uninstall.
+    A hook already there is kept, chained (it runs after michi's) and restored by uninstall.
     """
     from michi.commands import hook
 
@@ -30,7 +31,7 @@ def install_cmd(ctx: typer.Context) -> Result:
 
 @hook_app.command("uninstall")
 def uninstall_cmd(ctx: typer.Context) -> Result:
-    """Remove michi's pre-commit hook and put back the hook it chained, if any."""
+    """Remove michi's pre-commit and pre-push hooks and put back the hooks they chained, if any."""
     from michi.commands import hook
 
     return hook.uninstall(session(ctx))
@@ -51,6 +52,25 @@ def run_cmd(
     from michi.commands import hook
 
     return hook.run(session(ctx))
+
+
+@hook_app.command("push-check")
+def push_check_cmd(
+    ctx: typer.Context,
+    remote: Annotated[str | None, typer.Argument(help="The remote's name, as git passes it.")] = None,
+    url: Annotated[str | None, typer.Argument(hidden=True)] = None,
+) -> Result:
+    """Check the push being made (git's pre-push hook runs this, ref lines on stdin). Exit 0 lets it through.
+
+    Refused (exit 2, offline_unsynced): the push carries commits michi made offline and has not synced,
+    whose task ids are provisional; run `michi sync` first. Let through: michi's own pushes.
+    """
+    import sys
+
+    from michi.commands import hook
+
+    lines = [] if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read().splitlines()
+    return hook.push_check(session(ctx), remote, lines)
 
 
 def register(app: typer.Typer) -> None:

@@ -90,3 +90,18 @@ def hand_edit(paths: Sequence[str]) -> HandEdit:
         "hand edits set allow_hand_edits = true in .michi.toml or MICHI_ALLOW_HAND_EDITS=1",
         paths=list(paths),
     )
+
+
+class UnsyncedPush(UsageError):
+    """A push would publish michi's offline commits, whose task ids are provisional (ADR 0007)."""
+
+    code = "offline_unsynced"
+
+
+def unsynced_push(count: int) -> UnsyncedPush:
+    return UnsyncedPush(
+        f"push refused: it carries {count} change(s) michi made offline, whose task ids are provisional; "
+        "run `michi sync` first, then push",
+        hint="`michi sync` lands them with ids taken on the remote and leaves your own commits to push",
+        carried=count,
+    )

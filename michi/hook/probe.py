@@ -31,8 +31,8 @@ def _gitdir_from_file(dot_git: str) -> str | None:
     return os.path.realpath(os.path.join(os.path.dirname(dot_git), target))
 
 
-def lock_dir(start: str) -> str | None:
-    """The repo lock's path for the repository around `start` (rules of `michi.repo.find_repo`)."""
+def common_dir(start: str) -> str | None:
+    """The shared git dir of the repository around `start` (rules of `michi.repo.find_repo`)."""
     folder = os.path.realpath(start)
     while True:
         dot_git = os.path.join(folder, ".git")
@@ -44,21 +44,27 @@ def lock_dir(start: str) -> str | None:
             if git_dir is None:
                 return None
         if git_dir is not None:
-            common = git_dir
             try:
                 with open(os.path.join(git_dir, "commondir"), encoding="utf-8") as fh:
                     rel = fh.read().strip()
-                common = rel if os.path.isabs(rel) else os.path.realpath(os.path.join(git_dir, rel))
+                return rel if os.path.isabs(rel) else os.path.realpath(os.path.join(git_dir, rel))
             except FileNotFoundError:
-                pass
+                return git_dir
             except (OSError, UnicodeDecodeError):
                 return None
-            main = os.path.dirname(common) if os.path.basename(common) == ".git" else common
-            return os.path.join(main, LOCK_NAME)
         parent = os.path.dirname(folder)
         if parent == folder:
             return None
         folder = parent
+
+
+def lock_dir(start: str) -> str | None:
+    """The repo lock's path for the repository around `start` (rules of `michi.repo.find_repo`)."""
+    common = common_dir(start)
+    if common is None:
+        return None
+    main = os.path.dirname(common) if os.path.basename(common) == ".git" else common
+    return os.path.join(main, LOCK_NAME)
 
 
 def task_files_staged() -> bool | None:

@@ -1,4 +1,4 @@
-"""The pre-commit script `michi hook install` writes, and how to recognise it again.
+"""The pre-commit and pre-push scripts `michi hook install` writes, and how to recognise them again.
 
 The script starts the interpreter michi was installed with, as `python -I -S`: `-S` skips
 site-packages' start-up (.pth files: 40-100 ms on some machines, on every commit) and `-I` keeps
@@ -15,9 +15,12 @@ import shlex
 import sys
 from pathlib import Path
 
+from michi.hook.prepush import GIT_PID_ENV
+
 MARKER = "# michi-hook:"  # the line that makes a hook michi's: install rewrites it, uninstall removes it
 VERSION = 2
 CHAINED = "pre-commit.michi-chained"  # where the hook that was there before michi's is kept
+PUSH_CHAINED = "pre-push.michi-chained"  # the same for the pre-push hook
 # The recorded interpreter runs but cannot import michi (the checkout moved, michi was uninstalled from
 # that venv): the script then falls back to `michi` on PATH. Not an exit code michi's hook uses.
 GONE = 97
@@ -25,6 +28,10 @@ GONE_MESSAGE = (
     "michi: the pre-commit hook cannot find michi (not importable by $py, none on PATH); "
     "fix: run 'michi hook install' again where michi is installed, or delete $0"
 )
+# The journal as the pre-push script sees it from the work tree's top, where git runs hooks, and the
+# start of the record naming michi's own push (`Journal.save`; both pinned to the originals by tests).
+PUSH_JOURNAL = ".git/michi/journal.json"
+PUSH_NAMED = '"push":{"pid":'
 
 
 def _root_of(module: str) -> str | None:
@@ -44,15 +51,18 @@ def import_roots() -> list[str]:
     return roots
 
 
-def render(python: str | None = None, roots: list[str] | None = None) -> str:
-    python = python or sys.executable
-    roots = import_roots() if roots is None else roots
+def _code(module: str, roots: list[str]) -> str:
     # JSON: a valid Python list literal whose double quotes sit well inside the shell's single quotes.
-    code = (
+    return (
         f"import sys\nsys.path+={json.dumps(roots)}\n"
-        f"try:\n from michi.hook.run import main\nexcept ImportError:\n sys.exit({GONE})\n"
+        f"try:\n from {module} import main\nexcept ImportError:\n sys.exit({GONE})\n"
         "sys.exit(main(sys.argv[1:]))"
     )
+
+
+def render(python: str | None = None, roots: list[str] | None = None) -> str:
+    python = python or sys.executable
+    code = _code("michi.hook.run", import_roots() if roots is None else roots)
     return f"""#!/bin/sh
 {MARKER} {VERSION} (written by `michi hook install`; `michi hook uninstall` removes it and puts back
 # the hook it chained). Do not edit: run `michi hook install` again instead.
@@ -75,6 +85,49 @@ fi
 case $0 in */*) here=${{0%/*}} ;; *) here=. ;; esac
 if [ -x "$here/{CHAINED}" ]; then
   exec "$here/{CHAINED}" "$@"
+fi
+"""
+
+
+def render_push(python: str | None = None, roots: list[str] | None = None) -> str:
+    """The pre-push script. git's ref lines (stdin) are read once, for michi's check and the chained hook.
+    No journal (a plain `.git` folder without one), or a push the journal names (michi's own, ADR 0004):
+    nothing to check, and no Python started. Anything else, a linked work tree's `.git` file included,
+    goes to `michi.hook.prepush`."""
+    python = python or sys.executable
+    code = _code("michi.hook.prepush", import_roots() if roots is None else roots)
+    gone = GONE_MESSAGE.replace("pre-commit", "pre-push")
+    return f"""#!/bin/sh
+{MARKER} {VERSION} (written by `michi hook install`; `michi hook uninstall` removes it and puts back
+# the hook it chained). Do not edit: run `michi hook install` again instead.
+py={shlex.quote(python)}
+refs=$(cat)
+j={PUSH_JOURNAL}
+if [ -d .git ] && [ ! -e "$j" ]; then
+  :
+elif [ -f "$j" ] && grep -qF {shlex.quote(PUSH_NAMED)}"$PPID," "$j"; then
+  :
+else
+  rc={GONE}
+  if [ -x "$py" ]; then
+    printf '%s\\n' "$refs" | {GIT_PID_ENV}=$PPID "$py" -I -S -c {shlex.quote(code)} "$@"
+    rc=$?
+  fi
+  if [ "$rc" = {GONE} ]; then
+    if command -v michi >/dev/null 2>&1; then
+      printf '%s\\n' "$refs" | {GIT_PID_ENV}=$PPID michi hook push-check "$@" || exit $?
+    else
+      echo "{gone}" >&2
+      exit 1
+    fi
+  elif [ "$rc" != 0 ]; then
+    exit "$rc"
+  fi
+fi
+case $0 in */*) here=${{0%/*}} ;; *) here=. ;; esac
+if [ -x "$here/{PUSH_CHAINED}" ]; then
+  if [ -n "$refs" ]; then printf '%s\\n' "$refs"; fi | "$here/{PUSH_CHAINED}" "$@"
+  exit $?
 fi
 """
 

@@ -8,14 +8,17 @@ clone added a task first re-runs the allocation on the newer counter, so two clo
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from typing import Any
 
 from michi.tasks.errors import CorruptTask
-from michi.tasks.model import MAX_ID
-from michi.workflow.mutation import TaskTree
+from michi.tasks.model import MAX_ID, Task
+from michi.workflow.mutation import ApplyContext, Change, TaskTree
 
 # Outside `.tasks/`: reading a path costs a parse of every tree on its way, and `.tasks/` may hold 10,000
 # entries, while `.michi/` stays small.
 COUNTER_PATH = ".michi/last-id"
+RENUMBER = "michi.tasks.ids:renumber"  # the apply function below, as a journal entry names it
 UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 
 
@@ -55,3 +58,35 @@ class Allocator:
 
     def write(self) -> dict[str, bytes]:
         return {COUNTER_PATH: counter_bytes(self.last)} if self.used else {}
+
+
+def renumber(tree: TaskTree, params: Mapping[str, Any], ctx: ApplyContext) -> Change:
+    """Give each of `tasks` (`[{uuid, old}]`) the next free id, when its file still has id `old` and another
+    task file has it too: an offline add that someone's own `git push` landed with its provisional id,
+    after another clone's task had taken that id (ADR 0007). On a tree where that is no longer so (applied
+    again, or the other task was renumbered first) it changes nothing."""
+    from michi.tasks import idmap, serialization
+    from michi.tasks.model import MAX_TASK_BYTES
+    from michi.tasks.mutations import fresh_index, written
+
+    index = fresh_index(tree, ctx)
+    allocator = Allocator(tree, floor=index.max_id)
+    moved: list[tuple[str, Task]] = []
+    olds: list[int] = []
+    for item in params["tasks"]:
+        uuid, old = str(item["uuid"]), int(item["old"])
+        held = index.paths_with_id(old)
+        mine = [p for p in held if idmap.stem(p) == uuid]
+        data = tree.read(mine[0], limit=MAX_TASK_BYTES) if len(mine) == 1 and len(held) > 1 else None
+        if data is None:
+            continue
+        try:
+            task = serialization.loads(data, mine[0])
+        except CorruptTask:  # a hand edit since: `michi doctor` names it, nothing here can mend it
+            continue
+        moved.append((mine[0], task.evolve(ctx.now, id=allocator.take())))
+        olds.append(old)
+    if not moved:
+        return Change("task renumber (nothing to do)")
+    one = f"task renumber {olds[0]} to {moved[0][1].id}"
+    return written(one if len(moved) == 1 else f"task renumber {len(moved)} tasks", moved, allocator.write())

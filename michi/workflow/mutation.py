@@ -95,6 +95,7 @@ APPLY = {
     "michi.tasks.create:add",
     "michi.tasks.create:import_tasks",
     "michi.tasks.create:init",
+    "michi.tasks.ids:renumber",
     "michi.tasks.migrate:to_fanout",
     "michi.tasks.mutations:update",
     "michi.tasks.pool:next_claim",

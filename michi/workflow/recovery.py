@@ -5,6 +5,11 @@ named: a push orphaned by a SIGKILL may land after the next holder rebuilt the o
 commit. Because michi only ever pushes fast-forward onto the tip it built on, a transaction whose id is
 not in `base..tip` cannot be on the remote branch, and a commit built on `tip` can land only while the
 remote is still `tip`: so scanning before each application keeps every id on one commit at most.
+
+An offline commit can also reach the remote by the user's own `git pull --rebase && git push` (the rebase
+is clean when both sides moved `.michi/last-id` alike), with its provisional ids: `renumberings` finds the
+task it added that shares its id with one that landed first, and makes the renumbering a pending operation
+of its own (ADR 0007).
 """
 
 from __future__ import annotations
@@ -15,10 +20,13 @@ from typing import TYPE_CHECKING, Any
 
 from michi import git
 from michi.plain import Plain
-from michi.workflow.journal import Entry
+from michi.workflow.journal import OFFLINE, Entry
 from michi.workflow.local import michi_txn
+from michi.workflow.mutation import Mutation
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from michi.git.repo import Repo
 
 _TXN_ID = re.compile(r"[0-9a-f]{1,64}")
@@ -51,6 +59,57 @@ def find_txns(repo: Repo, tip: str | None, exclude: str | None, txns: list[str])
         if txn in wanted:
             found.setdefault(txn, oid)  # newest first; two would be the very bug this prevents
     return found
+
+
+def renumberings(
+    repo: Repo, state_dir: Path, tip: str | None, entries: list[Entry], found: dict[str, str]
+) -> list[Entry]:
+    """For each offline entry of `entries` found landed (`found`: txn -> the commit carrying it on `tip`)
+    that gave a task an id another task file holds on `tip`, unless its commit landed before that file
+    did: a pending operation giving those tasks fresh ids (`michi.tasks.ids.renumber`). Its txn is made
+    from the entry's, so asking again (the next round, a run after a crash) names the same operation,
+    which lands once. Offline entries are only ever found landed when someone else pushed them: michi's
+    own pushes turn them into `pushing` ones first. Costs nothing when no offline entry landed."""
+    named = {e.txn for e in entries}
+    landed = [e for e in entries if e.txn in found and e.state == OFFLINE and e.ids]
+    todo = [e for e in landed if renumbering_txn(e.txn) not in named]
+    if tip is None or not todo:
+        return []
+    from michi.tasks import idmap, index
+    from michi.tasks.ids import RENUMBER
+    from michi.workflow.tree import GitTaskTree
+
+    held = index.light(GitTaskTree(repo, tip), state_dir)
+    made = []
+    for entry in todo:
+        clashes = []
+        for uuid, old in entry.ids.items():
+            paths = held.paths_with_id(old)
+            others = [p for p in paths if idmap.stem(p) != uuid]
+            if others and len(paths) > len(others) and not _first(repo, tip, found[entry.txn], others):
+                clashes.append({"uuid": uuid, "old": old})
+        if clashes:
+            mutation = Mutation(RENUMBER, {"tasks": clashes})
+            ids = {c["uuid"]: c["old"] for c in clashes}  # what `Report.compare_ids` tells from
+            made.append(Entry(renumbering_txn(entry.txn), mutation, entry.command, entry.agent, base=tip, ids=ids))
+    return made
+
+
+def renumbering_txn(txn: str) -> str:
+    import hashlib  # only here: hashlib loads OpenSSL (ADR 0010)
+
+    return hashlib.sha256(f"michi renumbering of {txn}".encode()).hexdigest()[:32]
+
+
+def _first(repo: Repo, tip: str, ours: str, others: list[str]) -> bool:
+    """Did `ours` land before every one of `others` (paths on `tip`) was added? Only when each was added by a
+    commit built on top of it; one added beside it (a merge brought them together) may have been on the
+    remote first, and the offline task, whose id was only ever provisional, is the one to give way."""
+    for path in others:
+        added = [r.commit for r in git.path_history(repo, tip, path) if r.blob is not None][:1]
+        if not added or not git.is_ancestor(repo, ours, added[0]):
+            return False
+    return True
 
 
 class Report(Plain):

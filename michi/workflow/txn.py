@@ -310,6 +310,9 @@ class Transaction:
         there (ADR 0004): only those may be applied again. Costs one git process, and only on recovery."""
         found = recovery.landed(self.git, tip, leftover)
         self.already, self.landed_at = set(found), found
+        # Offline work landed by someone's `git push` with a provisional id another clone holds (ADR 0007):
+        # its renumbering joins the caller's `leftover` in place, journaled, pushed and reported as pending.
+        leftover.extend(recovery.renumberings(self.git, self.req.repo.state_dir, tip, leftover, found))
         return [e for e in leftover if e.txn not in found]
 
     # -- the transaction ------------------------------------------------------------------------------
