@@ -14,10 +14,11 @@ import pytest
 from conftest import git, run_michi
 from lockkit import new_lock, wait_until
 
+from michi import faults
 from michi.lock import LockLost, admin
 from michi.lock.procs import start_ticks
 from michi.repo import find_repo
-from michi.workflow import faults, turn, txn
+from michi.workflow import turn, txn
 
 
 def test_fences_strictly_increase_and_show_in_status(cli, local_repo: Path) -> None:

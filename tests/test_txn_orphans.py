@@ -130,7 +130,7 @@ def test_a_michi_killed_before_its_journal_names_the_push_leaves_no_push(remote:
 
 _PAUSED_AT = r"""
 import os, signal, sys
-from michi.workflow import faults
+from michi import faults
 real = faults.point
 def pause_there(name):
     if name == os.environ["PAUSE_AT"]:

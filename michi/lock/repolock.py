@@ -16,7 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Protocol, TypeGuard
 
-from michi import threads
+from michi import faults, threads  # faults: a leaf module (os, signal and threading only)
 from michi.host import hostname
 from michi.lock import events, fs, late, lost, procs
 from michi.lock.errors import Answered, LockContention, LockLost, LockTimeout, guard_held_by
@@ -41,7 +41,6 @@ from michi.lock.record import write_owner as publish
 from michi.lock.wake import POLL_CAP, WATCH_CAP, Backoff, Waker, is_flocked, wait_flock
 from michi.repo import RepoPaths
 from michi.unique import token_hex
-from michi.workflow import faults  # a leaf module: os and signal only
 
 BATON_FILE = "lock.baton"
 NESTED_FILE = "lock.nested"  # michis working under one inherited lock take turns on this flock

@@ -16,11 +16,10 @@ from collections.abc import Collection, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from michi import git
+from michi import faults, git
 from michi.errors import GitFailed
 from michi.git import environ
 from michi.repo import RepoPaths
-from michi.workflow import faults
 from michi.workflow.owned import all_michis
 from michi.workflow.target import Target
 

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from michi import git
+from michi import faults, git
 from michi.errors import (
     GitFailed,
     Interrupted,
@@ -26,7 +26,7 @@ from michi.errors import (
 )
 from michi.host import hostname
 from michi.unique import uuid4_hex
-from michi.workflow import faults, group, orphans, recovery, stranded
+from michi.workflow import group, orphans, recovery, stranded
 from michi.workflow.attributes import AttributeFiles
 from michi.workflow.journal import OFFLINE, PUSHING, Entry, Journal
 from michi.workflow.local import UPDATE_MESSAGE, held_elsewhere, move_checkout, update_local
