@@ -158,3 +158,20 @@ def test_a_move_cut_in_the_main_work_tree_is_finished_there_after_a_command_in_a
     assert _descriptions(remote.bare) == ["cut", "from-linked", "from-main"]
     assert _journal(work) == []
     assert os.path.exists(work / "notes.txt")
+
+
+# -- local hooks ------------------------------------------------------------------------------------------
+
+
+def test_a_local_pre_push_hook_has_no_say_over_michis_task_commits(remote: Remote) -> None:
+    work = _ready(remote)
+    hook = work / ".git" / "hooks" / "pre-push"
+    hook.write_text('#!/bin/sh\necho ran >> "$(git rev-parse --git-dir)/hook.log"\nexit 1\n')
+    hook.chmod(0o755)
+
+    assert run_michi(work, "task", "add", "one").exit_code == 0  # a failing test suite, a linter: not asked
+
+    assert not (work / ".git" / "hook.log").exists()
+    assert _descriptions(remote.bare) == ["one"]
+    assert git(work, "push", "origin", "main", check=False) == ""  # the user's own pushes: asked
+    assert (work / ".git" / "hook.log").read_text() == "ran\n"

@@ -1,4 +1,4 @@
-"""`michi hook install | uninstall | run | push-check`: one verb each, returning data (rendering is the CLI's)."""
+"""`michi hook install | uninstall | run | push-check`: one verb each, returning data (the CLI renders)."""
 
 from __future__ import annotations
 

@@ -220,12 +220,15 @@ def push(
     named: Callable[[int], None] | None = None,
     *,
     built_on: str | None,
+    verify: bool = False,
 ) -> PushResult:
     """Push of `commit` to the remote branch, leased on `built_on` (ADR 0004): it lands only while the
     remote branch is exactly the tip the commit was built on ("" or None: only while it has no such
     branch), so a remote set back to an older tip (a force-push) refuses it as stale rather than taking
     back what it dropped, as a fast-forward would. `commit` descends from `built_on`, so the update is a
-    fast-forward whenever the lease holds.
+    fast-forward whenever the lease holds. Local pre-push hooks run only with `verify` (a push of the
+    user's own commits, `--push-all`): michi's commits hold task files alone, and a hook of the user's
+    (tests, linters) has no say over them, nor a place inside the lock (ADR 0005).
     `thin=False` for a commit adding thousands of files: a thin pack looks each new path up in the
     remote's trees one entry at a time, which took 12 s of a 10,000-task import chunk (ADR 0015).
     `release` (ref, oid): the same push deletes that remote ref, only if it still names oid, and the
@@ -238,6 +241,8 @@ def push(
     # sent as they are stored; the remote's next gc deltifies them (ADR 0015).
     bulk = [] if thin else ["-c", "pack.window=0"]
     args = [*bulk, "push", "--porcelain", "--quiet", *([] if thin else ["--no-thin"])]
+    if not verify:
+        args.append("--no-verify")
     args.append(f"--force-with-lease=refs/heads/{branch}:{built_on or ''}")
     if release is not None:
         args += ["--atomic", f"--force-with-lease={release[0]}:{release[1]}"]

@@ -34,7 +34,9 @@ class HookInstalled(Result):
             text += f"\nYour previous pre-commit hook is kept at {self.chained} and still runs after michi's"
         text += f"\nand its pre-push hook at {self.push_hook} (it refuses pushing unsynced offline work)"
         if self.push_chained:
-            text += f"\nYour previous pre-push hook is kept at {self.push_chained} and still runs after michi's"
+            text += (
+                f"\nYour previous pre-push hook is kept at {self.push_chained} and still runs after michi's"
+            )
         return text
 
 
@@ -55,12 +57,17 @@ class HookUninstalled(Result):
         else:
             text = f"Removed michi's pre-commit hook from {self.hook}"
         if self.push_removed:
-            text += "\nRemoved its pre-push hook" + (" and restored your previous one" if self.push_restored else "")
+            text += "\nRemoved its pre-push hook" + (
+                " and restored your previous one" if self.push_restored else ""
+            )
         return text
 
 
 # hook name -> (where michi keeps the hook that was there before, the script michi writes there)
-_HOOKS = {"pre-commit": (script.CHAINED, script.render), "pre-push": (script.PUSH_CHAINED, script.render_push)}
+_HOOKS = {
+    "pre-commit": (script.CHAINED, script.render),
+    "pre-push": (script.PUSH_CHAINED, script.render_push),
+}
 
 
 def _paths(repo: RepoPaths, name: str) -> tuple[Path, Path]:

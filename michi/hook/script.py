@@ -90,7 +90,8 @@ fi
 
 
 def render_push(python: str | None = None, roots: list[str] | None = None) -> str:
-    """The pre-push script. git's ref lines (stdin) are read once, for michi's check and the chained hook.
+    """The pre-push script. git's ref lines (stdin) are read once (by the shell itself: no process), for
+    michi's check and the chained hook.
     No journal (a plain `.git` folder without one), or a push the journal names (michi's own, ADR 0004):
     nothing to check, and no Python started. Anything else, a linked work tree's `.git` file included,
     goes to `michi.hook.prepush`."""
@@ -101,7 +102,11 @@ def render_push(python: str | None = None, roots: list[str] | None = None) -> st
 {MARKER} {VERSION} (written by `michi hook install`; `michi hook uninstall` removes it and puts back
 # the hook it chained). Do not edit: run `michi hook install` again instead.
 py={shlex.quote(python)}
-refs=$(cat)
+refs=
+while IFS= read -r line || [ -n "$line" ]; do
+  refs="$refs$line
+"
+done
 j={PUSH_JOURNAL}
 if [ -d .git ] && [ ! -e "$j" ]; then
   :
@@ -110,12 +115,12 @@ elif [ -f "$j" ] && grep -qF {shlex.quote(PUSH_NAMED)}"$PPID," "$j"; then
 else
   rc={GONE}
   if [ -x "$py" ]; then
-    printf '%s\\n' "$refs" | {GIT_PID_ENV}=$PPID "$py" -I -S -c {shlex.quote(code)} "$@"
+    printf '%s' "$refs" | {GIT_PID_ENV}=$PPID "$py" -I -S -c {shlex.quote(code)} "$@"
     rc=$?
   fi
   if [ "$rc" = {GONE} ]; then
     if command -v michi >/dev/null 2>&1; then
-      printf '%s\\n' "$refs" | {GIT_PID_ENV}=$PPID michi hook push-check "$@" || exit $?
+      printf '%s' "$refs" | {GIT_PID_ENV}=$PPID michi hook push-check "$@" || exit $?
     else
       echo "{gone}" >&2
       exit 1
@@ -126,7 +131,7 @@ else
 fi
 case $0 in */*) here=${{0%/*}} ;; *) here=. ;; esac
 if [ -x "$here/{PUSH_CHAINED}" ]; then
-  if [ -n "$refs" ]; then printf '%s\\n' "$refs"; fi | "$here/{PUSH_CHAINED}" "$@"
+  printf '%s' "$refs" | "$here/{PUSH_CHAINED}" "$@"
   exit $?
 fi
 """

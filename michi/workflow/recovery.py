@@ -82,16 +82,17 @@ def renumberings(
     held = index.light(GitTaskTree(repo, tip), state_dir)
     made = []
     for entry in todo:
-        clashes = []
+        clashes: dict[str, int] = {}  # uuid -> its provisional id: what `Report.compare_ids` tells from
         for uuid, old in entry.ids.items():
             paths = held.paths_with_id(old)
             others = [p for p in paths if idmap.stem(p) != uuid]
             if others and len(paths) > len(others) and not _first(repo, tip, found[entry.txn], others):
-                clashes.append({"uuid": uuid, "old": old})
+                clashes[uuid] = old
         if clashes:
-            mutation = Mutation(RENUMBER, {"tasks": clashes})
-            ids = {c["uuid"]: c["old"] for c in clashes}  # what `Report.compare_ids` tells from
-            made.append(Entry(renumbering_txn(entry.txn), mutation, entry.command, entry.agent, base=tip, ids=ids))
+            tasks = [{"uuid": uuid, "old": old} for uuid, old in clashes.items()]
+            mutation = Mutation(RENUMBER, {"tasks": tasks})
+            txn = renumbering_txn(entry.txn)
+            made.append(Entry(txn, mutation, entry.command, entry.agent, base=tip, ids=clashes))
     return made
 
 
@@ -105,8 +106,10 @@ def _first(repo: Repo, tip: str, ours: str, others: list[str]) -> bool:
     """Did `ours` land before every one of `others` (paths on `tip`) was added? Only when each was added by a
     commit built on top of it; one added beside it (a merge brought them together) may have been on the
     remote first, and the offline task, whose id was only ever provisional, is the one to give way."""
-    for path in others:
-        added = [r.commit for r in git.path_history(repo, tip, path) if r.blob is not None][:1]
+    from michi.tasks.domains import other_layout
+
+    for path in others:  # the file's first commit, across `michi migrate` (ADR 0006)
+        added = [r.commit for r in git.path_history(repo, tip, path, *other_layout(path)) if r.blob][:1]
         if not added or not git.is_ancestor(repo, ours, added[0]):
             return False
     return True

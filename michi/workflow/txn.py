@@ -1091,7 +1091,7 @@ class Transaction:
             return []
         assert self.target.remote
         lock.ensure_held()
-        res = git.push(self.git, self.target.remote, local, self.target.branch, {}, built_on=tip)
+        res = git.push(self.git, self.target.remote, local, self.target.branch, {}, built_on=tip, verify=True)
         return [] if res.ok else ["--push-all: the remote moved on; your own commits were not pushed"]
 
     def _touch_synced(self) -> None:
