@@ -18,7 +18,9 @@ def _done(result: Any) -> Any:
 
 def init(
     ctx: typer.Context,
-    hook: Annotated[bool, typer.Option("--hook", help="Also install the pre-commit hook.")] = False,
+    hook: Annotated[
+        bool, typer.Option("--hook", help="Also install the pre-commit and pre-push hooks.")
+    ] = False,
     agents: Annotated[
         bool,
         typer.Option(
