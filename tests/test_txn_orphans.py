@@ -363,3 +363,23 @@ def test_a_journal_from_before_bases_and_ids_still_recovers(remote: Remote, read
     assert code == 0 and "already landed" in json.loads(out.splitlines()[0])["message"], out
     assert list(tasks_on(remote.bare)) == ["old"]
     assert_exactly_once(remote.bare)
+
+
+def test_a_taker_refused_on_the_paused_holders_claim_still_lands_that_claim(
+    remote: Remote, ready: Path
+) -> None:
+    """A holder paused past its lease with its claim journaled: the command that takes over applies that
+    claim first and is refused on it ("claimed by A"). The claim it was refused on must land (it did not:
+    the refusal dropped the whole application, and a third agent was then given the task)."""
+    assert spawn_michi(ready, "task", "add", "the task").wait(timeout=DEADLINE) == 0
+    env = {"MICHI_LOCK_TTL": "1", "MICHI_FAULT": "committed:SIGSTOP"}
+    paused = spawn_michi(ready, "--json", "--agent", "A", "task", "claim", "1", env=env)
+    try:
+        await_(lambda: psutil.Process(paused.pid).status() == psutil.STATUS_STOPPED, "the pause", paused)
+        code, out = finish(spawn_michi(ready, "--json", "--agent", "B", "task", "claim", "1"))
+        assert code == 4 and "claimed" in out, out
+    finally:
+        paused.send_signal(signal.SIGCONT)
+    finish(paused)
+    assert tasks_on(remote.bare)["the task"]["michi_assignee"] == "A"
+    assert_exactly_once(remote.bare)

@@ -565,7 +565,9 @@ class Transaction:
                 base, fetched = self._fetch(), True  # refuse only on fresh state
                 continue
             own_error = next((errors[e.txn] for e in mine if e.txn in errors), None)
-            if own_error is not None and not handed:
+            if own_error is not None and not handed and not any(e.txn not in errors for e in pending):
+                # Refused on a state that holds pending operations (a holder taken over midway left its
+                # claim journaled): those still land first, else the refusal named what never landed.
                 raise own_error
             result = results.get(mine[-1].txn) if mine else known
             # Set-aside ones too: their offline commits leave the local branch (michi's own, the journal
