@@ -56,7 +56,7 @@ def _seconds(value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float | str):
         raise ValueError
     number = float(value)
-    if number < 0 or number != number or number == float("inf"):
+    if number < 0 or number != number or number > MAX_TTL:  # a later deadline overflows the clock's sums
         raise ValueError
     return number
 
@@ -144,15 +144,19 @@ KEYS: dict[str, Key] = {
     "lock_ttl": Key(
         _lease, "MICHI_LOCK_TTL", f"a number of seconds above 0, at most {MAX_TTL} (ten years): a lease ends"
     ),
-    "lock_wait": Key(_seconds, "MICHI_LOCK_WAIT", "a number of seconds >= 0"),
+    "lock_wait": Key(_seconds, "MICHI_LOCK_WAIT", "a number of seconds from 0 to ten years"),
     "remote": Key(_name, "MICHI_REMOTE", "a remote name without spaces"),
     "branch": Key(_branch, "MICHI_BRANCH", "a branch name git accepts (empty = remote default)"),
     "claim_ttl": Key(_ttl, "MICHI_CLAIM_TTL", f"a number of seconds from 0 to {MAX_TTL} (0 = no expiry)"),
     "push_retries": Key(_count, "MICHI_PUSH_RETRIES", "a whole number from 1 to 100"),
     "allow_hand_edits": Key(_flag, "MICHI_ALLOW_HAND_EDITS", "true or false"),
-    "read_max_age": Key(_seconds, "MICHI_READ_MAX_AGE", "a number of seconds >= 0 (0 = always fetch)"),
+    "read_max_age": Key(
+        _seconds, "MICHI_READ_MAX_AGE", "a number of seconds from 0 to ten years (0 = always fetch)"
+    ),
     "group_commit": Key(_flag, "MICHI_GROUP_COMMIT", "true or false"),
-    "remote_timeout": Key(_seconds, "MICHI_REMOTE_TIMEOUT", "a number of seconds >= 0 (0 = no limit)"),
+    "remote_timeout": Key(
+        _seconds, "MICHI_REMOTE_TIMEOUT", "a number of seconds from 0 to ten years (0 = no limit)"
+    ),
 }
 assert set(KEYS) == set(Config._fields)
 
@@ -167,7 +171,7 @@ def _apply(config: Config, values: Mapping[str, Any], where: Callable[[str], str
             )
         try:
             changes[name] = key.parse(raw)
-        except (ValueError, TypeError):
+        except (ValueError, TypeError, OverflowError):  # int(inf) overflows
             raise ConfigError(
                 f"{where(name)}: {name} = {raw!r} is not allowed", hint=f"{name} must be {key.allowed}"
             ) from None
@@ -237,7 +241,19 @@ def load(config_file: Path | None, environ: Mapping[str, str] | None = None, **f
     config = Config()
     if config_file is not None and config_file.is_file():
         data = _read(config_file)
-        config = _apply(config, data.get("michi", data), lambda _n: str(config_file.name))
+        section = data.get("michi", data)
+        if not isinstance(section, dict) or ("michi" in data and len(data) > 1):
+            outside = sorted(k for k in data if k != "michi") if isinstance(section, dict) else []
+            raise ConfigError(
+                f"{config_file.name}: "
+                + (
+                    f"keys outside [michi]: {', '.join(outside)}"
+                    if outside
+                    else "michi must be one [michi] table"
+                ),
+                hint="put michi's settings under one [michi] table, e.g. `[michi]` then `lock_ttl = 300`",
+            )
+        config = _apply(config, section, lambda _n: str(config_file.name))
     env = os.environ if environ is None else environ
     from_env = {name: env[key.env] for name, key in KEYS.items() if env.get(key.env, "") != ""}
     config = _apply(config, from_env, lambda n: f"environment {KEYS[n].env}")
