@@ -25,6 +25,9 @@ OWNER_FILE = "owner.json"
 RECORD_VERSION = 2
 # The record is a few hundred bytes; anything larger is not ours and is never read whole (ADR 0003).
 MAX_RECORD_BYTES = 64 * 1024
+# The command a record names, for people: cut to this many characters (a 100 KB annotation on the command
+# line made the holder's own record too large to read, and every retry lost the lock).
+COMMAND_CHARS = 200
 # A lock dir without a readable owner record is a holder that crashed between mkdir and publishing the
 # record, or one that is publishing right now: give it this long before calling it stale (ADR 0003).
 MISSING_RECORD_GRACE = 2.0

@@ -19,6 +19,7 @@ from michi.errors import RemoteUnreachable
 from michi.git import lockref
 from michi.lock import events
 from michi.lock import remote_errors as errors
+from michi.lock.record import COMMAND_CHARS
 from michi.lock.remote_record import MAX_RECORD_BYTES, REF, CorruptRemoteRecord, RemoteRecord, decode
 from michi.lock.remote_seen import Sightings, clock
 from michi.repo import RepoPaths
@@ -64,7 +65,7 @@ class RemoteLock:
         self.cwd: Path = repo.worktree
         self.state_dir, self.common_dir = repo.state_dir, repo.common_dir
         self.remote = remote
-        self.ttl, self.command, self.agent, self.pid = ttl, command, agent, pid
+        self.ttl, self.command, self.agent, self.pid = ttl, command[:COMMAND_CHARS], agent, pid
         self.on_wait = on_wait
         self.sightings = Sightings(repo.state_dir, lockref.remote_url(self.cwd, remote) or remote)
         self._records: dict[str, RemoteRecord] = {}  # commit -> record: a commit never changes

@@ -24,6 +24,7 @@ from michi.lock.interface import LockInterface
 from michi.lock.keeper import Keeper, sigterm_raises
 from michi.lock.queue import Queue, Ticket
 from michi.lock.record import (
+    COMMAND_CHARS,
     TOKEN_ENV,
     CorruptRecord,
     Judgement,
@@ -101,7 +102,7 @@ class RepoLock(LockInterface):
         forks: tuple[tuple[int, int | None], ...] = (),
         by: tuple[int, int | None] | None = None,
     ) -> None:
-        self.repo, self.ttl, self.command, self.agent = repo, ttl, command, agent
+        self.repo, self.ttl, self.command, self.agent = repo, ttl, command[:COMMAND_CHARS], agent
         self.forks = forks  # a script holder's subshells (`procs.script_chain`): its lock while they run
         self.by = by  # the script that took the lock for `pid` (`lock acquire --pid`): `Owner.by`
         self.handover = handover
