@@ -36,6 +36,32 @@ def test_fences_strictly_increase_and_show_in_status(cli, local_repo: Path) -> N
     assert f"last fence {seen[-1]}" in cli(local_repo, "lock", "status").stdout
 
 
+@pytest.mark.parametrize("damage", ["emptied", "garbled", "removed"])
+def test_fences_keep_rising_after_the_guard_lost_its_counter(local_repo: Path, damage: str) -> None:
+    """The guard file keeps the last fence; emptied, garbled, or removed as `lock_path_invalid` advises,
+    the lock's event log still names the last one, and the next hold goes on above it, never from 1."""
+    seen = []
+    for _ in range(3):
+        lock = new_lock(local_repo)
+        lock.acquire(0)
+        seen.append(lock.fence)
+        lock.release()
+    guard = local_repo / ".git" / "michi" / "lock.guard"
+    if damage == "emptied":
+        guard.write_bytes(b"")
+    elif damage == "garbled":
+        guard.write_bytes(b"x" + guard.read_bytes()[1:])
+    else:
+        guard.unlink()
+
+    lock = new_lock(local_repo)
+    lock.acquire(0)
+    after = lock.fence
+    lock.release()
+
+    assert after is not None and after > seen[-1] >= 3
+
+
 def test_a_takeover_leaves_the_old_holder_a_stale_fence(local_repo: Path) -> None:
     old = new_lock(local_repo, ttl=0.3)
     old.acquire(0)  # never renewed: its lease runs out

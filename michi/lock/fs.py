@@ -13,7 +13,7 @@ import fcntl
 import os
 import stat
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from michi.atomic import read_regular
@@ -202,16 +202,25 @@ FENCE_WIDTH = 20
 
 def read_fence(fd: int) -> int:
     """The repository's last fence, kept in the guard file itself (never deleted, so never reset)."""
+    return _counter(fd) or 0
+
+
+def _counter(fd: int) -> int | None:
+    """The guard's counter; None when it holds none (emptied, garbled, or a new file in its place)."""
     try:
-        return int(os.pread(fd, FENCE_WIDTH + 1, 0).strip() or b"0")
+        text = os.pread(fd, FENCE_WIDTH + 1, 0).strip()
+        return int(text) if text.isdigit() else None
     except (OSError, ValueError):
-        return 0
+        return None
 
 
-def next_fence(fd: int, prior: int) -> int:
+def next_fence(fd: int, prior: int, logged: Callable[[], int]) -> int:
     """Under the guard: the next fence, above both the counter and the record being replaced (ADR 0003).
-    One fixed-width pwrite: no extra file, no rename, so it adds nothing noticeable to a handoff."""
-    fence = max(read_fence(fd), prior) + 1
+    One fixed-width pwrite: no extra file, no rename, so it adds nothing noticeable to a handoff. A guard
+    whose counter was lost (emptied, garbled, removed as `lock_path_invalid` advised) would start again
+    at 1: then the last fence the lock's event log names, `logged()`, counts too."""
+    counter = _counter(fd)
+    fence = max(counter if counter is not None else logged(), prior) + 1
     with contextlib.suppress(OSError):  # a read-only guard: the mkdir that follows fails with the reason
         os.pwrite(fd, f"{fence:0{FENCE_WIDTH}d}\n".encode(), 0)
     return fence

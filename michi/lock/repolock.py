@@ -201,7 +201,7 @@ class RepoLock(LockInterface):
             if not fs.make_lock_dir(self.lock_dir):
                 return False, None, None  # made by something that does not take the guard
             token = token_hex(16)
-            fence = fs.next_fence(self._guard(), old.fence if old else 0)
+            fence = fs.next_fence(self._guard(), old.fence if old else 0, self._logged_fence)
             record = self._record(token, fence)
             try:
                 publish(self.lock_dir, record)
@@ -215,6 +215,11 @@ class RepoLock(LockInterface):
                 )
         self._take_baton()
         return True, record, takeover
+
+    def _logged_fence(self) -> int:
+        """The highest fence the lock's event log names: read only when the guard's counter was lost."""
+        fences = [e.get("fence") for e in events.read(self.repo.state_dir)]
+        return max((f for f in fences if isinstance(f, int) and not isinstance(f, bool)), default=0)
 
     def _end_group(self, owner: Owner) -> Judgement:
         """End the holder's command, which runs on unguarded, and judge the record again. Only here, under
@@ -295,7 +300,12 @@ class RepoLock(LockInterface):
         self._held_since = time.monotonic()
         self._renewed_at = _clock()
         self.record = holder
-        self._acquired = {"wait": round(waited, 6), "contended": contended, "takeover": takeover}
+        self._acquired = {
+            "wait": round(waited, 6),
+            "contended": contended,
+            "takeover": takeover,
+            "fence": self._fence,  # where a lost guard counter goes on from (`fs.next_fence`)
+        }
 
     def _wait(self, start: float, deadline: float) -> tuple[bool, Owner | None, str | None]:
         hand = self.handover
