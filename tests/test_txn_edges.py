@@ -160,6 +160,45 @@ def test_a_move_cut_in_the_main_work_tree_is_finished_there_after_a_command_in_a
     assert os.path.exists(work / "notes.txt")
 
 
+def test_entries_of_a_linked_work_tree_are_not_kept_for_the_main_one(remote: Remote, tmp_path: Path) -> None:
+    """Only a move cut in the work tree that has the branch checked out is kept for it: one cut in a linked
+    tree (its index never held the branch) is done with once it landed, or every later command there
+    fetched and looked for it again, for ever."""
+    work = _ready(remote)
+    linked = tmp_path / "linked"
+    git(work, "worktree", "add", "-q", "-b", "feature", str(linked))
+    assert run_michi(linked, "task", "add", "cut", env={"MICHI_FAULT": "pushed"}).exit_code == -9
+
+    assert run_michi(linked, "task", "add", "next").exit_code == 0
+
+    assert _journal(work) == []
+    assert _descriptions(remote.bare) == ["cut", "next"]
+
+
+def test_an_operation_set_aside_beside_a_kept_one_stays_pending_once(remote: Remote, tmp_path: Path) -> None:
+    """A pending operation the remote refuses is set aside, journaled once: written twice (also as an entry
+    kept for another work tree), the journal read as damaged and the operation was lost."""
+    work = _ready(remote)
+    linked = tmp_path / "linked"
+    git(work, "worktree", "add", "-q", "-b", "feature", str(linked))
+    assert run_michi(linked, "task", "add", "bad", env={"MICHI_FAULT": "committed"}).exit_code == -9
+    hook = remote.bare / "hooks" / "pre-receive"
+    hook.write_text(
+        "#!/bin/sh\nwhile read old new ref; do\n"
+        "  if git diff $old $new | grep -q 'description.*bad'; then echo 'no bad' >&2; exit 1; fi\n"
+        "done\n"
+    )
+    hook.chmod(0o755)
+
+    assert run_michi(linked, "task", "add", "good").exit_code == 0
+    assert _journal(work) == ["task add bad"]
+    res = run_michi(linked, "task", "add", "next")
+
+    assert "could not be read" not in res.stderr, res.stderr
+    assert _journal(work) == ["task add bad"]
+    assert _descriptions(remote.bare) == ["good", "next"]
+
+
 # -- local hooks ------------------------------------------------------------------------------------------
 
 

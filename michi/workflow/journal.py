@@ -24,7 +24,19 @@ DAMAGED_SUFFIX = ".corrupt"
 
 
 class Entry(Plain):
-    __slots__ = ("agent", "base", "command", "commit", "handed", "ids", "mutation", "result", "state", "txn")
+    __slots__ = (
+        "agent",
+        "base",
+        "command",
+        "commit",
+        "handed",
+        "ids",
+        "mutation",
+        "result",
+        "state",
+        "tree",
+        "txn",
+    )
 
     def __init__(
         self,
@@ -38,6 +50,7 @@ class Entry(Plain):
         ids: dict[str, int] | None = None,
         handed: str | None = None,
         result: Any = None,
+        tree: str | None = None,
     ) -> None:
         self.txn, self.mutation, self.command, self.agent, self.state = txn, mutation, command, agent, state
         self.commit = commit  # the commit last built for it (pushed or about to be)
@@ -49,6 +62,8 @@ class Entry(Plain):
         # completes the entry answers that waiter; and the result of the commit last built for it, the
         # answer to give should that commit be found landed after a crash.
         self.handed, self.result = handed, result
+        # The git dir of the work tree whose command wrote it: only there can a move it cut be finished.
+        self.tree = tree
 
     def but(self, **changes: object) -> Entry:
         return Entry(**{**{name: getattr(self, name) for name in self._fields}, **changes})
@@ -133,7 +148,7 @@ def _compact(value: Any) -> str:
 
 _TXN = re.compile(r"[0-9a-f]{1,64}")  # what `Michi-Txn` trailers hold (recovery looks them up by it)
 _OID = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
-_TEXT_OR_NONE = ("agent", "handed")
+_TEXT_OR_NONE = ("agent", "handed", "tree")
 
 
 # id(value) -> (the value, kept alive; its `_compact` JSON), for params encoded ahead (see `known_json`)
@@ -193,6 +208,7 @@ def _entry(e: dict[str, Any]) -> Entry:
         ids={str(k): int(v) for k, v in (e.get("ids") or {}).items()},
         handed=e.get("handed"),
         result=e.get("result"),
+        tree=e.get("tree"),
     )
 
 
@@ -209,4 +225,6 @@ def _record(e: Entry) -> dict[str, Any]:
     }
     if e.handed is not None:
         record.update(handed=e.handed, result=e.result)
+    if e.tree is not None:
+        record.update(tree=e.tree)
     return record

@@ -37,6 +37,15 @@ def michi_txn(message: bytes) -> str | None:
     return found.group(1).decode() if found else None
 
 
+def checked_out_in(paths: RepoPaths, branch: str) -> Path | None:
+    """The git dir of the other work tree that has `branch` checked out, if one has."""
+    ref = f"ref: refs/heads/{branch}"
+    for folder in [paths.common_dir, *(paths.common_dir / "worktrees").glob("*")]:
+        if folder != paths.git_dir and _read(folder / "HEAD") == ref:
+            return folder
+    return None
+
+
 def held_elsewhere(paths: RepoPaths, branch: str) -> str | None:
     """How another work tree of this repository holds `branch`, if one does: "checked out" (its HEAD: its
     index is not ours to move) or "being rebased" (a rebase stopped there ends by moving the branch from

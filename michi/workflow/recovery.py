@@ -85,8 +85,16 @@ def renumberings(
         clashes: dict[str, int] = {}  # uuid -> its provisional id: what `Report.compare_ids` tells from
         for uuid, old in entry.ids.items():
             paths = held.paths_with_id(old)
+            own = [p for p in paths if idmap.stem(p) == uuid]
             others = [p for p in paths if idmap.stem(p) != uuid]
-            if others and len(paths) > len(others) and not _first(repo, tip, found[entry.txn], others):
+            # Only a task the offline commit added has a provisional id; one it only changed (a modify,
+            # an annotate) had its id already, and another file's claim on it is not this entry's doing.
+            if (
+                others
+                and own
+                and _added(repo, tip, own[0]) == found[entry.txn]
+                and not _first(repo, tip, found[entry.txn], others)
+            ):
                 clashes[uuid] = old
         if clashes:
             tasks = [{"uuid": uuid, "old": old} for uuid, old in clashes.items()]
@@ -102,15 +110,21 @@ def renumbering_txn(txn: str) -> str:
     return hashlib.sha256(f"michi renumbering of {txn}".encode()).hexdigest()[:32]
 
 
+def _added(repo: Repo, tip: str, path: str) -> str | None:
+    """The commit that added the task file at `path` on `tip` (across `michi migrate`, ADR 0006)."""
+    from michi.tasks.domains import other_layout
+
+    added = [r.commit for r in git.path_history(repo, tip, path, *other_layout(path)) if r.blob][:1]
+    return added[0] if added else None
+
+
 def _first(repo: Repo, tip: str, ours: str, others: list[str]) -> bool:
     """Did `ours` land before every one of `others` (paths on `tip`) was added? Only when each was added by a
     commit built on top of it; one added beside it (a merge brought them together) may have been on the
     remote first, and the offline task, whose id was only ever provisional, is the one to give way."""
-    from michi.tasks.domains import other_layout
-
-    for path in others:  # the file's first commit, across `michi migrate` (ADR 0006)
-        added = [r.commit for r in git.path_history(repo, tip, path, *other_layout(path)) if r.blob][:1]
-        if not added or not git.is_ancestor(repo, ours, added[0]):
+    for path in others:
+        added = _added(repo, tip, path)
+        if added is None or not git.is_ancestor(repo, ours, added):
             return False
     return True
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -29,7 +30,7 @@ from michi.unique import uuid4_hex
 from michi.workflow import group, orphans, recovery, stranded
 from michi.workflow.attributes import AttributeFiles
 from michi.workflow.journal import OFFLINE, PUSHING, Entry, Journal
-from michi.workflow.local import UPDATE_MESSAGE, held_elsewhere, move_checkout, update_local
+from michi.workflow.local import UPDATE_MESSAGE, checked_out_in, held_elsewhere, move_checkout, update_local
 from michi.workflow.mutation import ApplyContext, Change, Mutation
 from michi.workflow.owned import safe_path
 from michi.workflow.request import TxnOutcome, TxnRequest
@@ -38,6 +39,8 @@ from michi.workflow.target import Target, resolve
 from michi.workflow.tree import GitTaskTree
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from michi.git import Repo
     from michi.git.plain import OnStart
     from michi.lock import RepoLock
@@ -51,6 +54,11 @@ def _message(change: Change, entry: Entry, host: str) -> bytes:
     trailers.update(change.trailers)
     body = "\n".join(f"{k}: {_one_line(v)}" for k, v in trailers.items())
     return f"michi: {change.subject}\n\n{body}\n".encode()
+
+
+def _same(tree: str | None, folder: Path) -> bool:
+    """Whether an entry's work tree (its git dir) is `folder`."""
+    return tree is not None and os.path.realpath(tree) == os.path.realpath(folder)
 
 
 def _move_refused(refused: str) -> GitFailed:
@@ -451,8 +459,16 @@ class Transaction:
             self.notes.append(waited)
         tracking = git.ref_oid(self.git, self.target.remote_ref) if self.target.remote_ref else None
         txn = offer.entry.txn if offer is not None else None
+        tree = str(self.req.repo.git_dir)
         mine = [
-            Entry(txn or self.txn_id or uuid4_hex(), m, self.req.command, self.req.agent, base=tracking)
+            Entry(
+                txn or self.txn_id or uuid4_hex(),
+                m,
+                self.req.command,
+                self.req.agent,
+                base=tracking,
+                tree=tree,
+            )
             for m in mutations
         ]
         if settled == group.TAKEN_STATE:
@@ -1075,15 +1091,19 @@ class Transaction:
         if tip is None:
             return []
         interrupted = [e.commit for e in self.leftover if e.commit]
-        if (
-            interrupted
-            and git.head(self.git).branch != self.target.branch
-            and held_elsewhere(self.req.repo, self.target.branch) is not None
-        ):
-            # A michi killed in the work tree that has the branch checked out may have left that tree's
-            # index at its commit: only a command there can finish the move, and it needs these entries
-            # to know where the index is (else michi's files stay staged in it for the user's next commit).
-            self.unmoved = [e.but(handed=None) for e in self.leftover if e.commit]
+        if interrupted and git.head(self.git).branch != self.target.branch:
+            there = checked_out_in(self.req.repo, self.target.branch)
+            if there is not None:
+                # A michi killed after its push landed, in the work tree that has the branch checked out,
+                # may have left that tree's index at its commit: only a command there can finish the
+                # move, and it needs these entries to know where the index is (else michi's files stayed
+                # staged in it for the user's next commit). Entries of other trees are done with.
+                aside = {e.txn for e in self.aside}
+                self.unmoved = [
+                    e.but(handed=None)
+                    for e in self.leftover
+                    if e.commit and e.txn in self.landed_at and e.txn not in aside and _same(e.tree, there)
+                ]
         known = self.known if tip != old_remote else None
         return update_local(self.git, self.req.repo, self.target, old_remote, tip, landed, interrupted, known)
 
@@ -1092,6 +1112,10 @@ class Transaction:
         if local is None or local == tip:
             return []
         assert self.target.remote
+        if not git.is_ancestor(self.git, tip, local):  # the branch was left as it was: never set back
+            return [
+                "--push-all: your local branch does not hold what just landed; your commits were not pushed"
+            ]
         lock.ensure_held()
         res = git.push(self.git, self.target.remote, local, self.target.branch, {}, built_on=tip, verify=True)
         return [] if res.ok else ["--push-all: the remote moved on; your own commits were not pushed"]
