@@ -51,8 +51,10 @@ NO_READY_COUNTS = {
     "unnamed": "another file has both its id and uuid (michi doctor): never handed out, a person must fix it",
     "missing": "waiting (maybe through other tasks) on a task that does not exist or cannot be read: never "
     "ready until a person drops the dependency (michi doctor)",
+    "cycle": "in a dependency cycle, or waiting on one: none can ever start until a person mends the "
+    "dependencies (michi doctor)",
     "unreadable": "task files that cannot be read (michi doctor): counted in open, never as finished",
-    "stuck": "open tasks only a person can free: unnamed, missing, unreadable; open == stuck: stop",
+    "stuck": "open tasks only a person can free: unnamed, missing, cycle, unreadable; open == stuck: stop",
 }
 
 MANUAL = """\
@@ -124,7 +126,7 @@ def manual() -> str:
     return MANUAL.format(
         version=__version__,
         fields=fields,
-        counts=", ".join(NO_READY_COUNTS),
+        counts=textwrap.fill(", ".join(NO_READY_COUNTS), 80, subsequent_indent=" " * 25),
         codes="\n".join(lines),
     )
 

@@ -3,14 +3,16 @@
 `next` and `next --claim` answer `no_ready_task` both when all work is finished and when the remaining
 work is blocked, claimed by other agents, in review or waiting; the counts tell them apart, and `open: 0`
 is the one signal that all work is finished (ADR 0007). What only a person can mend (`stuck`: a file
-that cannot be read, a task waiting on one no file holds, one no name can finish) is open work too, never
-finished work, and `open == stuck` tells the loop to stop and call a person rather than wait for ever.
+that cannot be read, a task waiting on one no file holds, one no name can finish, tasks that depend on
+each other) is open work too, never finished work, and `open == stuck` tells the loop to stop and call a
+person rather than wait for ever.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from michi.tasks.cycles import cycles
 from michi.tasks.domains import domain_of
 from michi.tasks.errors import NoReadyTask
 from michi.tasks.index import Index
@@ -25,6 +27,7 @@ COUNTS = (
     "waiting",
     "unnamed",
     "missing",
+    "cycle",
     "unreadable",
     "stuck",
 )
@@ -35,12 +38,14 @@ def counts(index: Index, domain: str | None, agent: str | None, now: float) -> d
     an open dependency, in progress for another agent (`claimed`) or for `agent` (`mine`), in review,
     waiting (Taskwarrior's status), `unnamed`: another file has both its id and its uuid, so no command
     can name it and `next --claim` never hands it out, or `missing`: it waits, itself or through the tasks
-    it depends on, on a task no file holds or none can read. A task can count in more than one of these,
-    but not in both `blocked` and `missing`. Task files that cannot be read count as open and `unreadable`:
-    one may hold unfinished work. `stuck`: what only a person can mend (unnamed, missing, unreadable)."""
+    it depends on, on a task no file holds or none can read, or `cycle`: it is in a dependency cycle, or
+    waits on one through the tasks it depends on. A task can count in more than one of these, but in only
+    one of `blocked`, `missing` and `cycle`. Task files that cannot be read count as open and `unreadable`:
+    one may hold unfinished work. `stuck`: what only a person can mend (unnamed, missing, cycle,
+    unreadable)."""
     out = dict.fromkeys(COUNTS, 0)
     twice = index.uuid_twice
-    lost = _lost(index, now)
+    lost, cycled = _doomed(index, now)
     for path, task in index.tasks.items():
         if task.state not in OPEN_STATES or (domain is not None and domain_of(path) != domain):
             continue
@@ -57,13 +62,15 @@ def counts(index: Index, domain: str | None, agent: str | None, now: float) -> d
             out["waiting"] += 1
         if task.uuid in lost:
             out["missing"] += 1
+        elif task.uuid in cycled:
+            out["cycle"] += 1
         elif any(_open(index, dep) for dep in task.depends):
             out["blocked"] += 1
         unnamed = (
             twice and len(index.uuid_paths.get(task.uuid, ())) > 1 and len(index.paths_with_id(task.id)) > 1
         )
         out["unnamed"] += unnamed
-        out["stuck"] += unnamed or task.uuid in lost
+        out["stuck"] += unnamed or task.uuid in lost or task.uuid in cycled
     unreadable = sum(1 for path in index.problems if domain is None or domain_of(path) == domain)
     for key in ("open", "unreadable", "stuck"):
         out[key] += unreadable
@@ -83,29 +90,41 @@ def _free(task: Task, now: float) -> bool:
     return task.state == "todo"
 
 
-def _lost(index: Index, now: float) -> set[str]:
-    """Uuids of the free tasks that wait on a dependency no task file holds (or none can read), directly
-    or through other free tasks: a missing dependency blocks (ADR 0007), so these never get ready until a
-    person drops it. Tasks held by someone pass nothing on: their holder can still finish them."""
+def _doomed(index: Index, now: float) -> tuple[set[str], set[str]]:
+    """Uuids of the free tasks that never get ready until a person mends their dependencies: those that
+    wait on a dependency no task file holds (or none can read), and those in a cycle of free tasks that
+    depend on each other (`michi doctor` names both), each directly or through other free tasks: a missing
+    dependency blocks (ADR 0007), and no task of a cycle can start first. Tasks held by someone pass
+    nothing on: their holder can still finish them (and so break a cycle). One pass over the tasks, and
+    Tarjan's over the free ones that depend on something."""
     tasks, by_uuid = index.tasks, index.by_uuid
     awaiting: dict[str, list[str]] = {}  # uuid -> the free tasks that depend on it
+    depends: dict[str, tuple[str, ...]] = {}  # free task -> its dependencies
     found: list[str] = []
     for task in tasks.values():
         if not task.depends or not _free(task, now):
             continue
+        depends[task.uuid] = task.depends
         for dep in task.depends:
             path = by_uuid.get(dep)
             if path is None or path not in tasks:
                 found.append(task.uuid)
             else:
                 awaiting.setdefault(dep, []).append(task.uuid)
-    lost: set[str] = set()
+    lost = _behind(found, awaiting)
+    cycled = _behind([u for group in cycles(depends) for u in group], awaiting) if depends else set()
+    return lost, cycled
+
+
+def _behind(found: list[str], awaiting: dict[str, list[str]]) -> set[str]:
+    """`found` and every free task that waits on one of them, directly or through other free tasks."""
+    reached: set[str] = set()
     while found:  # iterative: a chain of 10,000 dependencies is no recursion limit
         uuid = found.pop()
-        if uuid not in lost:
-            lost.add(uuid)
+        if uuid not in reached:
+            reached.add(uuid)
             found.extend(awaiting.get(uuid, ()))
-    return lost
+    return reached
 
 
 def no_ready(index: Index, domain: str | None, agent: str | None, now: float) -> NoReadyTask:
@@ -131,6 +150,7 @@ _LABELS = (
     ("waiting", "waiting"),
     ("unnamed", "sharing id and uuid with another file"),
     ("missing", "waiting on a task that does not exist or cannot be read"),
+    ("cycle", "in or waiting on a dependency cycle"),
     ("unreadable", "task file(s) that could not be read"),
 )
 
@@ -161,5 +181,7 @@ def _stuck(n: dict[str, int]) -> str:
         "unreadable": f"{n['unreadable']} task file(s) could not be read",
         "missing": f"{n['missing']} task(s) wait on a task that does not exist or cannot be read",
         "unnamed": f"{n['unnamed']} task(s) share their id and uuid with other files",
+        "cycle": f"{n['cycle']} task(s) depend on each other in a cycle, or wait on one: a person must mend "
+        "the dependencies",
     }
     return "; ".join(text for key, text in said.items() if n[key])

@@ -73,32 +73,50 @@ def written_files(
 def load(tree: TaskTree, params: Mapping[str, Any], ctx: ApplyContext) -> tuple[str, Task]:
     """The task `ref` names: the file at the command's `path` hint when that file is one `ref` can name
     (its id, or a uuid it starts), else resolved on the fresh tree: a hint from a cache damaged past its
-    checksum is not acted on (ADR 0015)."""
+    checksum is not acted on (ADR 0015). An id wins over a uuid prefix of the same digits on the fresh
+    tree, not on the command's snapshot: a clone that has not fetched since another added task 5000 must
+    not finish its own task whose uuid starts with 5000."""
     hint = params.get("path")
     ref = str(params["ref"])
+    digits = _digits(ref)
     if hint:
         data = tree.read(hint, limit=MAX_TASK_BYTES)
         if data is not None:
             task = serialization.loads(data, hint)
-            if _named(ref, hint, task) or _named_before(ref, task, ctx):
+            if _named_before(ref, task, ctx) or (digits is not None and digits == task.id):
                 return hint, task
+            if _prefix_of(ref, hint) and (digits is None or not _with_id(tree, digits, ctx)):
+                return hint, task
+    if digits is not None and len(paths := _with_id(tree, digits, ctx)) == 1:
+        data = tree.read(paths[0], limit=MAX_TASK_BYTES)
+        if data is not None:
+            return paths[0], serialization.loads(data, paths[0])
     return fresh_index(tree, ctx).get(ref)
 
 
-def _named(ref: str, path: str, task: Task) -> bool:
-    """Can `ref` name this file, by `Index.find`'s rules: its id, or a uuid prefix of four or more."""
+def _digits(ref: str) -> int | None:
+    """The id `ref` names if it is made only of digits (not `²`, which isdigit() takes and int() refuses)."""
+    ref = ref.strip()
+    return int(ref) if ref.isascii() and ref.isdigit() else None
+
+
+def _prefix_of(ref: str, path: str) -> bool:
+    """Is `ref` a uuid prefix (four or more) of this file's name, by `Index.find`'s rules?"""
     ref = ref.strip().lower()
-    if ref.isascii() and ref.isdigit() and int(ref) == task.id:
-        return True
     return len(ref) >= 4 and path.rsplit("/", 1)[-1][:-5].startswith(ref)
+
+
+def _with_id(tree: TaskTree, wanted: int, ctx: ApplyContext) -> list[str]:
+    """The fresh tree's files holding id `wanted`: a block of its id map, no full index (ADR 0015)."""
+    return light(tree, Path(ctx.state_dir)).paths_with_id(wanted)
 
 
 def _named_before(ref: str, task: Task, ctx: ApplyContext) -> bool:
     """Did `ref` name this task when the command ran: its id then, an offline add's provisional one, which
     this very application changed (another clone took it meanwhile)? The command meant this task, not
     whichever holds that number now."""
-    ref = ref.strip()
-    return ref.isascii() and ref.isdigit() and ctx.renumbered.get(task.uuid) == int(ref)
+    digits = _digits(ref)
+    return digits is not None and ctx.renumbered.get(task.uuid) == digits
 
 
 def resolve_refs(tree: TaskTree, refs: list[str], ctx: ApplyContext) -> tuple[str, ...]:
