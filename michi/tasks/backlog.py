@@ -132,6 +132,15 @@ def no_ready(index: Index, domain: str | None, agent: str | None, now: float) ->
     n: dict[str, Any] = counts(index, domain, agent, now)
     where = "" if domain in (None, ".") else f" in domain {domain}"
     if n["open"] == 0:
+        # Counted in one domain: work left in others must not read as "all work is finished".
+        elsewhere = counts(index, None, agent, now)["open"] if domain is not None else 0
+        if elsewhere:
+            return NoReadyTask(
+                f"no ready task: the work of domain {domain} is finished (open: 0); {elsewhere} open in "
+                "other domains",
+                hint="stop here, or take work from every domain with 'michi task next --claim --all'",
+                **n,
+            )
         return NoReadyTask(
             f"no ready task: all work is finished{where} (open: 0)",
             hint="stop: nothing is left to do (add tasks with 'michi task add' to continue)",
