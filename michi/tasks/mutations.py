@@ -90,7 +90,9 @@ def load(tree: TaskTree, params: Mapping[str, Any], ctx: ApplyContext) -> tuple[
     if digits is not None and len(paths := _with_id(tree, digits, ctx)) == 1:
         data = tree.read(paths[0], limit=MAX_TASK_BYTES)
         if data is not None:
-            return paths[0], serialization.loads(data, paths[0])
+            task = serialization.loads(data, paths[0])
+            if task.id == digits:  # the map's word, checked against the file (a map past its checksums lies)
+                return paths[0], task
     return fresh_index(tree, ctx).get(ref)
 
 
