@@ -40,8 +40,9 @@ def run(session: Session, *, fetch: bool) -> Report:
     snap = task_common.read(session, fetch)
     index = snap.index
     tree = read_snapshot(session.repo, session.config)
+    # A symlink at a task file's path is one of them, said to be one (`index.not_a_file`).
     problems: list[dict[str, Any]] = [
-        {"path": p, "problem": msg} for p, msg in sorted(_named_links(tree, index.problems).items())
+        {"path": p, "problem": msg} for p, msg in sorted(index.problems.items())
     ]
     for ident, paths in sorted(index.by_id.items()):
         if len(paths) > 1:
@@ -85,18 +86,6 @@ def run(session: Session, *, fetch: bool) -> Report:
                 }
             )
     return Report(problems, len(index.entries), snap.notes)
-
-
-def _named_links(tree: Any, problems: dict[str, str]) -> dict[str, str]:
-    """`problems`, with a task path that is a symlink in git said to be one: its blob is the path it points
-    to, which read as a task file was "not valid JSON"."""
-    links = tree.symlinks(sorted(problems)) if problems else set()
-    return {
-        path: f"{path}: a symbolic link, not a task file (task files are plain files)"
-        if path in links
-        else problem
-        for path, problem in problems.items()
-    }
 
 
 def _cycles(index: Any) -> list[dict[str, Any]]:

@@ -60,18 +60,36 @@ _HEX = "0123456789abcdef"
 # The folders before `.tasks/` are tried one at a time from the left (`*?` of whole names): ~20% quicker
 # at 50,000 than `(?:[^\0]*/)?`, which ran to the record's end and backed off a character at a time.
 _LS_RECORD = re.compile(
-    r"[0-7]+ blob ([0-9a-f]+)\t((?:[^\0/]*/)*?\.tasks/(?:([0-9a-f]{2})/(?=\3))?[^/\0]*\.json)\0|[^\0]*\0"
+    r"([0-7]+) blob ([0-9a-f]+)\t((?:[^\0/]*/)*?\.tasks/(?:([0-9a-f]{2})/(?=\4))?[^/\0]*\.json)\0"
+    r"|[^\0]*\0"
 )
 
 
 def ls_task_files(repo: Repo, tree: str) -> dict[str, str]:
-    """Every task file in `tree`, either layout: path -> blob oid (one git process). Its output is matched
-    a block at a time as git writes it, git listing on one core while this process matches on the
+    """Every task file in `tree`, either layout: path -> blob oid (one git process), or `odd_blob` for a
+    symlink (or any entry that is not a plain file) at a task file's path. Its output is matched a
+    block at a time as git writes it, git listing on one core while this process matches on the
     other (the listing and the match took ~0.05 s and ~0.1 s one after the other at 50,000: ADR 0015)."""
     found: dict[str, str] = {}
     for block in _must_records(repo, "ls-tree", "-r", "-z", "--full-tree", tree):
-        found.update({path: oid for oid, path, _ in _LS_RECORD.findall(block) if oid})
+        found.update(
+            {
+                path: oid if mode in _PLAIN_TEXT else odd_blob(int(mode, 8), oid)
+                for mode, oid, path, _ in _LS_RECORD.findall(block)
+                if oid
+            }
+        )
     return found
+
+
+_PLAIN_TEXT = ("100644", "100755")
+
+
+def odd_blob(mode: int, oid: str) -> str:
+    """What the task file listings give for a blob at a task file's path that is no plain file (a symlink,
+    whose blob is the text of its target): `<mode>:<oid>`, never read as a task (ADR 0006), and a key
+    other than its blob's, so a file that becomes a symlink with the same bytes is seen to change."""
+    return f"{mode:o}:{oid}"
 
 
 SYMLINK_MODE = 0o120000
@@ -125,7 +143,11 @@ def diff_task_files(repo: Repo, old_tree: str, new_tree: str) -> dict[str, str |
 
     known = recall_delta(repo, old_tree, new_tree)
     changes = known if known is not None else diff_trees(repo, old_tree, new_tree)
-    return {p: (None if c is None else c[1]) for p, c in changes.items() if _is_task_file(p)}
+    return {
+        p: (None if c is None else c[1] if c[0] in _PLAIN else odd_blob(*c))
+        for p, c in changes.items()
+        if _is_task_file(p)
+    }
 
 
 def read_blob(repo: Repo, oid: str) -> bytes:

@@ -7,7 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 from michi.tasks import ids, ready, serialization, taskwarrior
-from michi.tasks.domains import FANOUT, LAYOUT_BYTES, LAYOUT_PATH, layout_of, task_path
+from michi.tasks.domains import FANOUT, LAYOUT_BYTES, LAYOUT_PATH, layout_of, task_path, uuid_named
 from michi.tasks.errors import BadDomain, CorruptTask
 from michi.tasks.model import MAX_ID, MAX_TASK_BYTES, Task, tw_date
 from michi.tasks.mutations import fresh_index, resolve_refs, written, written_files
@@ -98,8 +98,9 @@ def init(tree: TaskTree, params: Mapping[str, Any], ctx: ApplyContext) -> Change
         writes[ids.COUNTER_PATH] = ids.counter_bytes(0)
     if tree.read(KEEP_PATH, limit=0) is None:
         writes[KEEP_PATH] = b""  # the root domain's .tasks/ folder, which git cannot hold empty
-    if tree.read(LAYOUT_PATH, limit=0) is None and not tree.task_files():
-        writes[LAYOUT_PATH] = f"{FANOUT}\n".encode()  # a new repository; one with tasks waits for migrate
+    if tree.read(LAYOUT_PATH, limit=0) is None and not any(map(uuid_named, tree.task_files())):
+        # a new repository (another tool's `.tasks/*.json` are no tasks); one with tasks waits for migrate
+        writes[LAYOUT_PATH] = f"{FANOUT}\n".encode()
     return Change("init", writes=writes, result=sorted(writes))
 
 

@@ -3,7 +3,8 @@
 A domain never leaves the repository: `..` that climbs out, absolute paths elsewhere and symlinks are
 refused (exit 2), because the task branch stores plain paths and a symlinked domain would write elsewhere.
 So is a folder named as git refuses to check out (`.git` in any spelling: `michi.git.names`), which a
-Linux work tree can hold but no clone could check out once a task file is committed under it.
+Linux work tree can hold but no clone could check out once a task file is committed under it, and the
+repository's git dir or common dir under any name (`git clone --separate-git-dir` into the work tree).
 Its `.tasks` must be a real folder (or not exist yet): a user's file or symlink named `.tasks` is not
 michi's, and writing a task there would replace it (ADR 0006).
 
@@ -18,6 +19,7 @@ this michi does not know (a newer michi's) is refused by every command (`unknown
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
@@ -41,6 +43,15 @@ LAYOUT_BYTES = 64  # a layout file is read at most this far: a larger one names 
 def task_path(domain: str, uuid: str, layout: str = FLAT) -> str:
     folder = ".tasks" if domain == ROOT else f"{domain}/.tasks"
     return f"{folder}/{uuid[:2]}/{uuid}.json" if layout == FANOUT else f"{folder}/{uuid}.json"
+
+
+_UUID_NAME = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.json")
+
+
+def uuid_named(path: str) -> bool:
+    """Is the file at `path` named `<uuid>.json`, as michi names a task's file? Another tool's `.tasks/`
+    folder may hold other `.json` files (`cafe-config.json`): never moved, nor taken for tasks (ADR 0006)."""
+    return _UUID_NAME.fullmatch(path, path.rfind("/") + 1) is not None
 
 
 def other_layout(path: str) -> tuple[str]:
@@ -142,6 +153,29 @@ def _own_folder(top: Path, rel: str, shown: str) -> None:
         )
 
 
+def _outside_git(top: Path, rel: str, shown: str) -> str:
+    """`rel` when it is not git's own folder or inside it. A clone made with `--separate-git-dir` (or a
+    work tree whose `.git` file names a folder in it) keeps its git dir in the work tree under another
+    name than `.git`: task files there would be committed and pushed from inside the repository itself."""
+    from michi.errors import MichiError
+    from michi.repo import find_repo
+
+    try:
+        paths = find_repo(top)
+    except MichiError:  # no repository to ask (the caller found one): nothing more to refuse here
+        return rel
+    target = Path(os.path.realpath(top / rel))
+    for place in {Path(os.path.realpath(paths.git_dir)), Path(os.path.realpath(paths.common_dir))}:
+        # Only a git dir inside the work tree: a work tree may itself lie in one (a bare clone's worktree).
+        if top in place.parents and (target == place or place in target.parents):
+            raise BadDomain(
+                f"domain {shown!r} points into git's folder ({place.relative_to(top).as_posix()}), "
+                "where michi never writes",
+                hint="pass a project folder of the work tree",
+            )
+    return rel
+
+
 def _below(top: Path, path: Path) -> Path:
     """`path` as a path under `top` when it reaches the repository through a symlink above it (macOS's
     /tmp, a linked home folder): its part below the repository is kept as given, so a symlink there is
@@ -183,7 +217,7 @@ def _resolve(worktree: Path, cwd: Path, given: str | None) -> str:
         if not (top / rel).is_dir():
             raise BadDomain(f"domain {given!r} is not a folder", hint="create it first, or check the path")
         _own_folder(top, rel, given)
-        return rel
+        return _outside_git(top, rel, given)
     here = Path(os.path.realpath(cwd))
     try:
         here.relative_to(top)
@@ -194,7 +228,8 @@ def _resolve(worktree: Path, cwd: Path, given: str | None) -> str:
             rel = _relative(top, folder, str(folder))
             _own_folder(top, rel, rel)
         if (folder / ".tasks").is_dir():  # a user's file named .tasks is no domain: look further up
-            return _relative(top, folder, str(folder))
+            rel = _relative(top, folder, str(folder))
+            return _outside_git(top, rel, rel)
         if folder == top:
             break
     return ROOT

@@ -59,6 +59,16 @@ def parse_file(path: str, data: bytes) -> tuple[dict[str, Any] | None, str | Non
         return None, exc.message
 
 
+def not_a_file(path: str, oid: str) -> str:
+    """The problem of a task file's path that git holds as no plain file (`git.odd_blob`: `<mode>:<oid>`)."""
+    mode = oid.partition(":")[0]
+    kind = "a symbolic link" if mode == "120000" else f"no plain file (git mode {mode})"
+    return (
+        f"{path}: {kind}, not a task file (task files are plain files): replace it with a real file or "
+        "remove it (git rm), then commit and push"
+    )
+
+
 # The files this process wrote last ((path, blob oid) -> normalised record): the next build takes them
 # instead of reading and parsing the blobs back, which after an import chunk is 10,000 files (ADR 0015).
 # Keyed by content, so never stale; replaced by each `remember`, so it holds one change at most.
@@ -85,7 +95,9 @@ def parsed(
     unknown: dict[str, list[str]] = {}  # blob oid -> the paths that hold it
     for path, oid in wanted.items():
         record = _written.get((path, oid))
-        if record is None:
+        if ":" in oid:  # no plain file: a symlink's blob is its target's path, never a task (ADR 0006)
+            done[path] = (None, not_a_file(path, oid))
+        elif record is None:
             unknown.setdefault(oid, []).append(path)
         else:
             done[path] = (record, None)

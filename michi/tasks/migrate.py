@@ -8,7 +8,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from michi.tasks.domains import FANOUT, LAYOUT_BYTES, LAYOUT_PATH, domain_of, layout_of, task_path
+from michi.tasks.domains import (
+    FANOUT,
+    LAYOUT_BYTES,
+    LAYOUT_PATH,
+    domain_of,
+    layout_of,
+    task_path,
+    uuid_named,
+)
 from michi.tasks.errors import MigrateClash
 from michi.workflow.mutation import ApplyContext, Change, TaskTree
 
@@ -18,16 +26,16 @@ def _fanned(path: str) -> str:
     return task_path(domain_of(path), uuid, FANOUT)
 
 
-def _movable(path: str) -> bool:
-    """A flat file whose name starts with two hex digits, as every uuid does. Any other name is a corrupt
-    task file (its uuid cannot match it): it stays where it is, for `michi doctor` to report."""
-    name = path.rsplit("/", 1)[-1]
-    return path.split("/")[-2] == ".tasks" and all(c in "0123456789abcdef" for c in name[:2])
+def _movable(path: str, oid: str) -> bool:
+    """A flat plain file named `<uuid>.json`. Any other name (another tool's `cafe-config.json` in its
+    own `.tasks/`) is no task of michi's, and a symlink is no task file: they stay where they are, for
+    `michi doctor` to report (ADR 0006)."""
+    return path.split("/")[-2] == ".tasks" and uuid_named(path) and ":" not in oid  # `git.odd_blob`
 
 
 def to_fanout(tree: TaskTree, params: Mapping[str, Any], ctx: ApplyContext) -> Change:
     files = tree.task_files()
-    moves = {path: _fanned(path) for path in files if _movable(path)}
+    moves = {path: _fanned(path) for path, oid in files.items() if _movable(path, oid)}
     marked = layout_of(tree.read(LAYOUT_PATH, limit=LAYOUT_BYTES)) == FANOUT
     clashes = sorted(old for old, new in moves.items() if new in files)
     if clashes:

@@ -33,13 +33,6 @@ class GitTaskTree:
             return None
         return git.read_path(self._repo, self.tree_oid, path, limit)
 
-    def symlinks(self, paths: Sequence[str]) -> set[str]:
-        """Those of `paths` that this tree holds as symbolic links (one git process; none for no paths)."""
-        if self.tree_oid is None or not paths:
-            return set()
-        modes = git.modes_of(self._repo, self.tree_oid, paths)
-        return {path for path, mode in modes.items() if mode == git.SYMLINK_MODE}
-
     def kind(self, path: str) -> str | None:
         return None if self.tree_oid is None else git.path_kind(self._repo, self.tree_oid, path)
 
