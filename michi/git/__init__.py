@@ -48,7 +48,6 @@ if TYPE_CHECKING:
     from michi.git.history import path_history as path_history
     from michi.git.objects import BLOB_MODE as BLOB_MODE
     from michi.git.objects import EMPTY_TREE as EMPTY_TREE
-    from michi.git.objects import SYMLINK_MODE as SYMLINK_MODE
     from michi.git.objects import TREE_MODE as TREE_MODE
     from michi.git.objects import CommitMeta as CommitMeta
     from michi.git.objects import diff_moves as diff_moves
@@ -57,7 +56,6 @@ if TYPE_CHECKING:
     from michi.git.objects import edit_tree as edit_tree
     from michi.git.objects import iter_blobs as iter_blobs
     from michi.git.objects import ls_task_files as ls_task_files
-    from michi.git.objects import modes_of as modes_of
     from michi.git.objects import path_kind as path_kind
     from michi.git.objects import read_blob as read_blob
     from michi.git.objects import read_commit as read_commit
@@ -126,8 +124,6 @@ _HOMES = {
     "remember_delta": "deltas",
     "edit_tree": "objects",
     "ls_task_files": "objects",
-    "modes_of": "objects",
-    "SYMLINK_MODE": "objects",
     "read_blob": "objects",
     "iter_blobs": "objects",
     "read_commit": "objects",

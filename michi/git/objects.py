@@ -7,7 +7,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from michi.errors import Conflict
-from michi.git.core import LITERAL, _must, _must_records, config_values
+from michi.git.core import _must, _must_records, config_values
 from michi.git.repo import Repo
 
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
@@ -90,23 +90,6 @@ def odd_blob(mode: int, oid: str) -> str:
     whose blob is the text of its target): `<mode>:<oid>`, never read as a task (ADR 0006), and a key
     other than its blob's, so a file that becomes a symlink with the same bytes is seen to change."""
     return f"{mode:o}:{oid}"
-
-
-SYMLINK_MODE = 0o120000
-
-
-def modes_of(repo: Repo, tree: str, paths: Sequence[str]) -> dict[str, int]:
-    """The mode of each of `paths` that `tree` holds (one `ls-tree`; paths are names, never patterns):
-    a report that tells a symlink from a file asks this of the few paths it names."""
-    if not paths:
-        return {}
-    out = _must(repo, "ls-tree", "-z", "--full-tree", tree, "--", *paths, env=LITERAL)
-    modes: dict[str, int] = {}
-    for record in out.split("\0"):
-        meta, tab, path = record.partition("\t")
-        if tab:
-            modes[path] = int(meta.split(" ", 1)[0], 8)
-    return modes
 
 
 def diff_trees(repo: Repo, old: str, new: str) -> dict[str, tuple[int, str] | None]:
