@@ -90,8 +90,9 @@ def test_a_bad_task_file_is_corrupt_for_itself_alone(cli, ready: Path, remote: R
 def test_a_date_taskwarrior_keeps_that_is_no_date_counts_as_none(
     cli, ready: Path, remote: Remote, tmp_path: Path, dates: dict[str, object]
 ) -> None:
-    """`due`, `scheduled` and `wait` are Taskwarrior's, kept as they came (a hand edit, an import): one that
-    is no date gives the task no urgency term and no deferral, and stops nobody's `list` or `next`."""
+    """`due`, `scheduled` and `wait` are Taskwarrior's, kept as a hand edit left them (an import refuses
+    them): one that is no date gives the task no urgency term and no deferral, and stops nobody's `list`
+    or `next`."""
     record = json.loads(HEAD + ', "michi_id": 9}') | dates
     commit_by_hand(ready, f".tasks/{BAD_UUID}.json", json.dumps(record))
     listed = cli(ready, "task", "list", "--json")
@@ -105,9 +106,9 @@ def test_a_date_taskwarrior_keeps_that_is_no_date_counts_as_none(
     assert claimed.exit_code == 0, claimed.stdout
     record["uuid"] = "aaaaaaaa-1111-4111-8111-111111111111"
     (tmp_path / "tw.json").write_text(json.dumps([record]))
-    imported = cli(ready, "import", str(tmp_path / "tw.json"), "--json")
-    assert imported.exit_code == 0, imported.stdout
-    assert sorted(t["id"] for t in cli(ready, "task", "list", "--json").json()) == [1, 9, 10]
+    imported = cli(ready, "import", str(tmp_path / "tw.json"), "--json")  # an import checks them (README)
+    assert imported.exit_code == 2 and "is not a date" in imported.json()["error"]["message"], imported.stdout
+    assert sorted(t["id"] for t in cli(ready, "task", "list", "--json").json()) == [1, 9]
 
 
 @pytest.mark.parametrize(

@@ -288,8 +288,8 @@ def _records(stream: IO[bytes], top: Path, where: str) -> Iterator[dict[str, Any
     """Each task of the export, normalised, with the domain it goes to (checked as --domain is)."""
     homes: dict[str, str] = {}
     seen: set[str] = set()
-    for item in twstream.items(stream):
-        record, named = taskwarrior.normalize(item)
+    for number, item in enumerate(twstream.items(stream), 1):
+        record, named = taskwarrior.normalize(item, number)
         if record["uuid"] in seen:  # both would be "added" under two ids, and only one file would land
             raise UsageError(
                 f"the import file has task {record['uuid']} more than once", hint="keep one record per uuid"

@@ -10,7 +10,7 @@ from michi.commands import task_common
 from michi.errors import UsageError
 from michi.session import Session
 from michi.tasks import claims, domains
-from michi.tasks.errors import NoReadyTask, TaskNotFound
+from michi.tasks.errors import CorruptTask, NoReadyTask, TaskNotFound
 from michi.tasks.index import Index
 
 
@@ -134,9 +134,28 @@ def modify(
         "tags_remove": task_common.split_tags(tags_remove),
         "depends_add": known,
         "depends_refs": later,
-        "depends_remove": [_dependency(snap.index, r) for r in depends_remove],
+        "depends_remove": _dependencies(snap.index, ref, depends_remove),
     }
     return change(session, "modify", ref, **fields, **kw)
+
+
+def _dependencies(index: Index, ref: str, refs: list[str]) -> list[str]:
+    """What `--remove-depends REF...` drops from task `ref`: each REF's uuid, and REF itself when the task
+    lists that very text (an old import's `zz` or `1`, no uuid at all: the way to mend it, ADR 0007)."""
+    held: tuple[str, ...] = ()
+    if refs:
+        with contextlib.suppress(TaskNotFound, CorruptTask, UsageError):
+            held = index.get(ref)[1].depends
+    dropped: list[str] = []
+    for each in refs:
+        try:
+            dropped.append(_dependency(index, each))
+        except (TaskNotFound, UsageError):
+            if each not in held:
+                raise
+        if each in held:
+            dropped.append(each)
+    return dropped
 
 
 def _dependency(index: Index, ref: str) -> str:

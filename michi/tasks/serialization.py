@@ -238,6 +238,12 @@ def _fields(record: Any, where: str) -> dict[str, Any]:
     )
 
 
+def check(record: dict[str, Any], where: str) -> None:
+    """Raise CorruptTask if `record`, with any id and version, is one no task file may hold: an import
+    checks each record this way before the first one lands (README)."""
+    _fields({**record, "michi_id": 1, "michi_version": 1}, where)
+
+
 def from_record(record: Any, where: str) -> Task:
     return Task(**_fields(record, where))
 

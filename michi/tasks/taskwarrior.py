@@ -13,7 +13,7 @@ from typing import Any
 
 from michi.errors import UsageError
 from michi.tasks import serialization
-from michi.tasks.errors import DependencyCycle
+from michi.tasks.errors import CorruptTask, DependencyCycle
 from michi.tasks.ids import UUID_RE
 from michi.tasks.model import MAX_DEPTH, Task, is_tw_date, parse_tw_date, state_for
 
@@ -67,14 +67,16 @@ def _pending_state(record: dict[str, Any]) -> None:
         record.pop("michi_claim_expires", None)
 
 
-def normalize(item: Any) -> tuple[dict[str, Any], Any]:
-    """One `task export` object as a michi file record, and the `michi_domain` it names (None if none).
-    Raises UsageError (or BadAgent) for input no task may hold, naming the task."""
+def normalize(item: Any, number: int | None = None) -> tuple[dict[str, Any], Any]:
+    """One `task export` object (the file's `number`th, if given) as a michi file record, and the
+    `michi_domain` it names (None if none). Raises UsageError (or BadAgent) for input no task may hold,
+    naming the task: the import runs this over the whole file before the first task lands (ADR 0015)."""
     if not isinstance(item, dict) or not isinstance(item.get("uuid"), str):
         raise UsageError(
             "every task to import must be a JSON object with a uuid", hint="pass 'task export' output"
         )
-    where = f"task {item['uuid'][:36]!r} of the import file"
+    where = f"task {item['uuid'][:36]!r}" + ("" if number is None else f" (record {number})")
+    where += " of the import file"
     if serialization.too_deep(item, 1):
         raise UsageError(f"{where} is nested deeper than {MAX_DEPTH} levels", hint="fix the import file")
     record = {k: v for k, v in item.items() if k not in DROPPED}
@@ -104,7 +106,39 @@ def normalize(item: Any) -> tuple[dict[str, Any], Any]:
     if not UUID_RE.fullmatch(record["uuid"]):  # it names the task's file: `../x` or `a/b` must not
         raise UsageError(f"{where}: uuid {item['uuid'][:80]!r} is not a UUID", hint="fix the import file")
     _check_links_and_notes(record, where)
+    _check_fields(record, where)
     return record, domain
+
+
+TW_DATES = ("due", "wait", "scheduled", "until")  # Taskwarrior's own dates michi keeps as extra keys
+
+
+def _check_fields(record: dict[str, Any], where: str) -> None:
+    """What would keep the record out of a task file, found before anything lands, so an import lands
+    whole or not at all (README): a recurring template, a date or a dependency Taskwarrior never writes,
+    and every check a task file gets (`serialization`). The id and version are the repository's to give."""
+    if record.get("status") == "recurring":  # michi has no recurrence: the template has no status here
+        raise UsageError(
+            f"{where} is a Taskwarrior recurring template (status recurring): michi keeps no recurrence",
+            hint="export without templates: task status.not:recurring export",
+        )
+    for key in TW_DATES:
+        if key in record and not is_tw_date(record[key]):
+            raise UsageError(
+                f"{where}: {key} {str(record[key])[:40]!r} is not a date",
+                hint="write dates as Taskwarrior does: YYYYMMDDTHHMMSSZ (UTC)",
+            )
+    depends = record.get("depends")
+    for dep in depends if isinstance(depends, list) else ():
+        if isinstance(dep, str) and not UUID_RE.fullmatch(dep):  # no task could ever be named so
+            raise UsageError(
+                f"{where}: depends on {dep[:40]!r}, which is no task uuid",
+                hint="depends lists the uuids of other tasks: fix the import file",
+            )
+    try:
+        serialization.check(record, where)
+    except CorruptTask as exc:
+        raise UsageError(exc.message, hint="fix the import file") from None
 
 
 def _check_links_and_notes(record: dict[str, Any], where: str) -> None:
