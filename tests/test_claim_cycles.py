@@ -8,10 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-
-A = "00000000-0000-4000-8000-00000000000a"
-B = "00000000-0000-4000-8000-00000000000b"
-C = "00000000-0000-4000-8000-00000000000c"
+from importkit import A, B, C, run_import, task
 
 
 @pytest.fixture
@@ -26,14 +23,7 @@ def _hand_edit(cli, repo: Path, tasks: dict[str, list[str]]) -> None:
     from conftest import git
 
     for uuid in tasks:
-        record = {
-            "uuid": uuid,
-            "description": f"task {uuid[-1]}",
-            "status": "pending",
-            "entry": "20240101T000000Z",
-        }
-        (repo.parent / "tw.json").write_text(json.dumps([record]))
-        assert cli(repo, "import", str(repo.parent / "tw.json")).exit_code == 0
+        assert run_import(cli, repo, [task(uuid)]).exit_code == 0
     for uuid, depends in tasks.items():
         path = next(p for p in git(repo, "ls-files", ".tasks").split() if p.endswith(f"{uuid}.json"))
         data = json.loads((repo / path).read_text())

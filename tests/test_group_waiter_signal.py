@@ -17,6 +17,8 @@ import pytest
 from conftest import Remote, run_michi, spawn_michi
 from txnkit import assert_exactly_once
 
+from michi.lock import RepoLock
+
 
 def stopped(pid: int) -> bool:
     """Whether process `pid` is stopped (SIGSTOP): the state after the command name in /proc's stat."""
@@ -46,6 +48,26 @@ def finish(proc: subprocess.Popen[str]) -> tuple[int, Any]:
 
 def add(repo: Path, what: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
     return spawn_michi(repo, "--json", "task", "add", what, "--wait", "600", env=env)
+
+
+def end(lock: RepoLock, *procs: subprocess.Popen[str] | None) -> None:
+    """Free the lock and kill what still runs, stopped at a fault point or not."""
+    lock.release()
+    for proc in procs:
+        if proc is not None and proc.poll() is None:
+            proc.send_signal(signal.SIGCONT)
+            proc.kill()
+
+
+def assert_the_waiter_answered(remote: Remote, work: Path, code: int, out: Any) -> list[Any]:
+    """The signalled waiter answered with its task (exit 0); both tasks landed once, nothing of the
+    group commit is left behind. Returns the task list."""
+    assert code == 0 and out["description"] == "waiter", out
+    listed: list[Any] = run_michi(work, "--json", "task", "list").json()
+    assert sorted(t["description"] for t in listed) == ["holder", "waiter"]
+    assert count(work, "") == 0
+    assert_exactly_once(remote.bare)
+    return listed
 
 
 @pytest.fixture
@@ -90,17 +112,9 @@ def test_a_signal_withdraws_an_untaken_offer_and_is_held_once_it_was_taken(
         assert finish(holder)[0] == 0
         code, out = finish(waiter)
     finally:
-        lock.release()
-        for proc in (holder, waiter):
-            if proc is not None and proc.poll() is None:
-                proc.send_signal(signal.SIGCONT)
-                proc.kill()
-    assert code == 0 and out["description"] == "waiter", out
-    listed = run_michi(work, "--json", "task", "list").json()
-    assert sorted(t["description"] for t in listed) == ["holder", "waiter"]
+        end(lock, holder, waiter)
+    listed = assert_the_waiter_answered(remote, work, code, out)
     assert [t["id"] for t in listed if t["description"] == "waiter"] == [out["id"]]
-    assert count(work, "") == 0
-    assert_exactly_once(remote.bare)
 
 
 def test_a_ctrl_c_as_the_holder_takes_the_offer_answers_the_holders_outcome(
@@ -127,13 +141,5 @@ def test_a_ctrl_c_as_the_holder_takes_the_offer_answers_the_holders_outcome(
         waiter.send_signal(signal.SIGCONT)
         code, out = finish(waiter)
     finally:
-        lock.release()
-        for proc in (waiter, holder):
-            if proc is not None and proc.poll() is None:
-                proc.send_signal(signal.SIGCONT)
-                proc.kill()
-    assert code == 0 and out["description"] == "waiter", out
-    listed = run_michi(work, "--json", "task", "list").json()
-    assert sorted(t["description"] for t in listed) == ["holder", "waiter"]
-    assert count(work, "") == 0
-    assert_exactly_once(remote.bare)
+        end(lock, waiter, holder)
+    assert_the_waiter_answered(remote, work, code, out)

@@ -10,10 +10,8 @@ from pathlib import Path
 
 import pytest
 from conftest import Remote, git
+from importkit import A, B, refused
 from twkit import taskwarrior
-
-A = "00000000-0000-4000-8000-00000000000a"
-B = "00000000-0000-4000-8000-00000000000b"
 
 
 def _task(uuid: str, **more: object) -> dict[str, object]:
@@ -27,15 +25,8 @@ def ready(cli, repo: Path) -> Path:
 
 
 def _refused(cli, repo: Path, remote: Remote, records: list[dict[str, object]]) -> str:
-    source = repo.parent / "tw.json"
-    source.write_text(json.dumps(records))
-    before = remote.head()
-    result = cli(repo, "import", str(source), "--json")
-    assert result.exit_code == 2, result.stdout
-    error = result.json()["error"]
-    assert error["code"] == "usage" and "\n" not in error["message"] and error["hint"], error
-    assert remote.head() == before
-    assert git(repo, "status", "--porcelain") == ""
+    error = refused(cli, repo, remote, records)
+    assert error["code"] == "usage", error
     return str(error["message"])
 
 

@@ -9,22 +9,7 @@ from pathlib import Path
 
 import pytest
 from conftest import Remote, git
-
-A = "00000000-0000-4000-8000-00000000000a"
-B = "00000000-0000-4000-8000-00000000000b"
-C = "00000000-0000-4000-8000-00000000000c"
-
-
-def _task(uuid: str, *depends: str, **more: object) -> dict[str, object]:
-    record: dict[str, object] = {
-        "uuid": uuid,
-        "description": f"task {uuid[-1]}",
-        "status": "pending",
-        "entry": "20240101T000000Z",
-    }
-    if depends:
-        record["depends"] = list(depends)
-    return {**record, **more}
+from importkit import A, B, C, refused, task
 
 
 @pytest.fixture
@@ -34,26 +19,18 @@ def ready(cli, repo: Path) -> Path:
 
 
 def _refused(cli, repo: Path, remote: Remote, records: list[dict[str, object]], code: str) -> dict:
-    source = repo.parent / "tw.json"
-    source.write_text(json.dumps(records))
-    before = remote.head()
-    result = cli(repo, "import", str(source), "--json")
-    assert result.exit_code == 2, result.stdout
-    error = result.json()["error"]
+    error = refused(cli, repo, remote, records)
     assert error["code"] == code, error
-    assert "\n" not in error["message"] and error["hint"]
-    assert remote.head() == before
-    assert git(repo, "status", "--porcelain") == ""
     return error
 
 
 @pytest.mark.parametrize(
     "records",
     [
-        [_task(A, A)],
-        [_task(A, B), _task(B, A)],
-        [_task(A, B), _task(B, C), _task(C, A)],
-        [_task(A, B.upper()), _task(B, A)],
+        [task(A, A)],
+        [task(A, B), task(B, A)],
+        [task(A, B), task(B, C), task(C, A)],
+        [task(A, B.upper()), task(B, A)],
     ],
     ids=["self", "two", "three", "upper_case"],
 )
@@ -65,17 +42,17 @@ def test_an_import_closing_a_cycle_is_refused(cli, ready: Path, remote: Remote, 
 def test_a_cycle_through_a_task_already_there_is_refused(cli, ready: Path, remote: Remote) -> None:
     """The existing task 1 waits for A; the import makes A wait for task 1."""
     source = ready.parent / "first.json"
-    source.write_text(json.dumps([_task(A)]))
+    source.write_text(json.dumps([task(A)]))
     assert cli(ready, "import", str(source)).exit_code == 0
     assert cli(ready, "task", "add", "there", "--depends", A).exit_code == 0
     there = cli(ready, "task", "show", "2", "--json").json()["uuid"]
-    _refused(cli, ready, remote, [_task(A, there)], "dependency_cycle")
+    _refused(cli, ready, remote, [task(A, there)], "dependency_cycle")
 
 
 def test_a_cycle_among_closed_tasks_blocks_nothing_and_lands(cli, ready: Path) -> None:
     source = ready.parent / "tw.json"
     done = {"status": "completed", "end": "20240102T000000Z"}
-    source.write_text(json.dumps([_task(A, B, **done), _task(B, A, **done)]))
+    source.write_text(json.dumps([task(A, B, **done), task(B, A, **done)]))
     result = cli(ready, "import", str(source), "--json")
     assert result.exit_code == 0, result.stdout
 
@@ -83,7 +60,7 @@ def test_a_cycle_among_closed_tasks_blocks_nothing_and_lands(cli, ready: Path) -
 @pytest.mark.parametrize("entry", ["yesterday", "", 5, None, "2024-01-01T00:00:00Z"])
 def test_a_note_whose_time_is_no_date_is_refused(cli, ready: Path, remote: Remote, entry) -> None:
     note = {"entry": entry, "description": "a note"}
-    error = _refused(cli, ready, remote, [_task(A), _task(B, annotations=[note])], "usage")
+    error = _refused(cli, ready, remote, [task(A), task(B, annotations=[note])], "usage")
     assert B in error["message"] and "annotation" in error["message"]
 
 
@@ -94,13 +71,13 @@ def test_an_import_that_could_not_take_a_record_says_so_in_its_exit_code(
     michi will not overwrite it) is not imported: an agent reading only the exit code must not take the
     import for complete. What could be imported lands; the exit is 4 with the whole report."""
     source = ready.parent / "tw.json"
-    source.write_text(json.dumps([_task(A)]))
+    source.write_text(json.dumps([task(A)]))
     assert cli(ready, "import", str(source), "--json").exit_code == 0
     (path,) = [p for p in (ready / ".tasks").rglob("*.json") if A in p.name]
     path.write_text("{ not json")
     git(ready, "commit", "-qam", "a hand edit gone wrong")
     git(ready, "push", "-q")
-    source.write_text(json.dumps([_task(A, description="changed"), _task(B)]))
+    source.write_text(json.dumps([task(A, description="changed"), task(B)]))
     result = cli(ready, "import", str(source), "--json")
     assert result.exit_code == 4, result.stdout
     error = result.json()["error"]

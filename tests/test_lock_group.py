@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import sys
 import threading
 from pathlib import Path
 
 import pytest
 from conftest import run_michi
-from lockkit import sentinel_of, wait_until
+from lockkit import TICKER, sentinel_of, start_lock_run, ticker_pid, wait_until
 
 from michi.lock import procs
 from michi.lock.procs import start_ticks
@@ -20,31 +19,12 @@ from michi.lock.record import read_owner
 
 pytestmark = pytest.mark.slow
 
-# A grandchild of michi (sh -> sh) that logs its PID, then ticks until stopped.
-TICKER = "sh -c 'echo $$ > ticker.pid; while :; do echo tick >> log; sleep 0.1; done'; echo after >> log"
-
-
-def start_run(repo: Path, script: str, **env: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "michi", "lock", "run", "--", "sh", "-c", script],
-        cwd=repo,
-        env={**os.environ, **env},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-
-
-def ticker(repo: Path) -> int:
-    wait_until(lambda: (repo / "log").is_file() and "tick" in (repo / "log").read_text(), 60, "the ticker")
-    return int((repo / "ticker.pid").read_text())
-
 
 def test_a_sigkilled_holders_grandchild_is_ended_before_anyone_else_runs(local_repo: Path) -> None:
     """Its sentinel killed first (by hand, the OOM killer), or it would end the grandchild at once
     (tests/test_lock_sentinel.py): the next taker still does."""
-    holder = start_run(local_repo, TICKER)
-    grandchild = ticker(local_repo)
+    holder = start_lock_run(local_repo, TICKER)
+    grandchild = ticker_pid(local_repo)
     os.kill(sentinel_of(holder.pid), signal.SIGKILL)
     holder.kill()
     holder.wait()
@@ -63,8 +43,8 @@ def test_a_sigkilled_holders_grandchild_is_ended_before_anyone_else_runs(local_r
 def test_sigterm_stops_the_whole_group_before_the_lock_is_released(local_repo: Path, sig: int) -> None:
     """A hang-up (a terminal or ssh session closing) once killed michi outright: the lock stayed with a
     dead holder. It ends the run as SIGTERM does."""
-    holder = start_run(local_repo, TICKER)
-    grandchild = ticker(local_repo)
+    holder = start_lock_run(local_repo, TICKER)
+    grandchild = ticker_pid(local_repo)
     holder.send_signal(sig)
     assert holder.wait(60) == 130
     assert signal.Signals(sig).name in (holder.stderr.read() if holder.stderr else "")
@@ -82,8 +62,8 @@ def test_background_leftovers_are_ended_when_the_command_exits(local_repo: Path)
 
 
 def test_losing_the_lock_stops_the_group(local_repo: Path) -> None:
-    holder = start_run(local_repo, TICKER, MICHI_LOCK_TTL="1")
-    grandchild = ticker(local_repo)
+    holder = start_lock_run(local_repo, TICKER, MICHI_LOCK_TTL="1")
+    grandchild = ticker_pid(local_repo)
     forced = run_michi(local_repo, "lock", "release", "--force", "--yes")
     assert forced.exit_code == 0
     assert holder.wait(60) == 75
@@ -96,8 +76,8 @@ def test_a_paused_holders_command_is_ended_before_the_next_holders_runs(local_re
     """The holder's michi is paused (SIGSTOP) past its lease while its command runs on: the waiter takes
     the lock, as a lease means, but ends that command first. Before, both commands ran at once, the
     paused holder's unguarded. Resumed, the holder exits 75 saying its command was ended."""
-    holder = start_run(local_repo, TICKER, MICHI_LOCK_TTL="1")
-    grandchild = ticker(local_repo)
+    holder = start_lock_run(local_repo, TICKER, MICHI_LOCK_TTL="1")
+    grandchild = ticker_pid(local_repo)
     os.kill(holder.pid, signal.SIGSTOP)
     try:
         after = run_michi(local_repo, "lock", "run", "--wait", "60", "--", "sh", "-c", "echo B >> log")
@@ -121,8 +101,8 @@ def test_the_record_names_the_group_and_the_command_sees_its_fence(local_repo: P
     )
     first, second = int((local_repo / "fence").read_text()), int((local_repo / "fence2").read_text())
     assert 0 < first < second
-    holder = start_run(local_repo, TICKER)
-    grandchild = ticker(local_repo)
+    holder = start_lock_run(local_repo, TICKER)
+    grandchild = ticker_pid(local_repo)
     owner = read_owner(local_repo / ".michi.lock")
     assert owner is not None and owner.pgid == os.getpgid(grandchild) and owner.pgid != os.getpgrp()
     holder.send_signal(signal.SIGTERM)
@@ -160,7 +140,7 @@ def test_crash_stress_with_grandchildren_never_overlaps(local_repo: Path, tmp_pa
         for round_ in range(rounds):
             tag = f"{index}-{round_}"
             cmd = f"sh {script} {marker} {overlaps} {entered}; true"  # sh -> sh: a grandchild
-            proc = start_run(local_repo, cmd, TAG=tag, MICHI_LOCK_WAIT="300")
+            proc = start_lock_run(local_repo, cmd, TAG=tag, MICHI_LOCK_WAIT="300")
             if (index + round_) % 3 == 0:
                 try:
                     wait_until(lambda t=tag: (entered / t).exists(), 300, f"grandchild {tag}")  # type: ignore[misc]

@@ -23,6 +23,18 @@ COMMAND = {
     "exported": 'eval "$(michi lock acquire --export --pid $P)"',
 }
 
+# The outer script runs `command.sh`, whose inner release names no token (either form of COMMAND).
+IN_A_COMMAND = (
+    """
+eval "$(michi lock acquire --export)"
+./command.sh
+probe after-command
+michi lock release; rc outer
+probe after-outer
+""",
+    ["inner 0", "probe in-command 75", "probe after-command 75", "outer 0", "probe after-outer 0"],
+)
+
 SCRIPTS = {
     "inner by token, then outer": (
         """
@@ -45,26 +57,8 @@ michi --json lock release --token "$inner" > inner.json; rc inner
 """,
         ["outer 0", "probe after-outer 0", "inner 4"],
     ),
-    "a command's inner release without a token, printed": (
-        """
-eval "$(michi lock acquire --export)"
-./command.sh
-probe after-command
-michi lock release; rc outer
-probe after-outer
-""",
-        ["inner 0", "probe in-command 75", "probe after-command 75", "outer 0", "probe after-outer 0"],
-    ),
-    "a command's inner release without a token, exported": (
-        """
-eval "$(michi lock acquire --export)"
-./command.sh
-probe after-command
-michi lock release; rc outer
-probe after-outer
-""",
-        ["inner 0", "probe in-command 75", "probe after-command 75", "outer 0", "probe after-outer 0"],
-    ),
+    "a command's inner release without a token, printed": IN_A_COMMAND,
+    "a command's inner release without a token, exported": IN_A_COMMAND,
     "the script's own release is the outer one": (
         """
 sleep 300 & P0=$!

@@ -4,15 +4,13 @@ holds is `missing` (not "others hold it"), and `open == stuck` is the stop rule 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 from conftest import Remote, git
+from importkit import A, B, run_import, task
 
 GONE = "0e4ab0a8-3c59-4d7e-9d2c-3b0d0f7a1c11"  # a uuid no task file has
-A = "00000000-0000-4000-8000-00000000000a"
-B = "00000000-0000-4000-8000-00000000000b"
 
 
 @pytest.fixture
@@ -34,22 +32,6 @@ def _mangle(repo: Path, kind: str) -> str:
     git(repo, "commit", "-qam", "a bad merge", "--no-verify")
     git(repo, "push", "-q", "origin", "main")
     return path
-
-
-def _import(cli, repo: Path, records: list[dict[str, object]]) -> None:
-    source = repo.parent / "tw.json"
-    source.write_text(json.dumps(records))
-    assert cli(repo, "import", str(source), "--json").exit_code == 0
-
-
-def _task(uuid: str, *depends: str) -> dict[str, object]:
-    record: dict[str, object] = {
-        "uuid": uuid,
-        "description": f"task {uuid[-1]}",
-        "status": "pending",
-        "entry": "20240101T000000Z",
-    }
-    return {**record, "depends": list(depends)} if depends else record
 
 
 @pytest.mark.parametrize("kind", ["conflict", "cut_short"])
@@ -81,7 +63,8 @@ def test_a_dependency_no_file_holds_is_missing_not_held_by_others(cli, ready: Pa
     """Imported from Taskwarrior after the dependency was purged: the task never gets ready (a missing
     dependency blocks, ADR 0007), so the loop is told to call a person, who finds it in `doctor` with
     the fix that works."""
-    _import(cli, ready, [_task(A, GONE), _task(B, A)])  # B waits on A, which waits on nothing there is
+    records = [task(A, GONE), task(B, A)]  # B waits on A, which waits on nothing there is
+    assert run_import(cli, ready, records, "--json").exit_code == 0
     answer = cli(ready, "--agent", "a", "task", "next", "--claim", "--json")
     assert answer.exit_code == 3, answer.stdout
     error = answer.json()["error"]
@@ -101,7 +84,7 @@ def test_a_dependency_no_file_holds_is_missing_not_held_by_others(cli, ready: Pa
 
 def test_a_task_waiting_on_a_held_task_with_a_missing_dependency_waits(cli, ready: Path) -> None:
     """Only tasks no one holds pass `missing` on: A's holder can still finish it, so B is blocked."""
-    _import(cli, ready, [_task(A, GONE), _task(B, A)])
+    assert run_import(cli, ready, [task(A, GONE), task(B, A)], "--json").exit_code == 0
     assert cli(ready, "--agent", "b", "task", "claim", "1", "--json").exit_code == 0
     error = cli(ready, "--agent", "a", "task", "next", "--claim", "--json").json()["error"]
     assert (error["missing"], error["blocked"], error["claimed"], error["stuck"]) == (0, 2, 1, 0), error
