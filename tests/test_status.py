@@ -241,3 +241,17 @@ def test_no_escape_from_a_lock_record_or_a_claim_reaches_the_terminal(cli, repo:
             assert "\x1b" not in text and "\x07" not in text, text
     finally:
         assert run_michi(repo, "lock", "release", "--token", token).exit_code == 0
+
+
+def test_status_and_stats_touch_no_network_unless_asked(cli, repo: Path) -> None:
+    """ADR 0013: a cron `status --check` against a hanging remote must not wait on it once the last sync is
+    older than `read_max_age`; `--fetch` asks for the network."""
+    assert cli(repo, "init").exit_code == 0
+    git(repo, "remote", "set-url", "origin", str(repo.parent / "gone.git"))
+    env = {"MICHI_READ_MAX_AGE": "0"}
+    for args in (("status",), ("status", "--check"), ("stats",)):
+        res = run_michi(repo, *args, env=env)
+        assert res.exit_code in (0, 32), res.stderr  # 32: offline work, never synced: not the network's
+        assert "could not refresh" not in res.stderr and "gone.git" not in res.stderr, (args, res.stderr)
+    fetched = run_michi(repo, "status", "--fetch", env=env)
+    assert fetched.exit_code != 0 and "gone.git" in fetched.stderr

@@ -43,7 +43,7 @@ def status(
 ) -> Any:
     """The swarm at a glance: the repo lock, every claim, tasks by state, sync and offline work.
 
-    Reads like 'task list': no lock, no network unless --fetch. With --check, a health check whose
+    No lock, and no network unless --fetch (as of the last sync). With --check, a health check whose
     exit status names the problems (see README, "Seeing the swarm").
     """
     return run_status(

@@ -57,7 +57,7 @@ def run(session: Session, *, since: str | None, agent: str | None, fetch: bool =
 
     now = time.time()
     start = None if since is None else parse_since(since, now)
-    mode = freshness.How.FETCH if fetch else freshness.How.AUTO
+    mode = freshness.How.FETCH if fetch else freshness.How.CACHED  # no network unless asked (ADR 0013)
     got = freshness.read_snapshot(session, mode)
     snap = got.snapshot
     entries = log_entries(session.repo.worktree, snap.ref) if snap.commit else []

@@ -125,7 +125,7 @@ def remote_lock(session: Session, fetch: bool) -> dict[str, Any] | None:
 def collect(session: Session, fetch: bool = False, now: float | None = None) -> StatusReport:
     from michi.commands import status_sync
 
-    got = task_common.read_table_stamped(session, How.FETCH if fetch else How.AUTO)
+    got = task_common.read_table_stamped(session, How.FETCH if fetch else How.CACHED)  # no network: ADR 0013
     now = time.time() if now is None else now
     lock = _lock(session, now)
     data: dict[str, Any] = {
