@@ -144,6 +144,37 @@ def test_ctrl_c_reaches_the_worker(server: dict, tracker: Path) -> None:
     assert "never" not in _here(tracker, "--json", "task", "list").stdout
 
 
+@pytest.mark.parametrize("ignored", ["SIGINT", "SIGHUP"])
+def test_a_signal_its_caller_ignores_does_not_stop_it(server: dict, tracker: Path, ignored: str) -> None:
+    """`nohup michi ...` ignores SIGHUP, a background job in a script SIGINT: the command must not stop on
+    them served either (it ran with the worker's default handlers and exited 130)."""
+    sig = getattr(signal, ignored)
+    lock = new_lock(tracker)
+    lock.acquire(timeout=5)
+    try:
+        client = subprocess.Popen(
+            [sys.executable, "-m", "michi", "--json", "task", "add", "kept", "--wait", "60"],
+            cwd=tracker,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "MICHI_DEBUG": "1"},
+            preexec_fn=lambda: signal.signal(sig, signal.SIG_IGN),
+        )
+        wait_until(lambda: _lock_waiters(tracker) > 0, what="the command waiting for the lock")
+        client.send_signal(sig)
+    finally:
+        lock.release()
+    out, err = client.communicate(timeout=30)
+    assert client.returncode == 0, err
+    assert json.loads(out)["description"] == "kept"
+
+
+def _lock_waiters(repo: Path) -> int:
+    queue = repo / ".git" / "michi" / "lock-queue"
+    return len(list(queue.iterdir())) if queue.is_dir() else 0
+
+
 def test_a_taken_spare_is_replaced_once_its_command_ends(server: dict, tracker: Path) -> None:
     """While a command runs, one spare waits beside it; the fork of the second is not made beside the
     command but after it (ADR 0016)."""

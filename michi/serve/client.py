@@ -163,7 +163,7 @@ def servable(args: list[str]) -> bool:
 def served(args: list[str]) -> int | None:
     """The exit code of `args` run by the server, or None to run them here."""
     mode = os.environ.get("MICHI_SERVER", "").lower()
-    if mode in OFF or not servable(args):
+    if mode in OFF or not servable(args) or _ignores_a_stop():
         return None
     from michi.serve.address import Address
 
@@ -175,6 +175,15 @@ def served(args: list[str]) -> int | None:
     if not where.trusted():
         return None
     return _ask(where.socket, args, mode)
+
+
+def _ignores_a_stop() -> bool:
+    """Whether this process ignores one of the signals a worker would be sent (`nohup`'s SIGHUP, SIGINT of
+    a background job in a script). A worker runs with the default handlers, not the caller's: served, the
+    signal its caller ignored stopped the command. Such a caller runs its command here (ADR 0016)."""
+    import _signal
+
+    return any(_signal.getsignal(getattr(_signal, name)) == _signal.SIG_IGN for name in FORWARDED)
 
 
 def _ask(path: str, args: list[str], mode: str) -> int | None:
