@@ -672,8 +672,15 @@ def test_task_files_in_a_listing_are_those_the_path_check_names(
     listed = objects.ls_task_files(plain_repo, "HEAD")
     out = subprocess.run(["git", "ls-tree", "-r", "-z", "--full-tree", "HEAD"], cwd=root, capture_output=True)
     raw = out.stdout.decode("utf-8", "surrogateescape").split("\0")
-    want = {r.split("\t", 1)[1]: r.split(" ")[2].split("\t")[0] for r in raw if r}
+    # A symlink's blob at a task path is `<mode>:<oid>`: never read as a task (ADR 0006).
+    want = {
+        r.split("\t", 1)[1]: (oid if mode == "100644" else objects.odd_blob(int(mode, 8), oid))
+        for r in raw
+        if r
+        for mode, oid in [(r.split(" ")[0], r.split(" ")[2].split("\t")[0])]
+    }
     assert list(listed.items()) == [(p, o) for p, o in want.items() if objects._is_task_file(p)]
+    assert listed[".tasks/link.json"].startswith("120000:")
     assert len(listed) == 13 and os.fsdecode(b".tasks/\xff.json") in listed
     with pytest.raises(GitFailed, match="git ls-tree failed"):
         objects.ls_task_files(plain_repo, "0" * 40)
