@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import Remote, git, run_michi
 from gitdaemon import git_daemon
-from txnkit import drive, start
+from txnkit import LOG, drive, start
 
 from michi.git.plain import YIELDING_NICE
 
@@ -637,3 +637,17 @@ def test_a_fetch_no_lock_waits_for_yields_the_cpu_and_the_push_does_not(remote: 
     assert unlocked[0][:2] == ["upload", str(YIELDING_NICE)], lines
     if Path("/proc/self/autogroup").exists():  # the group's weight too, not only the processes'
         assert unlocked[0][2] == str(YIELDING_NICE) and all(line[2] == "0" for line in held), lines
+
+
+def test_push_all_never_sets_the_remote_back(remote: Remote, repo: Path) -> None:
+    """`--push-all` pushes the local branch leased on what just landed: a branch left where it was (the user
+    has changes in the task file michi changed) does not hold it, and a push leased on it would be a forced
+    update dropping the commit that landed: it is not pushed."""
+    assert drive(repo, "a").returncode == 0
+    (repo / LOG).write_text("mine\n")  # unstaged: the local update after the next push is refused
+
+    proc = drive(repo, "b", "--push-all")
+
+    assert proc.returncode == 0, proc.stderr
+    log = git(remote.bare, "log", "--format=%s", "main")
+    assert "michi: append b" in log.splitlines()[0], log
