@@ -13,7 +13,7 @@ import socket
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -152,15 +152,7 @@ def test_a_signal_its_caller_ignores_does_not_stop_it(server: dict, tracker: Pat
     lock = new_lock(tracker)
     lock.acquire(timeout=5)
     try:
-        client = subprocess.Popen(
-            [sys.executable, "-m", "michi", "--json", "task", "add", "kept", "--wait", "60"],
-            cwd=tracker,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env={**os.environ, "MICHI_DEBUG": "1"},
-            preexec_fn=lambda: signal.signal(sig, signal.SIG_IGN),
-        )
+        client = _adding(tracker, "kept", lambda: signal.signal(sig, signal.SIG_IGN))
         wait_until(lambda: _lock_waiters(tracker) > 0, what="the command waiting for the lock")
         client.send_signal(sig)
     finally:
@@ -168,6 +160,19 @@ def test_a_signal_its_caller_ignores_does_not_stop_it(server: dict, tracker: Pat
     out, err = client.communicate(timeout=30)
     assert client.returncode == 0, err
     assert json.loads(out)["description"] == "kept"
+
+
+def _adding(repo: Path, description: str, preexec: Callable[[], object]) -> subprocess.Popen[str]:
+    """A served `task add` that waits for the lock (held by the test), its process set up by `preexec`."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "michi", "--json", "task", "add", description, "--wait", "60"],
+        cwd=repo,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "MICHI_DEBUG": "1"},
+        preexec_fn=preexec,
+    )
 
 
 def _lock_waiters(repo: Path) -> int:
@@ -492,15 +497,7 @@ def test_a_worker_takes_its_callers_limits_and_priority(server: dict, tracker: P
     lock = new_lock(tracker)
     lock.acquire(timeout=5)
     try:
-        client = subprocess.Popen(
-            [sys.executable, "-m", "michi", "--json", "task", "add", "limited", "--wait", "60"],
-            cwd=tracker,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env={**os.environ, "MICHI_DEBUG": "1"},
-            preexec_fn=_lowered,
-        )
+        client = _adding(tracker, "limited", _lowered)
         assert client.stderr is not None
         line = client.stderr.readline()
         assert "worker PID" in line, line
