@@ -37,25 +37,24 @@ def michi_txn(message: bytes) -> str | None:
     return found.group(1).decode() if found else None
 
 
+def _others(paths: RepoPaths) -> list[Path]:
+    """The git dirs of this repository's other work trees."""
+    return [f for f in [paths.common_dir, *(paths.common_dir / "worktrees").glob("*")] if f != paths.git_dir]
+
+
 def checked_out_in(paths: RepoPaths, branch: str) -> Path | None:
     """The git dir of the other work tree that has `branch` checked out, if one has."""
-    ref = f"ref: refs/heads/{branch}"
-    for folder in [paths.common_dir, *(paths.common_dir / "worktrees").glob("*")]:
-        if folder != paths.git_dir and _read(folder / "HEAD") == ref:
-            return folder
-    return None
+    return next((f for f in _others(paths) if _read(f / "HEAD") == f"ref: refs/heads/{branch}"), None)
 
 
 def held_elsewhere(paths: RepoPaths, branch: str) -> str | None:
     """How another work tree of this repository holds `branch`, if one does: "checked out" (its HEAD: its
     index is not ours to move) or "being rebased" (a rebase stopped there ends by moving the branch from
     where it started: git refuses to move such a branch, and the rebase could not end after michi did)."""
+    if checked_out_in(paths, branch) is not None:
+        return "checked out"
     ref = f"refs/heads/{branch}"
-    for folder in [paths.common_dir, *(paths.common_dir / "worktrees").glob("*")]:
-        if folder == paths.git_dir:
-            continue
-        if _read(folder / "HEAD") == f"ref: {ref}":
-            return "checked out"
+    for folder in _others(paths):
         if any(_read(folder / rebase / "head-name") == ref for rebase in ("rebase-merge", "rebase-apply")):
             return "being rebased"
     return None
