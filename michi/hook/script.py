@@ -60,6 +60,29 @@ def _code(module: str, roots: list[str]) -> str:
     )
 
 
+def _check(code: str, command: str, gone: str, feed: str = "", indent: str = "") -> str:
+    """The shell lines of either hook that run michi's check: the recorded interpreter, else `michi hook
+    <command>` on PATH when that interpreter cannot import michi (`GONE`), else a one-line failure; a
+    refusal ends the hook with its code. `feed` goes before each (the pre-push hook's ref lines)."""
+    lines = f"""rc={GONE}
+if [ -x "$py" ]; then
+  {feed}"$py" -I -S -c CODE "$@"
+  rc=$?
+fi
+if [ "$rc" = {GONE} ]; then
+  if command -v michi >/dev/null 2>&1; then
+    {feed}michi hook {command} "$@" || exit $?
+  else
+    echo "{gone}" >&2
+    exit 1
+  fi
+elif [ "$rc" != 0 ]; then
+  exit "$rc"
+fi"""
+    indented = "\n".join(indent + line for line in lines.split("\n"))
+    return indented.replace("CODE", shlex.quote(code), 1)  # after the indent: the code's lines keep theirs
+
+
 def render(python: str | None = None, roots: list[str] | None = None) -> str:
     python = python or sys.executable
     code = _code("michi.hook.run", import_roots() if roots is None else roots)
@@ -67,21 +90,7 @@ def render(python: str | None = None, roots: list[str] | None = None) -> str:
 {MARKER} {VERSION} (written by `michi hook install`; `michi hook uninstall` removes it and puts back
 # the hook it chained). Do not edit: run `michi hook install` again instead.
 py={shlex.quote(python)}
-rc={GONE}
-if [ -x "$py" ]; then
-  "$py" -I -S -c {shlex.quote(code)} "$@"
-  rc=$?
-fi
-if [ "$rc" = {GONE} ]; then
-  if command -v michi >/dev/null 2>&1; then
-    michi hook run "$@" || exit $?
-  else
-    echo "{GONE_MESSAGE}" >&2
-    exit 1
-  fi
-elif [ "$rc" != 0 ]; then
-  exit "$rc"
-fi
+{_check(code, "run", GONE_MESSAGE)}
 case $0 in */*) here=${{0%/*}} ;; *) here=. ;; esac
 if [ -x "$here/{CHAINED}" ]; then
   exec "$here/{CHAINED}" "$@"
@@ -98,6 +107,7 @@ def render_push(python: str | None = None, roots: list[str] | None = None) -> st
     python = python or sys.executable
     code = _code("michi.hook.prepush", import_roots() if roots is None else roots)
     gone = GONE_MESSAGE.replace("pre-commit", "pre-push")
+    feed = f"printf '%s' \"$refs\" | {GIT_PID_ENV}=$PPID "  # git's ref lines, and git's pid
     return f"""#!/bin/sh
 {MARKER} {VERSION} (written by `michi hook install`; `michi hook uninstall` removes it and puts back
 # the hook it chained). Do not edit: run `michi hook install` again instead.
@@ -113,21 +123,7 @@ if [ -d .git ] && [ ! -e "$j" ]; then
 elif [ -f "$j" ] && grep -qF {shlex.quote(PUSH_NAMED)}"$PPID," "$j"; then
   :
 else
-  rc={GONE}
-  if [ -x "$py" ]; then
-    printf '%s' "$refs" | {GIT_PID_ENV}=$PPID "$py" -I -S -c {shlex.quote(code)} "$@"
-    rc=$?
-  fi
-  if [ "$rc" = {GONE} ]; then
-    if command -v michi >/dev/null 2>&1; then
-      printf '%s' "$refs" | {GIT_PID_ENV}=$PPID michi hook push-check "$@" || exit $?
-    else
-      echo "{gone}" >&2
-      exit 1
-    fi
-  elif [ "$rc" != 0 ]; then
-    exit "$rc"
-  fi
+{_check(code, "push-check", gone, feed=feed, indent="  ")}
 fi
 case $0 in */*) here=${{0%/*}} ;; *) here=. ;; esac
 if [ -x "$here/{PUSH_CHAINED}" ]; then
