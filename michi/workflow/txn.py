@@ -592,10 +592,7 @@ class Transaction:
             if tip == base:
                 unsent = self._answer(leftover, handed, built, results, errors, False, attempt, [])
                 notes = self._update_local(old_remote, base, landed)
-                kept = {e.txn for e in self.unmoved}
-                journal.save(
-                    [e for e in leftover + handed if e.txn in unsent and e.txn not in kept] + self.unmoved
-                )
+                journal.save(self._remaining(leftover + handed, unsent))
                 if own_error is not None:
                     raise own_error
                 # Our adopted operation, landed by the dead holder, was pushed as any other (ADR 0017).
@@ -634,12 +631,7 @@ class Transaction:
                     ours = {e.txn for e in mine + handed}
                     notes = self._finish(old_remote, tip, landed | ours, lock)
                     unsent = self._answer(leftover, handed, built, results, errors, True, attempt, notes)
-                    kept = {e.txn for e in self.unmoved}
-                    journal.save(
-                        [e for e in entries if e.txn in unsent and e.txn not in kept]
-                        + self.aside
-                        + self.unmoved
-                    )
+                    journal.save(self._remaining(entries, unsent))
                     self._touch_synced()
                     if own_error is not None:
                         raise own_error
@@ -876,6 +868,13 @@ class Transaction:
         aside = {e.txn for e in self.aside}
         done = [e for e in self.leftover if e.txn not in aside]
         return len(done) - len(self.report.refused) + len(self.rescued)
+
+    def _remaining(self, entries: list[Entry], unsent: set[str]) -> list[Entry]:
+        """What the journal keeps once a round ended: the entries not yet answered, the operations set
+        aside after a refusal (pending, `_set_aside`), and the landed ones another work tree must finish
+        moving (`_update_local`); each once."""
+        kept = {e.txn for e in self.unmoved}
+        return [e for e in entries if e.txn in unsent and e.txn not in kept] + self.aside + self.unmoved
 
     def _no_remote_branch(self) -> None:
         """The remote has no task branch, as fetched just now. michi starts one (a commit with no parent)
