@@ -51,10 +51,10 @@ def held_elsewhere(paths: RepoPaths, branch: str) -> str | None:
     """How another work tree of this repository holds `branch`, if one does: "checked out" (its HEAD: its
     index is not ours to move) or "being rebased" (a rebase stopped there ends by moving the branch from
     where it started: git refuses to move such a branch, and the rebase could not end after michi did)."""
-    if checked_out_in(paths, branch) is not None:
-        return "checked out"
     ref = f"refs/heads/{branch}"
     for folder in _others(paths):
+        if _read(folder / "HEAD") == f"ref: {ref}":
+            return "checked out"
         if any(_read(folder / rebase / "head-name") == ref for rebase in ("rebase-merge", "rebase-apply")):
             return "being rebased"
     return None
