@@ -89,7 +89,7 @@ def acquire(
     script, forks = procs.script_chain(os.getppid())
     by = (script, procs.start_ticks(script))
     holder, forks = (script, forks) if pid is None else (pid, [])
-    ticks = procs.start_ticks(holder)
+    ticks = by[1] if pid is None else procs.start_ticks(holder)
     if holder <= 0 or ticks is None:
         raise UsageError(f"no process with PID {holder}", hint="--pid must name a live process")
     cfg = session.with_overrides(lock_wait=wait, lock_ttl=ttl)

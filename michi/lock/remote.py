@@ -20,8 +20,9 @@ from michi.git import lockref
 from michi.lock import events
 from michi.lock import remote_errors as errors
 from michi.lock.record import COMMAND_CHARS
+from michi.lock.record import boot_clock as clock
 from michi.lock.remote_record import MAX_RECORD_BYTES, REF, CorruptRemoteRecord, RemoteRecord, decode
-from michi.lock.remote_seen import Sightings, clock
+from michi.lock.remote_seen import Sightings
 from michi.repo import RepoPaths
 
 FIRST_POLL = 0.05  # seconds: a loser's first re-read comes quickly (the winner may be done already)

@@ -15,8 +15,8 @@ from collections.abc import Callable
 
 from michi.errors import GitFailed, LockError, MichiError
 from michi.lock import remote_errors as errors
+from michi.lock.record import boot_clock as clock
 from michi.lock.remote import RemoteLock
-from michi.lock.remote_seen import clock
 
 RENEW_EVERY = 1 / 3  # of the TTL
 LAPSE = 0.75  # of the TTL: no renewal landed for this long -> stop the command

@@ -15,22 +15,14 @@ from __future__ import annotations
 
 import contextlib
 import json
-import time
 from pathlib import Path
 from typing import Any
 
 from michi.atomic import read_regular, write_atomic
+from michi.lock.record import boot_clock as clock  # shared by all processes of this boot
 from michi.lock.record import boot_id
 
 SEEN_FILE = "remote-lock-seen.json"
-
-
-def clock() -> float:
-    """Seconds on a stopwatch shared by all processes of this boot that does not stop during suspend."""
-    boottime = getattr(time, "CLOCK_BOOTTIME", None)
-    if boottime is not None:
-        return time.clock_gettime(boottime)
-    return time.monotonic()  # pragma: no cover - macOS: CLOCK_MONOTONIC (mach_continuous_time) in Python
 
 
 class Sightings:
