@@ -52,23 +52,17 @@ class Config(Plain):
         return Config(**{**{name: getattr(self, name) for name in self._fields}, **changes})
 
 
+# A lease or a claim is written as its expiry date (YYYYMMDDTHHMMSSZ, year 9999 at most): a TTL past any
+# date once made a task file michi itself could not read back. Ten years is more than any lease needs, and
+# no wait or timeout needs more either (a later deadline overflows the clock's sums).
+MAX_TTL = 10 * 366 * 86400
+
+
 def _seconds(value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float | str):
         raise ValueError
     number = float(value)
-    if number < 0 or number != number or number > MAX_TTL:  # a later deadline overflows the clock's sums
-        raise ValueError
-    return number
-
-
-# A lease or a claim is written as its expiry date (YYYYMMDDTHHMMSSZ, year 9999 at most): a TTL past any
-# date once made a task file michi itself could not read back. Ten years is more than any lease needs.
-MAX_TTL = 10 * 366 * 86400
-
-
-def _ttl(value: Any) -> float:
-    number = _seconds(value)
-    if number > MAX_TTL:
+    if number < 0 or number != number or number > MAX_TTL:
         raise ValueError
     return number
 
@@ -76,7 +70,7 @@ def _ttl(value: Any) -> float:
 def _lease(value: Any) -> float:
     """A lock lease must end: with none, a holder that hangs (alive, stopped, or on a PID reused after a
     reboot it cannot tell) holds the clone's lock for ever, and nothing but `--force` frees it."""
-    number = _ttl(value)
+    number = _seconds(value)
     if number <= 0:
         raise ValueError
     return number
@@ -147,7 +141,7 @@ KEYS: dict[str, Key] = {
     "lock_wait": Key(_seconds, "MICHI_LOCK_WAIT", "a number of seconds from 0 to ten years"),
     "remote": Key(_name, "MICHI_REMOTE", "a remote name without spaces"),
     "branch": Key(_branch, "MICHI_BRANCH", "a branch name git accepts (empty = remote default)"),
-    "claim_ttl": Key(_ttl, "MICHI_CLAIM_TTL", f"a number of seconds from 0 to {MAX_TTL} (0 = no expiry)"),
+    "claim_ttl": Key(_seconds, "MICHI_CLAIM_TTL", f"a number of seconds from 0 to {MAX_TTL} (0 = no expiry)"),
     "push_retries": Key(_count, "MICHI_PUSH_RETRIES", "a whole number from 1 to 100"),
     "allow_hand_edits": Key(_flag, "MICHI_ALLOW_HAND_EDITS", "true or false"),
     "read_max_age": Key(
