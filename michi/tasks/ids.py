@@ -65,11 +65,14 @@ def renumber(tree: TaskTree, params: Mapping[str, Any], ctx: ApplyContext) -> Ch
     task file has it too: an offline add that someone's own `git push` landed with its provisional id,
     after another clone's task had taken that id (ADR 0007). On a tree where that is no longer so (applied
     again, or the other task was renumbered first) it changes nothing."""
-    from michi.tasks import idmap, serialization
-    from michi.tasks.model import MAX_TASK_BYTES
-    from michi.tasks.mutations import fresh_index, written
+    from pathlib import Path
 
-    index = fresh_index(tree, ctx)
+    from michi.tasks import idmap, serialization
+    from michi.tasks.index import light
+    from michi.tasks.model import MAX_TASK_BYTES
+    from michi.tasks.mutations import written
+
+    index = light(tree, Path(ctx.state_dir))  # the highest id and the id lookups: no full index (ADR 0015)
     allocator = Allocator(tree, floor=index.max_id)
     moved: list[tuple[str, Task]] = []
     olds: list[int] = []

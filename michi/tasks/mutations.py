@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from michi.objectid import object_id
-from michi.tasks import claims, serialization, transitions
+from michi.tasks import claims, idmap, serialization, transitions
 from michi.tasks.errors import CorruptTask, DependencyCycle, TaskTooLarge, VersionMismatch
 from michi.tasks.index import Index, for_tree, light, remember
 from michi.tasks.model import MAX_TASK_BYTES, Annotation, Task, tw_date
@@ -79,15 +79,19 @@ def load(tree: TaskTree, params: Mapping[str, Any], ctx: ApplyContext) -> tuple[
     hint = params.get("path")
     ref = str(params["ref"])
     digits = _digits(ref)
+    with_id: list[str] | None = None  # the fresh tree's files holding id `digits`, looked up once
     if hint:
         data = tree.read(hint, limit=MAX_TASK_BYTES)
         if data is not None:
             task = serialization.loads(data, hint)
-            if _named_before(ref, task, ctx) or (digits is not None and digits == task.id):
+            if digits is not None and digits in (task.id, ctx.renumbered.get(task.uuid)):
+                return hint, task  # its id, or the provisional one this application just changed
+            if _prefix_of(ref, hint) and (digits is None or not (with_id := _with_id(tree, digits, ctx))):
                 return hint, task
-            if _prefix_of(ref, hint) and (digits is None or not _with_id(tree, digits, ctx)):
-                return hint, task
-    if digits is not None and len(paths := _with_id(tree, digits, ctx)) == 1:
+    if (
+        digits is not None
+        and len(paths := with_id if with_id is not None else _with_id(tree, digits, ctx)) == 1
+    ):
         data = tree.read(paths[0], limit=MAX_TASK_BYTES)
         if data is not None:
             task = serialization.loads(data, paths[0])
@@ -105,20 +109,12 @@ def _digits(ref: str) -> int | None:
 def _prefix_of(ref: str, path: str) -> bool:
     """Is `ref` a uuid prefix (four or more) of this file's name, by `Index.find`'s rules?"""
     ref = ref.strip().lower()
-    return len(ref) >= 4 and path.rsplit("/", 1)[-1][:-5].startswith(ref)
+    return len(ref) >= 4 and idmap.stem(path).startswith(ref)
 
 
 def _with_id(tree: TaskTree, wanted: int, ctx: ApplyContext) -> list[str]:
     """The fresh tree's files holding id `wanted`: a block of its id map, no full index (ADR 0015)."""
     return light(tree, Path(ctx.state_dir)).paths_with_id(wanted)
-
-
-def _named_before(ref: str, task: Task, ctx: ApplyContext) -> bool:
-    """Did `ref` name this task when the command ran: its id then, an offline add's provisional one, which
-    this very application changed (another clone took it meanwhile)? The command meant this task, not
-    whichever holds that number now."""
-    digits = _digits(ref)
-    return digits is not None and ctx.renumbered.get(task.uuid) == digits
 
 
 def resolve_refs(tree: TaskTree, refs: list[str], ctx: ApplyContext) -> tuple[str, ...]:
