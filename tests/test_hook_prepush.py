@@ -15,6 +15,7 @@ import pytest
 from conftest import CliResult, Remote, git
 from txnkit import assert_exactly_once
 
+from michi.atomic import MAX_STATE_BYTES
 from michi.hook import install, prepush, script
 from michi.repo import find_repo
 from michi.workflow.journal import OFFLINE, Journal, PushProcess
@@ -167,6 +168,7 @@ def test_the_hooks_mirrors_match_michis_own_facts(tmp_path: Path) -> None:
     assert journal.path == tmp_path / ".git" / prepush.JOURNAL
     assert f".git/{prepush.JOURNAL}" == script.PUSH_JOURNAL
     assert prepush.OFFLINE == OFFLINE
+    assert prepush.MAX_STATE_BYTES == MAX_STATE_BYTES
     from michi.workflow.journal import Entry
     from michi.workflow.mutation import Mutation
 

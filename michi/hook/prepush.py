@@ -28,18 +28,20 @@ first. Lets michi's own pushes through.
 JOURNAL = os.path.join("michi", "journal.json")  # in the common git dir (RepoPaths.state_dir, Journal.path)
 OFFLINE = "offline"  # an offline entry's state (michi.workflow.journal.OFFLINE)
 GIT_PID_ENV = "MICHI_HOOK_GIT_PID"  # the `git push` the hook runs under: the script passes its $PPID
+MAX_STATE_BYTES = 256 << 20  # a state file larger is never read (michi.atomic.MAX_STATE_BYTES)
 _HEX = frozenset("0123456789abcdef")
 
 
 def _read_regular(path: str) -> bytes | None:
-    """The file's bytes; None when it is missing or no regular file (never a symlink followed, nor a FIFO
-    waited on: the journal's own rule, ADR 0004)."""
+    """The file's bytes; None when it is missing, no regular file (never a symlink followed, nor a FIFO
+    waited on) or larger than any journal michi writes: the journal's own rules (ADR 0004)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return None
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_STATE_BYTES:
             return None
         chunks = []
         while chunk := os.read(fd, 1 << 20):
