@@ -39,12 +39,18 @@ def _long_json(path: Path) -> None:
     path.write_text(json.dumps({"pid": "1" * (MAX_RECORD_BYTES + 10)}))
 
 
+def _huge_integer(path: Path) -> None:
+    # Valid JSON, 5 KB: Python's int() refuses more than 4300 digits with a plain ValueError.
+    path.write_text('{"pid": 1' + "0" * 5000 + ', "host": "x", "token": "t"}')
+
+
 KINDS: dict[str, tuple[Callable[[Path], None], str]] = {
     "directory": (_dir, "a directory"),
     "fifo": (_fifo, "a FIFO"),
     "symlink to /dev/zero": (_dev_zero, "a symlink"),
     "300 MB file": (_huge, "bytes, far larger than a record"),
     "oversized JSON": (_long_json, "far larger than a record"),
+    "integer of 5000 digits": (_huge_integer, "not valid JSON"),
 }
 
 

@@ -363,7 +363,7 @@ def read_owner(lock_dir: Path) -> Owner | None:
         raise CorruptRecord(f"{OWNER_FILE} is far larger than a record")
     try:
         return Owner.from_json(json.loads(raw))
-    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+    except (ValueError, RecursionError):  # also UnicodeDecodeError, and an integer past int's digit limit
         raise CorruptRecord(f"owner record is not valid JSON ({len(raw)} bytes)") from None
 
 
