@@ -91,11 +91,24 @@ def _replay(repo: Repo, base: str, new_tip: str, commits: list[str], drop: Colle
             if not all_michis(changes):
                 return None  # amended with something of the user's (`git commit --amend`): not michi's
             continue  # michi's own offline commit, now on the remote in its re-applied form
-        if upstream.intersection(changes):
+        if _overlap(upstream, changes):
             return None
         parent_tree = git.edit_tree(repo, parent_tree, changes, strict=False)  # the user's own paths
         parent = git.write_commit(repo, parent_tree, [parent], meta.headers, meta.message)
     return parent
+
+
+def _overlap(upstream: Collection[str], changes: Collection[str]) -> bool:
+    """Whether a replayed commit's paths meet the remote's changes: the same path, or one inside the
+    other (a file of the user's where a folder of tasks came, or the other way round: `git rebase` stops
+    there on a file/folder conflict; laid over, the folder was replaced by the file)."""
+    within = {path[:at] for path in upstream for at in range(len(path)) if path[at] == "/"}
+    for path in changes:
+        if path in upstream or path in within:
+            return True
+        if any(path[:at] in upstream for at in range(len(path)) if path[at] == "/"):
+            return True
+    return False
 
 
 def _obsolete(repo: Repo, own: list[str], drop: Collection[str], target: Target) -> str:
