@@ -5,12 +5,24 @@ from __future__ import annotations
 
 import time
 
-JSON_TIME = "%Y%m%dT%H%M%SZ"  # the task files' format (ADR 0006): one format across michi's JSON
+# The task files' format (ADR 0006), `YYYYMMDDTHHMMSSZ`: one format across michi's JSON.
+INVALID_TIME = "invalid time"  # a moment no such date can hold (before year 1, after year 9999)
 
 
 def stamp(epoch: float | None) -> str | None:
-    """A moment as michi's JSON writes it (the lock's record keeps ISO with microseconds on disk)."""
-    return None if epoch is None else time.strftime(JSON_TIME, time.gmtime(epoch))
+    """A moment as michi's JSON writes it (the lock's record keeps ISO with microseconds on disk). The
+    year has four digits whatever the moment (strftime wrote year 1 as `10101T000000Z`, year 10000, which
+    a record of 9999-12-31T23:59:59.999999 rounds to, as nine digits): one outside 1..9999, or one the
+    clock cannot hold (a hand-edited lock record, a commit dated so), is `invalid time`, never a crash."""
+    if epoch is None:
+        return None
+    try:
+        year, month, day, hour, minute, second = time.gmtime(epoch)[:6]
+    except (OverflowError, OSError, ValueError):
+        return INVALID_TIME
+    if not 1 <= year <= 9999:
+        return INVALID_TIME
+    return f"{year:04d}{month:02d}{day:02d}T{hour:02d}{minute:02d}{second:02d}Z"
 
 
 def duration(seconds: float) -> str:

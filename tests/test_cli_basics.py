@@ -84,9 +84,9 @@ def test_a_closed_standard_stream_drops_that_output_and_keeps_the_exit_code(
 
 
 def test_a_command_lock_run_cannot_start_is_refused_with_a_hint(cli, repo: Path) -> None:
-    for argv in (["/no/such/tool"], ["README.md"], ["echo hi"]):
+    for argv, status in ((["/no/such/tool"], 127), (["README.md"], 127), (["echo hi"], 127)):
         result = cli(repo, "--json", "lock", "run", "--", *argv)
-        assert result.exit_code == 2, result.stdout
+        assert result.exit_code == status, result.stdout
         error = result.json()["error"]
         assert error["code"] == "command_failed" and error.get("hint"), error
 

@@ -45,7 +45,7 @@ def test_json_contract_covers_every_code_command_and_field(cli, tmp_path: Path) 
     assert not missing, f"error codes raised in michi/ but absent from the guide: {missing}"
     assert data["error_codes"]["no_ready_task"]["exit_code"] == 3
     assert data["error_codes"]["push_unknown"]["exit_code"] == 5
-    assert data["error_codes"]["command_failed"]["exit_code"] == 2
+    assert data["error_codes"]["command_failed"] == {"exit_code": 127, "also": [126]}  # as a shell's
     assert data["error_codes"]["lock_lost"] == {"exit_code": 75, "also": [4]}  # 4: lock release/renew
     assert tuple(data["task"]["fields"]) == VIEW_KEYS and "urgency" in data["task"]["extra_fields"]
     commands = {c["command"]: c for c in data["commands"]}

@@ -96,7 +96,7 @@ def test_run_passes_token_and_exit_status(local_repo: Path) -> None:
     assert (local_repo / "token").read_text().strip() in (local_repo / "seen.json").read_text()
     assert not (local_repo / ".michi.lock").exists()
     missing = run_michi(local_repo, "--json", "lock", "run", "--", "no-such-command-xyz")
-    assert missing.exit_code == 2 and missing.json()["error"]["code"] == "command_failed"
+    assert missing.exit_code == 127 and missing.json()["error"]["code"] == "command_failed"
 
 
 def test_lock_path_file_is_exit_2(cli, local_repo: Path) -> None:
@@ -142,7 +142,7 @@ def test_a_lease_that_never_ends_is_refused(cli, local_repo: Path, monkeypatch) 
         result = cli(local_repo, "--json", *args)
         assert result.exit_code == 2, (args, result.stdout)
         error = result.json()["error"]
-        assert error["code"] == "bad_config" and "--ttl" in error["message"] and "above 0" in error["hint"]
+        assert error["code"] == "usage" and "--ttl" in error["message"] and "above 0" in error["message"]
         assert read_owner(local_repo / ".michi.lock") is None
     monkeypatch.setenv("MICHI_LOCK_TTL", "0")
     result = cli(local_repo, "--json", "lock", "acquire")

@@ -283,7 +283,7 @@ def _mktree(repo: Path, blob: str) -> str:
     ("args", "code", "exit_code"),
     [
         # a lease that never ends is refused for every lock, as the option's value (ADR 0003)
-        (["lock", "run", "--remote", "--ttl", "0", "--", "true"], "bad_config", 2),
+        (["lock", "run", "--remote", "--ttl", "0", "--", "true"], "usage", 2),
         (["lock", "status", "--remote"], "usage", 2),  # no remote named origin
     ],
 )

@@ -16,9 +16,32 @@ from michi.results import Result
 if TYPE_CHECKING:
     from michi.session import Session
 
+
+def _lease(value: float | None) -> float | None:
+    """A bad --ttl is the flag's usage error (it was `bad_config`, as if .michi.toml held it)."""
+    from michi.config import MAX_TTL
+
+    if value is not None and not 0 < value <= MAX_TTL:  # NaN too
+        raise typer.BadParameter(f"{value:g} is no lease: a lease lasts above 0 seconds, at most {MAX_TTL}")
+    return value
+
+
+def _conflict_exit(value: int | None) -> int | None:
+    if value == 0:
+        raise typer.BadParameter("0 would make 'lock busy' read as success: pass 1 to 255")
+    if value is not None and not 1 <= value <= 255:
+        raise typer.BadParameter(f"{value} is no exit status: pass 1 to 255")
+    return value
+
+
 Ttl = Annotated[
     float | None,
-    typer.Option("--ttl", metavar="SECONDS", help="Lease length, above 0 (default 300, env MICHI_LOCK_TTL)."),
+    typer.Option(
+        "--ttl",
+        metavar="SECONDS",
+        callback=_lease,
+        help="Lease length, above 0, at most ten years (default 300, env MICHI_LOCK_TTL).",
+    ),
 ]
 Token = Annotated[
     str | None,
@@ -56,15 +79,17 @@ def run(
         typer.Option(
             "--conflict-exit-code",
             "-E",
-            min=0,
-            max=255,
             metavar="N",
-            help="Exit N instead of 75 when the lock could not be had, so a COMMAND's own exit 75 is not "
-            "taken for 'busy, never ran' (as flock -E).",
+            callback=_conflict_exit,
+            help="Exit N (1 to 255) instead of 75 when the lock could not be had, so a COMMAND's own exit "
+            "75 is not taken for 'busy, never ran' (as flock -E). Not 0: busy would read as success.",
         ),
     ] = None,
 ) -> int:
     """Run COMMAND holding the repo lock (like flock(1)); exit with its status.
+
+    Exit 75 (or -E N) when the lock could not be had; 127 when COMMAND was not found, 126 when it was
+    found but cannot be executed (as a shell exits): it never ran.
 
     COMMAND runs in its own process group and the lock covers all of it: whatever it starts is stopped
     with it (on Ctrl-C, SIGTERM, loss of the lock, and when it exits), and if michi dies, nobody takes

@@ -8,12 +8,23 @@ import typer
 
 from michi.session import Session
 
+
+def _wait(value: float | None) -> float | None:
+    """--wait past ten years is the flag's usage error (it was `bad_config`, as if .michi.toml held it)."""
+    from michi.config import MAX_TTL
+
+    if value is not None and value > MAX_TTL:
+        raise typer.BadParameter(f"{value:g} is more than ten years: pass at most {MAX_TTL} seconds")
+    return value
+
+
 Wait = Annotated[
     float | None,
     typer.Option(
         "--wait",
         min=0,
         metavar="SECONDS",
+        callback=_wait,
         help="How long to wait for the repo lock (default 30, env MICHI_LOCK_WAIT; 0 = one try). "
         "Exit 75 when it runs out.",
     ),

@@ -1,6 +1,6 @@
 """`michi doctor`: every task file that cannot be read, duplicate ids and uuids, a counter behind the ids in
-use, open tasks that depend on each other, and open tasks that depend on a task no file holds (none of
-them can ever start)."""
+use, open tasks that depend on each other, open tasks that depend on a task no file holds, and open tasks
+whose `wait` or `scheduled` is no date (none of them can ever start)."""
 
 from __future__ import annotations
 
@@ -57,6 +57,7 @@ def run(session: Session, *, fetch: bool) -> Report:
                 )
     problems += _cycles(index)
     problems += _missing(index)
+    problems += _bad_holds(index)
     try:
         counter = ids.last_id(tree)
     except Exception as exc:  # CorruptTask: reported like any other problem, with the number it needs
@@ -138,6 +139,32 @@ def _missing(index: Any) -> list[dict[str, Any]]:
                         f"start (`michi task modify {ident} --remove-depends {dep}` drops the dependency)",
                     }
                 )
+    return found
+
+
+def _bad_holds(index: Any) -> list[dict[str, Any]]:
+    """Open tasks whose `wait` or `scheduled` is no date (a hand edit, another tool's file): it holds the
+    task back for good (`model.HOLDS`), so `next` never hands it out. No michi command sets either date:
+    the mend goes through an export and an import, whose records must hold real dates."""
+    from michi.tasks.links import OPEN_STATUSES
+    from michi.tasks.model import bad_holds
+
+    found = []
+    for record in sorted((e[1] for e in index.entries.values() if e[1] is not None), key=_by_id):
+        if record.get("status") not in OPEN_STATUSES:
+            continue
+        for key in bad_holds(record):
+            ident, shown = record.get("michi_id"), str(record[key])[:40]
+            found.append(
+                {
+                    "id": ident,
+                    "uuid": record["uuid"],
+                    "field": key,
+                    "problem": f"task {ident}: {key} {shown!r} is no date, so it is never handed out "
+                    f"(`michi export`, write its {key} as YYYYMMDDTHHMMSSZ in UTC or remove it, then "
+                    "`michi import` that file)",
+                }
+            )
     return found
 
 

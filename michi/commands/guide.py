@@ -53,8 +53,11 @@ NO_READY_COUNTS = {
     "ready until a person drops the dependency (michi doctor)",
     "cycle": "in a dependency cycle, or waiting on one: none can ever start until a person mends the "
     "dependencies (michi doctor)",
+    "bad_date": "a wait or scheduled that is no date holds it back for good: a person mends it "
+    "(michi doctor)",
     "unreadable": "task files that cannot be read (michi doctor): counted in open, never as finished",
-    "stuck": "open tasks only a person can free: unnamed, missing, cycle, unreadable; open == stuck: stop",
+    "stuck": "open tasks only a person can free: unnamed, missing, cycle, bad_date, unreadable; "
+    "open == stuck: stop",
 }
 
 MANUAL = """\

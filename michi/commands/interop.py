@@ -296,13 +296,14 @@ def _records(stream: IO[bytes], top: Path, where: str) -> Iterator[dict[str, Any
             )
         seen.add(record["uuid"])
         if named is None:
-            home = where
-        elif isinstance(named, str) and named in homes:
+            yield {"record": record, "domain": where}
+            continue
+        if isinstance(named, str) and named in homes:
             home = homes[named]
         else:  # the same checks as --domain (ADR 0006): a domain naming a file or a symlink is refused
             home = domains.resolve_imported(top, named, record["uuid"])
             homes[named] = home
-        yield {"record": record, "domain": home}
+        yield {"record": record, "domain": home, "named": True}  # a task living elsewhere is left out
 
 
 @contextmanager

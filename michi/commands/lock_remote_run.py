@@ -14,8 +14,9 @@ import shlex
 import signal
 
 from michi import threads
-from michi.commands.lock_run import RUN_HINT, RunResult
+from michi.commands.lock_run import RunResult
 from michi.errors import GitFailed, LockError, UsageError
+from michi.lock.errors import not_runnable
 from michi.lock.group import Group
 from michi.lock.keeper import sigterm_raises
 from michi.lock.remote import OnWait, RemoteLock
@@ -39,9 +40,7 @@ def _run_held(lock: RemoteLock, argv: list[str], grace: float) -> int:
         group = Group.start(argv, env)
     except OSError as exc:
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-        raise UsageError(
-            f"cannot run {argv[0]!r}: {exc.strerror or exc}", code="command_failed", hint=RUN_HINT
-        ) from None
+        raise not_runnable(argv, exc) from None
     except BaseException:
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         raise

@@ -16,18 +16,13 @@ from dataclasses import dataclass, field
 
 from michi.errors import UsageError
 from michi.lock import TOKEN_ENV, Owner, RepoLock
+from michi.lock.errors import not_runnable
 from michi.lock.group import Group
 from michi.lock.keeper import sigterm_raises
 from michi.lock.record import FENCE_ENV
 from michi.results import Result
 from michi.session import Session
 from michi.threads import HELD_BACK
-
-# The command is run as given, without a shell: a name on PATH or a path to an executable file.
-RUN_HINT = (
-    "check the command's name (it must be on PATH, or a path to an executable file); a shell command "
-    "runs as `michi lock run -- sh -c '...'`"
-)
 
 
 @dataclass(frozen=True)
@@ -50,9 +45,8 @@ def _start(lock: RepoLock, argv: list[str]) -> Group:
     try:
         # Started before the renewal thread: forking with a preexec function is safest single-threaded.
         return Group.start(argv, env, own_group=not lock.joined)
-    except OSError as exc:
-        reason = exc.strerror or str(exc)
-        raise UsageError(f"cannot run {argv[0]!r}: {reason}", code="command_failed", hint=RUN_HINT) from None
+    except OSError as exc:  # it never ran: 127 or 126 as a shell says, never a status it could give
+        raise not_runnable(argv, exc) from None
 
 
 def _run_locked(lock: RepoLock, argv: list[str], wait: float) -> tuple[int, list[int]]:

@@ -311,12 +311,12 @@ def read_path(repo: Repo, tree: str, path: str, limit: int | None = None) -> byt
 
 
 def path_kind(repo: Repo, tree: str, path: str) -> str | None:
-    """ "blob" (a file or symlink), "tree", or None when `path` is not in `tree`: from its parent's entry,
-    never from the object itself (a `.tasks` tree may hold 10,000 entries). The trees on the way are the
-    ones a commit changing a file under `path` reads anyway (`edit_tree`): read through the persistent
-    `cat-file --batch` and kept, unless this process holds them already (an import asks for 257 folders per
-    chunk, in trees the last chunk wrote). A `cat-file --batch-check` of its own would cost a git process
-    for `task add`'s one question (ADR 0016)."""
+    """ "blob" (a file or symlink), "tree", "commit" (a submodule), or None when `path` is not in `tree`:
+    from its parent's entry, never from the object itself (a `.tasks` tree may hold 10,000 entries). The
+    trees on the way are the ones a commit changing a file under `path` reads anyway (`edit_tree`): read
+    through the persistent `cat-file --batch` and kept, unless this process holds them already (an import
+    asks for 257 folders per chunk, in trees the last chunk wrote). A `cat-file --batch-check` of its own
+    would cost a git process for `task add`'s one question (ADR 0016)."""
     parts = path.encode("utf-8", "surrogateescape").split(b"/")
     at: str | None = tree
     for depth, name in enumerate(parts):
@@ -332,8 +332,12 @@ def path_kind(repo: Repo, tree: str, path: str) -> str | None:
         if entry is None:
             return None
         mode, oid = _entry_mode_oid(entry)
-        if mode == _GITLINK:  # a submodule's commit: git names its type if it happens to be here
-            return repo.kind(f"{tree}:{path}")
+        if mode == _GITLINK:
+            if depth == len(parts) - 1:
+                # A submodule, whether its commit is in this repository or not (git says "missing" then,
+                # as of nothing there): michi must not write through it (`room_for`, ADR 0006).
+                return "commit"
+            return repo.kind(f"{tree}:{path}")  # under a submodule: git says what it makes of it
         if depth == len(parts) - 1:
             return "tree" if mode == TREE_MODE else "blob"
         at = oid if mode == TREE_MODE else None

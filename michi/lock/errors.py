@@ -162,6 +162,39 @@ class CommandSignalled(MichiError):
         self.exit_code = 128 + signum  # type: ignore[assignment]  # a shell's status, not one of michi's
 
 
+# The command is run as given, without a shell: a name on PATH or a path to an executable file.
+RUN_HINT = (
+    "check the command's name (it must be on PATH, or a path to an executable file); a shell command "
+    "runs as `michi lock run -- sh -c '...'`"
+)
+
+
+class CommandNotFound(MichiError):
+    """`lock run`'s command does not exist: exit 127, as a shell gives. Exit 2 read as the command's own
+    exit 2, which a caller could not tell from "it never ran"."""
+
+    exit_code = 127  # type: ignore[assignment]  # a shell's status, not one of michi's
+    code = "command_failed"
+    default_hint = RUN_HINT
+
+
+class CommandNotExecutable(CommandNotFound):
+    """`lock run`'s command exists but cannot be executed (no execute permission, a folder): exit 126."""
+
+    exit_code = 126
+    also = True  # the guide lists `command_failed` as 127, this 126 beside it (catalogue.py)
+
+
+def not_runnable(argv: list[str], exc: OSError) -> CommandNotFound:
+    """What `lock run` says of a command it could not start (it never ran; the lock was not kept)."""
+    if isinstance(exc, FileNotFoundError):
+        return CommandNotFound(f"command not found: {argv[0]!r} (exit 127)", command=argv[0], returncode=127)
+    reason = exc.strerror or str(exc)
+    return CommandNotExecutable(
+        f"cannot run {argv[0]!r}: {reason} (exit 126)", command=argv[0], returncode=126
+    )
+
+
 class LockLive(Conflict):
     """`release --force` of a lock whose holder is provably alive, without `--yes`."""
 

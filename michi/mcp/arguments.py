@@ -25,9 +25,23 @@ _NAMES = {
 
 def problem(name: str, value: Any, schema: dict[str, Any]) -> str | None:
     """What is wrong with `value` for the argument `name`, or None when its schema types it so."""
-    if fits(value, schema):
-        return None
-    return f"{name}: expected {_expected(schema)}, got {_got(value)}"
+    if not fits(value, schema):
+        return f"{name}: expected {_expected(schema)}, got {_got(value)}"
+    lone = _lone_surrogate(value)
+    if lone is not None:  # no task file may hold it (ADR 0006): named here, not a parse error (`wire`)
+        return f"{name}: holds a lone surrogate ({lone}), which is no character: send text as UTF-8"
+    return None
+
+
+def _lone_surrogate(value: Any) -> str | None:
+    """The escape of the first lone surrogate in a string argument (or a list of strings), else None."""
+    for text in value if isinstance(value, list) else [value]:
+        if isinstance(text, str) and not text.isascii():
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                return f"\\u{ord(text[exc.start]):04x}"
+    return None
 
 
 def fits(value: Any, schema: dict[str, Any]) -> bool:

@@ -70,10 +70,43 @@ def parsed(line: str) -> SessionMessage | Exception:
     try:
         message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
     except Exception as exc:  # the SDK's transport hands these on the same way
-        return exc
+        return _lone_in_arguments(line) or exc
     if isinstance(message, types.JSONRPCNotification) and '"id"' in line and _has_id(line):
         return InvalidId(line)
     return SessionMessage(message)
+
+
+def _lone_in_arguments(line: str) -> SessionMessage | None:
+    """A `tools/call` whose arguments hold a lone surrogate (`"\\ud800"`: valid JSON, but no character),
+    read as Python reads JSON, which keeps it: pydantic's parser refused the whole request as a parse
+    error, though the server can name the argument (`arguments.problem`, a usage error) and go on. None
+    for any other line, a lone surrogate anywhere else included: that stays the parse error."""
+    if "\\u" not in line:  # only an escape makes one (the line was decoded from UTF-8)
+        return None
+    from michi.strictjson import strict_json
+
+    try:
+        document = strict_json(line)
+        if not isinstance(document, dict) or document.get("method") != "tools/call":
+            return None
+        params = document.get("params")
+        if not isinstance(params, dict) or not _lone(params.get("arguments")):
+            return None
+        if _lone({**document, "params": {**params, "arguments": None}}):
+            return None
+        message = types.jsonrpc_message_adapter.validate_python(document, by_name=False)
+    except (ValueError, RecursionError):  # pydantic's ValidationError is a ValueError
+        return None
+    return SessionMessage(message) if isinstance(message, types.JSONRPCRequest) else None
+
+
+def _lone(value: Any) -> bool:
+    """Whether `value` holds a lone surrogate: a string UTF-8 cannot encode."""
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def _has_id(line: str) -> bool:

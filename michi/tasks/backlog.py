@@ -4,8 +4,8 @@
 work is blocked, claimed by other agents, in review or waiting; the counts tell them apart, and `open: 0`
 is the one signal that all work is finished (ADR 0007). What only a person can mend (`stuck`: a file
 that cannot be read, a task waiting on one no file holds, one no name can finish, tasks that depend on
-each other) is open work too, never finished work, and `open == stuck` tells the loop to stop and call a
-person rather than wait for ever.
+each other, a `wait` that is no date) is open work too, never finished work, and `open == stuck` tells
+the loop to stop and call a person rather than wait for ever.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from michi.tasks.cycles import cycles
 from michi.tasks.domains import domain_of
 from michi.tasks.errors import NoReadyTask
 from michi.tasks.index import Index
-from michi.tasks.model import OPEN_STATES, Task
+from michi.tasks.model import OPEN_STATES, Task, bad_holds
 
 COUNTS = (
     "open",
@@ -28,6 +28,7 @@ COUNTS = (
     "unnamed",
     "missing",
     "cycle",
+    "bad_date",
     "unreadable",
     "stuck",
 )
@@ -39,10 +40,11 @@ def counts(index: Index, domain: str | None, agent: str | None, now: float) -> d
     waiting (Taskwarrior's status), `unnamed`: another file has both its id and its uuid, so no command
     can name it and `next --claim` never hands it out, or `missing`: it waits, itself or through the tasks
     it depends on, on a task no file holds or none can read, or `cycle`: it is in a dependency cycle, or
-    waits on one through the tasks it depends on. A task can count in more than one of these, but in only
-    one of `blocked`, `missing` and `cycle`. Task files that cannot be read count as open and `unreadable`:
-    one may hold unfinished work. `stuck`: what only a person can mend (unnamed, missing, cycle,
-    unreadable)."""
+    waits on one through the tasks it depends on, or `bad_date`: free to take but for a `wait` or
+    `scheduled` that is no date, which holds it back for good (`model.HOLDS`). A task can count in more
+    than one of these, but in only one of `blocked`, `missing` and `cycle`. Task files that cannot be read
+    count as open and `unreadable`: one may hold unfinished work. `stuck`: what only a person can mend
+    (unnamed, missing, cycle, bad_date, unreadable)."""
     out = dict.fromkeys(COUNTS, 0)
     twice = index.uuid_twice
     lost, cycled = _doomed(index, now)
@@ -70,7 +72,9 @@ def counts(index: Index, domain: str | None, agent: str | None, now: float) -> d
             twice and len(index.uuid_paths.get(task.uuid, ())) > 1 and len(index.paths_with_id(task.id)) > 1
         )
         out["unnamed"] += unnamed
-        out["stuck"] += unnamed or task.uuid in lost or task.uuid in cycled
+        undated = bool(task.extra and task.status == "pending" and _free(task, now) and bad_holds(task.extra))
+        out["bad_date"] += undated
+        out["stuck"] += unnamed or task.uuid in lost or task.uuid in cycled or undated
     unreadable = sum(1 for path in index.problems if domain is None or domain_of(path) == domain)
     for key in ("open", "unreadable", "stuck"):
         out[key] += unreadable
@@ -160,6 +164,7 @@ _LABELS = (
     ("unnamed", "sharing id and uuid with another file"),
     ("missing", "waiting on a task that does not exist or cannot be read"),
     ("cycle", "in or waiting on a dependency cycle"),
+    ("bad_date", "held back by a wait or scheduled that is no date"),
     ("unreadable", "task file(s) that could not be read"),
 )
 
@@ -192,5 +197,6 @@ def _stuck(n: dict[str, int]) -> str:
         "unnamed": f"{n['unnamed']} task(s) share their id and uuid with other files",
         "cycle": f"{n['cycle']} task(s) depend on each other in a cycle, or wait on one: a person must mend "
         "the dependencies",
+        "bad_date": f"{n['bad_date']} task(s) have a wait or scheduled that is no date",
     }
     return "; ".join(text for key, text in said.items() if n[key])

@@ -7,7 +7,15 @@ from dataclasses import replace
 from typing import Any
 
 from michi.tasks import ids, ready, serialization, taskwarrior
-from michi.tasks.domains import FANOUT, LAYOUT_BYTES, LAYOUT_PATH, layout_of, task_path, uuid_named
+from michi.tasks.domains import (
+    FANOUT,
+    LAYOUT_BYTES,
+    LAYOUT_PATH,
+    domain_of,
+    layout_of,
+    task_path,
+    uuid_named,
+)
 from michi.tasks.errors import BadDomain, CorruptTask
 from michi.tasks.model import MAX_ID, MAX_TASK_BYTES, Task, tw_date
 from michi.tasks.mutations import fresh_index, resolve_refs, written, written_files
@@ -32,10 +40,10 @@ CONFIG_TEXT = """\
 
 def room_for(tree: TaskTree, path: str, seen: set[str] | None = None) -> str:
     """`path`, once every folder on its way is a folder (or nothing yet) on the fresh task branch. The
-    domain was checked in the work tree before the lock; the branch may hold a file or symlink of someone's
-    there, which michi must not replace (ADR 0006). Refusing here, in the apply function, also lets a
-    pending offline entry be dropped with a note rather than block every later transaction. `seen` holds
-    folders already checked on this tree (an import asks for 10,000 files in a few folders)."""
+    domain was checked in the work tree before the lock; the branch may hold a file, symlink or submodule
+    of someone's there, which michi must not replace (ADR 0006). Refusing here, in the apply function, also
+    lets a pending offline entry be dropped with a note rather than block every later transaction. `seen`
+    holds folders already checked on this tree (an import asks for 10,000 files in a few folders)."""
     if seen is not None and path.rpartition("/")[0] in seen:  # its folder, so every one on its way
         return path
     parts = path.split("/")[:-1]
@@ -45,9 +53,11 @@ def room_for(tree: TaskTree, path: str, seen: set[str] | None = None) -> str:
             if where in seen:
                 continue
             seen.add(where)
-        if tree.kind(where) == "blob":
+        kind = tree.kind(where)
+        if kind not in (None, "tree"):  # a file, a symlink or a submodule: someone else's
+            what = "a submodule" if kind == "commit" else "a file or symlink"
             raise BadDomain(
-                f"{where} is a file or symlink on the task branch, not a folder of michi's",
+                f"{where} is {what} on the task branch, not a folder of michi's",
                 hint="michi keeps tasks only in real .tasks/ folders: rename it, or use another --domain",
                 path=where,
             )
@@ -142,6 +152,9 @@ def import_tasks(tree: TaskTree, params: Mapping[str, Any], ctx: ApplyContext) -
         if path is not None and path in index.problems:
             report["problems"].append({"path": path, "problem": index.problems[path]})
             continue
+        if path is not None and item.get("named") and domain_of(path) != domain:
+            report["problems"].append(_elsewhere(uuid, domain_of(path), domain))
+            continue
         # A Task only for a file the import would change: index.tasks would build one per task in the tree
         entry = index.entries.get(path) if path else None
         old = serialization.from_trusted(entry[1]) if entry is not None and entry[1] is not None else None
@@ -190,6 +203,19 @@ def import_tasks(tree: TaskTree, params: Mapping[str, Any], ctx: ApplyContext) -
         return Change("import (nothing changed)", result={"report": report, "tasks": []})
     change = written_files(f"import {len(files)} tasks", files, allocator.write())
     return replace(change, result={"report": report, "tasks": change.result})
+
+
+def _elsewhere(uuid: str, lives: str, named: str) -> dict[str, Any]:
+    """A record whose `michi_domain` is not where its task lives: michi moves no task between domains,
+    and changing it where it lives would ignore what the record says (ADR 0006). Left out, said why."""
+    return {
+        "uuid": uuid,
+        "domain": lives,
+        "imported_domain": named,
+        "problem": f"task {uuid} lives in domain {lives!r} but the import file names michi_domain "
+        f"{named!r}: michi moves no task between domains; set its michi_domain to {lives!r} (or drop it) "
+        "to import it",
+    }
 
 
 def _conflict(old: Task, imported_version: Any) -> dict[str, Any]:

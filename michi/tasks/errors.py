@@ -59,6 +59,14 @@ class CorruptTask(Conflict):
     code = "corrupt_task"
 
 
+class IdsExhausted(Conflict):
+    """The highest id in use or the counter is at 999,999,999, the last id there is: ids are never reused
+    (ADR 0007), so no task can be added. Only a hand edit or an import gets there; it was `corrupt_task`,
+    though no file is corrupt."""
+
+    code = "ids_exhausted"
+
+
 class MigrateClash(Conflict):
     """`michi migrate`: a task's file exists in both layouts, and moving one would overwrite the other."""
 

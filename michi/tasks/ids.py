@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from michi.tasks.errors import CorruptTask
+from michi.tasks.errors import CorruptTask, IdsExhausted
 from michi.tasks.model import MAX_ID, Task
 from michi.workflow.mutation import ApplyContext, Change, TaskTree
 
@@ -48,7 +48,13 @@ class Allocator:
 
     def take(self) -> int:
         if self.last >= MAX_ID:
-            raise CorruptTask(f"no task ids left: the counter is at {self.last}", hint="see 'michi doctor'")
+            raise IdsExhausted(
+                f"no task ids left: the highest id in use or the counter ({COUNTER_PATH}) is at {MAX_ID:,}, "
+                "the last id there is, and ids are never reused",
+                hint="only a hand edit or an import sets an id so high, and `michi doctor` names where: set "
+                "that task file's id and the counter lower by hand (allow_hand_edits), then add again",
+                limit=MAX_ID,
+            )
         self.last += 1
         return self.last
 

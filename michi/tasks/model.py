@@ -51,6 +51,18 @@ def is_tw_date(text: object) -> bool:
     return True
 
 
+# Taskwarrior's dates that hold an open task back until they pass (its READY excludes both). One that is
+# no date (a hand edit, another tool's file: michi writes neither, and import refuses such a record) holds
+# it back for good: it was read as none, and `next` handed out a task someone meant to defer. `michi
+# doctor` names it, `no_ready_task` counts it as `bad_date` (stuck).
+HOLDS = ("wait", "scheduled")
+
+
+def bad_holds(extra: Mapping[str, Any]) -> list[str]:
+    """The keys of `HOLDS` in a task's extra fields that hold something other than a date (null: none)."""
+    return [key for key in HOLDS if extra.get(key) is not None and not is_tw_date(extra[key])]
+
+
 _DAYS = (0, 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
 # The usual form with the clock in range (as `usual_date` checks it); the day is checked by `plain_day`.
 _PLAIN_TIME = re.compile(r"[0-9]{8}T(?:[01][0-9]|2[0-3])[0-5][0-9](?:[0-5][0-9]|6[01])Z")

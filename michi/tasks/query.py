@@ -12,7 +12,7 @@ from michi.plain import Plain
 from michi.tasks import serialization, urgency
 from michi.tasks.domains import domain_of
 from michi.tasks.index import Index
-from michi.tasks.model import OPEN_STATES, Task, is_tw_date, parse_tw_date
+from michi.tasks.model import HOLDS, OPEN_STATES, Task, is_tw_date, parse_tw_date
 
 if TYPE_CHECKING:
     from michi.tasks.table import Table
@@ -153,10 +153,11 @@ class Filter(Plain):
 
 
 def deferred(task: Task, now: float) -> bool:
-    """Waiting (`wait`) or scheduled (`scheduled`) until later: Taskwarrior's READY excludes both."""
-    for key in ("wait", "scheduled"):
+    """Waiting (`wait`) or scheduled (`scheduled`) until later: Taskwarrior's READY excludes both. One
+    that is no date holds the task back for good (`model.HOLDS`)."""
+    for key in HOLDS:
         value = task.extra.get(key)
-        if isinstance(value, str) and is_tw_date(value) and parse_tw_date(value) > now:
+        if value is not None and (not is_tw_date(value) or parse_tw_date(value) > now):
             return True
     return False
 

@@ -27,7 +27,7 @@ from michi.tasks import serialization, urgency
 from michi.tasks.domains import domain_of
 from michi.tasks.index import PARSED, Index, parsed
 from michi.tasks.lanes import Lane
-from michi.tasks.model import Task, is_tw_date, parse_tw_date
+from michi.tasks.model import HOLDS, Task, is_tw_date, parse_tw_date
 
 if TYPE_CHECKING:
     from michi.workflow.mutation import TaskTree
@@ -61,10 +61,10 @@ def node_of(path: str, task: Task | None) -> Node:
     if task is None:
         return (path, False, 0, "", False, NEVER, urgency.ZERO, urgency.ZERO, (), False, False)
     ready_at = -NEVER
-    for key in ("wait", "scheduled"):  # as query.deferred reads them
+    for key in HOLDS:  # as query.deferred reads them: one that is no date holds it back for good
         value = task.extra.get(key)
-        if isinstance(value, str) and is_tw_date(value):
-            ready_at = max(ready_at, parse_tw_date(value))
+        if value is not None:
+            ready_at = max(ready_at, parse_tw_date(value) if is_tw_date(value) else NEVER)
     candidate = task.status == "pending" and task.state == "todo"
     if task.status == "pending" and task.state == "in_progress" and task.assignee:
         expires = task.claim_expires_at

@@ -38,7 +38,8 @@ class TaskTree(Protocol):
         `limit + 1` bytes (a file larger than its reader allows costs no memory)."""
 
     def kind(self, path: str) -> str | None:
-        """ "blob" (a file or symlink), "tree" (a folder), or None when nothing is at `path`."""
+        """ "blob" (a file or symlink), "tree" (a folder), "commit" (a submodule), or None when nothing is
+        at `path`."""
 
     def iter_blobs(self, oids: Sequence[str], limit: int | None = None) -> Iterator[tuple[str, bytes]]:
         """(oid, content) of each blob oid, in order, as they are read (one batched git call); with
