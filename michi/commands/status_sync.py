@@ -68,9 +68,9 @@ def sync_state(session: Session, stamp: Any, now: float) -> dict[str, Any]:
 
 
 def journal_entries(session: Session) -> tuple[list[dict[str, Any]], float | None, bool]:
-    """The journal's entries as written, when it was last written, and whether it is damaged (unreadable,
-    or kept aside as `journal.corrupt`). Read only: unlike the transaction engine's reader, a status never
-    moves an unreadable journal aside."""
+    """The journal's entries as written, when it was last written, and whether it may not name all the
+    work left (unreadable, kept aside as `journal.corrupt`, or missing: deleted, or never written). Read
+    only: unlike the transaction engine's reader, a status never moves an unreadable journal aside."""
     path = session.repo.state_dir / JOURNAL
     damaged = path.with_suffix(".corrupt").exists()
     try:
@@ -78,15 +78,16 @@ def journal_entries(session: Session) -> tuple[list[dict[str, Any]], float | Non
         data = json.loads(read_regular(path))
         entries = data.get("entries", []) if isinstance(data, dict) else []
     except FileNotFoundError:
-        return [], None, damaged
+        return [], None, True
     except (OSError, ValueError, RecursionError):
         return [], None, True
     return [e for e in entries if isinstance(e, dict)], mtime, damaged
 
 
 def _stranded(session: Session, sync: dict[str, Any] | None, named: set[str]) -> list[dict[str, Any]]:
-    """With the journal damaged, the work it named is only michi commits on the local branch that the
-    remote lacks (ADR 0004: `sync` finds them by their Michi-Txn): as pending as the journal's entries."""
+    """Work no journal entry names is only michi commits on the local branch that the remote lacks (ADR
+    0004: `sync` finds them by their Michi-Txn): as pending as the journal's entries. Those the remote had
+    once and lost (a force-push set it back) are not: `sync` never pushes them again."""
     if not sync or not sync.get("ahead") or not sync.get("local") or not sync.get("remote_tip"):
         return []
     from michi.git.trail import log_entries
@@ -97,6 +98,15 @@ def _stranded(session: Session, sync: dict[str, Any] | None, named: set[str]) ->
         task_files_only=False,
         michi_only=True,
     )
+    entries = [e for e in entries if e.trailers.get("Michi-Txn") not in named]
+    if entries:  # rare: offline work the journal lost, or commits a rewound remote dropped
+        from michi import git
+        from michi.workflow.recovery import once_on_remote
+
+        repo = git.open_repo(session.repo.worktree)
+        ref = f"refs/remotes/{sync['remote']}/{sync['branch']}"
+        had = once_on_remote(repo, ref, sync["remote_tip"], sync["local"])
+        entries = [e for e in entries if e.commit not in had]
     return [
         {
             "txn": e.trailers.get("Michi-Txn"),
@@ -106,7 +116,6 @@ def _stranded(session: Session, sync: dict[str, Any] | None, named: set[str]) ->
             "commit": e.commit,
         }
         for e in entries
-        if e.trailers.get("Michi-Txn") not in named
     ]
 
 
@@ -115,9 +124,11 @@ def pending(
 ) -> dict[str, Any]:
     """Journaled operations not on the remote. While a live holder works, its own `started`/`pushing`
     entry is in flight, not pending; `offline` entries wait for `michi sync` whoever holds the lock. With
-    the journal damaged, michi commits the local branch has and the remote lacks count too."""
-    entries, written, damaged = journal_entries(session)
-    if damaged:
+    the journal damaged or missing, or naming fewer operations than the local branch has commits the
+    remote lacks, michi commits there that no entry names count too (one `git log` of those commits)."""
+    entries, written, unsure = journal_entries(session)
+    ahead = (sync or {}).get("ahead") or 0
+    if unsure or ahead > len(entries):
         entries = entries + _stranded(session, sync, {str(e.get("txn")) for e in entries})
     waiting = [e for e in entries if e.get("state") in ("offline", "stranded") or not lock_live]
     commits = [str(e["commit"]) for e in waiting if e.get("commit")]

@@ -132,12 +132,12 @@ def config_values(repo: Repo) -> dict[str, str]:
     return dict(repo.memo["config"])
 
 
-# The identity, the remotes' URLs and fetch refspecs, what decides whether the checkout move may stage
-# the index (`michi.git.staged`), and whether the user chose checkout.workers. Changing it means
-# changing `settings.CACHE_NAME`: a kept answer lacks the rest.
+# The identity, the remotes' URLs, push URLs (`michi.git.remote.one_push_url`) and fetch refspecs, what
+# decides whether the checkout move may stage the index (`michi.git.staged`), and whether the user chose
+# checkout.workers. Changing it means changing `settings.CACHE_NAME`: a kept answer lacks the rest.
 _SETTINGS = (
-    r"^(user\.(name|email)|remote\..*\.(url|fetch)|core\.(fsmonitor|splitindex|attributesfile)|index\.version"
-    r"|feature\.manyfiles|filter\..+\.(smudge|process)|checkout\.workers)$"
+    r"^(user\.(name|email)|remote\..*\.(url|pushurl|fetch)|core\.(fsmonitor|splitindex|attributesfile)"
+    r"|index\.version|feature\.manyfiles|filter\..+\.(smudge|process)|checkout\.workers)$"
 )
 
 
@@ -147,8 +147,8 @@ def _ask_config(repo: Repo) -> dict[str, str]:
     values: dict[str, str] = {}
     for record in out.decode("utf-8", "surrogateescape").split("\0"):
         key, _, value = record.partition("\n")
-        if key.endswith(".fetch") and key in values:
-            values[key] += "\n" + value  # every refspec counts (one a line)
+        if key.endswith((".fetch", ".url", ".pushurl")) and key in values:
+            values[key] += "\n" + value  # every refspec and URL counts (one a line)
         elif key:
             values[key] = value  # the last one wins, as with `git config --get`
     return values
@@ -197,6 +197,14 @@ def rev_list(repo: Repo, exclude: str, include: str) -> list[str]:
 
 def merge_base(repo: Repo, a: str, b: str) -> str | None:
     status, out, _err = _exec(repo, "merge-base", a, b)
+    return str(out).strip() if status == 0 and out else None
+
+
+def fork_point(repo: Repo, ref: str, commit: str) -> str | None:
+    """Where `commit`'s history left `ref`'s, counting every earlier tip of `ref` its reflog keeps (git's
+    `merge-base --fork-point`, what `git pull --rebase` skips by): None when none of them is in that
+    history, or `ref` keeps no reflog."""
+    status, out, _err = _exec(repo, "merge-base", "--fork-point", ref, commit)
     return str(out).strip() if status == 0 and out else None
 
 

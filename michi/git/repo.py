@@ -137,6 +137,19 @@ class Repo:
         self._diffs: dict[tuple[str, str], dict[str, tuple[int, str] | None]] = {}
         # Seconds a fetch or push may run before it is ended (`remote_timeout`; None: no limit).
         self.network_timeout: float | None = None
+        self.apart = 0  # above 0: every git started runs in a session of its own (`sessions_apart`)
+
+    @contextlib.contextmanager
+    def sessions_apart(self) -> Iterator[None]:
+        """Every git started meanwhile runs in a session (and process group) of its own, as `git push`
+        does: for a step whose Ctrl-C michi defers (ADR 0004, an offline commit's move and branch update).
+        A terminal sends SIGINT to its whole foreground group: a `restore` or `update-ref` cut half-way there
+        failed the command with the index moved and the branch not, whatever michi decided."""
+        self.apart += 1
+        try:
+            yield
+        finally:
+            self.apart -= 1
 
     def env(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
         """os.environ for git, less what must never reach it (the lock token: `plain.SCRUBBED`)."""
@@ -158,7 +171,7 @@ class Repo:
             stdin=subprocess.DEVNULL if data is None else None,
             input=data,
             capture_output=True,
-            start_new_session=own_session,
+            start_new_session=own_session or self.apart > 0,
             check=False,
         )
         return proc.returncode, proc.stdout, proc.stderr
@@ -175,6 +188,7 @@ class Repo:
             stdin=subprocess.PIPE if fed else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
+            start_new_session=self.apart > 0,
         )
         self._finalizers.append(weakref.finalize(self, _reap, proc))
         return proc
@@ -187,15 +201,18 @@ class Repo:
         self._cat_file("--batch")
 
     def _cat_file(self, mode: str) -> subprocess.Popen[bytes]:
-        proc = self._cat_files.get(mode)
+        # Sessions apart have their own: the one started before may be ended by the terminal's Ctrl-C.
+        key = f"{mode} apart" if self.apart else mode
+        proc = self._cat_files.get(key)
         if proc is None or proc.poll() is not None:
-            proc = self._cat_files[mode] = subprocess.Popen(
+            proc = self._cat_files[key] = subprocess.Popen(
                 ["git", "cat-file", mode],
                 cwd=self.working_dir,
                 env=self.env(),
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
+                start_new_session=self.apart > 0,
             )
             self._finalizers.append(weakref.finalize(self, _close, proc))
         return proc
@@ -303,6 +320,7 @@ class Repo:
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             bufsize=1 << 16,
+            start_new_session=self.apart > 0,
         )
         feed = threading.Thread(target=_feed, args=(proc.stdin, oids), daemon=True)
         threads.start(feed)

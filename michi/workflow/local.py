@@ -78,9 +78,17 @@ def other_index(paths: RepoPaths) -> str | None:
     return None if where == os.path.realpath(paths.git_dir / "index") else named
 
 
-def _replay(repo: Repo, base: str, new_tip: str, commits: list[str], drop: Collection[str]) -> str | None:
-    """Replay `commits` (oldest first) on `new_tip`; None when that is not provably safe."""
-    upstream = set(git.diff_trees(repo, base, new_tip))
+def _replay(
+    repo: Repo,
+    base: str,
+    new_tip: str,
+    commits: list[str],
+    drop: Collection[str],
+    avoid: Collection[str] = (),
+) -> str | None:
+    """Replay `commits` (oldest first) on `new_tip`; None when that is not provably safe. `avoid`: paths of
+    commits left out (the remote dropped them), which a replayed commit may not touch either."""
+    upstream = set(git.diff_trees(repo, base, new_tip)).union(avoid)
     parent, parent_tree = new_tip, git.tree_of(repo, new_tip)
     for oid in commits:
         meta = git.read_commit(repo, oid)
@@ -177,6 +185,60 @@ def move_checkout(
     return refused
 
 
+_WALK = 64  # commits `_descends` reads in this process before it asks git
+
+
+def _descends(repo: Repo, tip: str, ancestor: str) -> bool:
+    """Is `ancestor` in `tip`'s history? Walked back from `tip` through this process's `cat-file` (the
+    commits a transaction just wrote or read are in its cache), a few commits at most: after a push the
+    tip michi built on, or a fetched one a few commits past it, is found at once, with no git process.
+    git answers the rest, and a remote set back (its old tip is nowhere behind the new one)."""
+    todo, seen = [tip], set[str]()
+    try:
+        while todo and len(seen) < _WALK:
+            oid = todo.pop(0)
+            if oid == ancestor:
+                return True
+            if oid not in seen:
+                seen.add(oid)
+                todo.extend(git.read_commit(repo, oid).parents)
+    except GitFailed:  # a commit this clone lacks (a shallow clone's edge): git knows
+        todo = [tip]
+    return bool(todo) and git.is_ancestor(repo, ancestor, tip)
+
+
+def _dropped(
+    repo: Repo,
+    target: Target,
+    old_remote: str | None,
+    new_tip: str,
+    local: str,
+    own: list[str],
+    drop: Collection[str],
+) -> set[str]:
+    """Of `own` (the local branch's commits `new_tip` lacks), those the remote had and no longer has: a
+    force-push set it back, and whoever did meant it, so they are not replayed (as `git pull --rebase`
+    skips them). All of them when the branch is the remote tip michi last saw; otherwise asked of git
+    only when a michi commit no journal entry names is among them (else it is offline work whose journal
+    was lost, which `sync` pushes)."""
+    if local == old_remote:
+        return set(own)
+    if not any((txn := michi_txn(git.read_commit(repo, c).message)) and txn not in drop for c in own):
+        return set()
+    from michi.workflow.recovery import once_on_remote
+
+    assert target.remote_ref is not None
+    return once_on_remote(repo, target.remote_ref, new_tip, local, old_remote) & set(own)
+
+
+def _paths_of(repo: Repo, commits: Iterable[str]) -> set[str]:
+    paths: set[str] = set()
+    for oid in commits:
+        parents = git.read_commit(repo, oid).parents
+        paths.update(git.diff_trees(repo, parents[0] if parents else git.EMPTY_TREE, oid))
+    return paths
+
+
 def update_local(
     repo: Repo,
     paths: RepoPaths,
@@ -187,7 +249,8 @@ def update_local(
     interrupted: Collection[str] = (),
     known: git.Moves | None = None,
 ) -> list[str]:
-    """Move the local task branch to `new_tip` plus the user's own local commits. Returns notes."""
+    """Move the local task branch to `new_tip` plus the user's own local commits. Returns notes. Commits
+    the remote had and lost (set back by a force-push) are left out, michi's named in a note."""
     ref = target.local_ref
     local = git.ref_oid(repo, ref)
     head = git.head(repo)
@@ -196,11 +259,14 @@ def update_local(
         return []
     if not here and (held := held_elsewhere(paths, target.branch)) is not None:
         return [f"branch {target.branch} is {held} in another work tree; it was not moved"]
+    told: list[str] = []  # what the remote dropped of michi's, when it was set back
     if local is None:
         if not here:
             return []  # no local task branch: reads use the remote-tracking branch
         goal = new_tip
-    elif local == old_remote or git.is_ancestor(repo, local, new_tip):
+    elif (local == old_remote and _descends(repo, new_tip, local)) or (
+        local != old_remote and git.is_ancestor(repo, local, new_tip)
+    ):
         goal = new_tip
         if local != old_remote:
             known = None  # the transaction's edits start at old_remote, not at local
@@ -208,24 +274,36 @@ def update_local(
         known = None
         base = git.merge_base(repo, local, new_tip)
         own = git.rev_list(repo, new_tip, local)
-        replayed = None if base is None else _replay(repo, base, new_tip, own, drop)
+        dropped = _dropped(repo, target, old_remote, new_tip, local, own, drop)
+        if dropped:
+            gone = [c for c in own if c in dropped and michi_txn(git.read_commit(repo, c).message)]
+            own = [c for c in own if c not in dropped]
+            if gone:
+                from michi.workflow.recovery import describe_dropped
+
+                told.append(describe_dropped(repo, gone, f"{target.remote}/{target.branch}"))
+        avoid = _paths_of(repo, dropped) if dropped and own else ()
+        replayed = None if base is None else _replay(repo, base, new_tip, own, drop, avoid)
         if replayed is None and any(git.read_commit(repo, c).signed for c in own):
             return [
+                *told,
                 f"your local branch {target.branch} has signed commits; michi never rewrites them (the "
                 "signature would be lost), so it was left as it was (`git pull --rebase --gpg-sign` "
-                "rebases and signs them again when you are ready)"
+                "rebases and signs them again when you are ready)",
             ]
         if replayed is None:
             return [
+                *told,
                 f"your local branch {target.branch} has commits michi could not safely replay on the "
                 f"new remote tip; it was left as it was (run `git pull --rebase` when ready)"
-                + _obsolete(repo, own, drop, target)
+                + _obsolete(repo, own, drop, target),
             ]
         goal = replayed
     if here and (index := other_index(paths)) is not None:
         return [
+            *told,
             f"local branch {target.branch} was not updated: GIT_INDEX_FILE={index} is not this work "
-            "tree's index; nothing of yours was touched (run `michi sync` without it to catch up)"
+            "tree's index; nothing of yours was touched (run `michi sync` without it to catch up)",
         ]
     if here:
         candidates = interrupted_goals(repo, local, interrupted, drop)
@@ -236,10 +314,14 @@ def update_local(
             from michi.git.checkout import NESTED
 
             if refused.startswith(NESTED):  # not the user's changes: a nested repository (ADR 0006)
-                return [f"local branch {target.branch} was not updated: {refused.removeprefix(NESTED)}"]
+                return [
+                    *told,
+                    f"local branch {target.branch} was not updated: {refused.removeprefix(NESTED)}",
+                ]
             return [
+                *told,
                 f"local branch {target.branch} was not updated because your work tree has changes "
-                f"in files michi changed ({refused.splitlines()[0]}); nothing of yours was touched"
+                f"in files michi changed ({refused.splitlines()[0]}); nothing of yours was touched",
             ]
         faults.point("local")  # index and work tree moved, branch not yet: recovery must cope
     try:
@@ -250,5 +332,5 @@ def update_local(
             git.read_tree_update(repo, goal, local or git.EMPTY_TREE)
         if exc.code == "git_lock_held":
             raise  # not a moved branch: say which lock file is in the way
-        return [f"local branch {target.branch} moved while michi worked; it was left as it is"]
-    return []
+        return [*told, f"local branch {target.branch} moved while michi worked; it was left as it is"]
+    return told

@@ -556,6 +556,11 @@ class Transaction:
         if rescue:
             local = git.ref_oid(self.git, self.target.local_ref)
             self.stranded = stranded.find(self.git, local, base, {e.txn for e in leftover})
+            if self.stranded and local is not None and base is not None:
+                # Those the remote had and lost (a force-push set it back) are not pushed again: the
+                # local update leaves them out and says so (`update_local`).
+                had = recovery.once_on_remote(self.git, self.target.remote_ref, base, local, old_remote)
+                self.stranded = [c for c in self.stranded if c.oid not in had]
         retries = self.req.config.push_retries
         turn_budget = _TURN_WAIT_LOCKED  # for this whole hold, not for each of its rounds
         while True:
@@ -611,7 +616,7 @@ class Transaction:
             # them should we die too (ADR 0017). Landed, they are never applied again.
             unanswered = [e for e in leftover if e.handed and e.txn in self.landed_at]
             entries = [e.but(state=PUSHING, commit=tip) for e in built] + unanswered + self.aside
-            with interruptions_deferred(lambda: self.pushed):
+            with interruptions_deferred(lambda: self.pushed), self.git.sessions_apart():
                 naming = functools.partial(self._naming, journal, entries, lock)
                 beside = functools.partial(self._beside, old_remote, start, tip)
                 landed_now = set_aside = False
@@ -1059,7 +1064,9 @@ class Transaction:
         # or the commit stayed on the branch with its entry forgotten, and "run it again" made it twice.
         # Once the branch moved, the change is made: what comes is held until the command has answered.
         moved: list[bool] = []
-        with interruptions_deferred(lambda: bool(moved)):
+        # Its git processes run in sessions of their own (as the push does): a terminal's Ctrl-C reaches
+        # michi alone, never a `restore` or `update-ref` half-way.
+        with interruptions_deferred(lambda: bool(moved)), self.git.sessions_apart():
             if tip != local and tip is not None:
                 journal.save(earlier + [e.but(state=PUSHING) for e in built])
                 faults.point("committed")
