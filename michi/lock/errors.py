@@ -32,6 +32,30 @@ def _under(owner: Owner | None) -> bool:
     return owner is not None and same_machine(owner) and procs.is_descendant(owner.pid, owner.pid_ticks)
 
 
+STOPPED = ", which is stopped (SIGSTOP, Ctrl-Z, a debugger)"
+
+
+def _stopped(owner: Owner | None) -> bool:
+    """Whether the holder is a process here that is stopped: no wait outlasts it until its lease ends."""
+    from michi.lock import procs
+    from michi.lock.record import same_machine
+
+    if owner is None or not same_machine(owner) or not procs.alive(owner.pid, owner.pid_ticks):
+        return False
+    return procs.is_stopped(owner.pid)
+
+
+def _clear_hint(owner: Owner | None) -> str:
+    return OWN_HOLDER_HINT if _under(owner) else CLEAR_HINT
+
+
+def resume_hint(pid: int) -> str:
+    return (
+        f"resume it (`kill -CONT {pid}`, or `fg` in its shell) or end it (`kill {pid}`), then retry; else it "
+        "is taken over once its lease (lock_ttl) runs out"
+    )
+
+
 def holder_details(owner: Owner | None, now: float) -> dict[str, Any]:
     if owner is None:
         return {"holder": None}
@@ -65,13 +89,31 @@ class LockTimeout(LockError):
 
     @classmethod
     def waited(cls, owner: Owner | None, waited: float, now: float, path: str) -> LockTimeout:
+        stopped = _stopped(owner)
         return cls(
-            f"the repo lock is held by {describe(owner, now)}; gave up after {waited:.1f}s",
-            hint=OWN_HOLDER_HINT if _under(owner) else CLEAR_HINT,
+            f"the repo lock is held by {describe(owner, now)}{STOPPED if stopped else ''}; gave up after "
+            f"{waited:.1f}s",
+            hint=resume_hint(owner.pid) if owner and stopped else _clear_hint(owner),
             waited=round(waited, 3),
             lock=path,
             checked_at=stamp(now),
+            holder_stopped=stopped,
             **holder_details(owner, now),
+        )
+
+    @classmethod
+    def queued(cls, first: int, waited: float, now: float, path: str) -> LockTimeout:
+        """Nobody holds the lock, but waiters queued before us go first (arrival order, ADR 0003); a
+        stopped waiter is passed over, so `first` runs."""
+        return cls(
+            f"the repo lock is free, but commands queued for it before this one go first (PID {first} is "
+            f"next); gave up after {waited:.1f}s",
+            hint="wait and retry (--wait SECONDS): waiters are served in the order they came",
+            waited=round(waited, 3),
+            lock=path,
+            checked_at=stamp(now),
+            holder=None,
+            next_waiter=first,
         )
 
     @classmethod

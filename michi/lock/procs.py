@@ -19,6 +19,7 @@ from michi.plain import Plain
 PROC = "/proc"
 HAS_PROC = os.path.isdir(f"{PROC}/self")
 _GONE_STATES = ("Z", "X", "x")  # zombie or dead: killed but not yet reaped is gone for our purposes
+_STOPPED_STATES = ("T", "t")  # stopped by a signal (SIGSTOP, Ctrl-Z) or at a tracer's stop (a debugger)
 
 
 class Stat(Plain):
@@ -31,6 +32,10 @@ class Stat(Plain):
     @property
     def running(self) -> bool:
         return self.state not in _GONE_STATES
+
+    @property
+    def stopped(self) -> bool:
+        return self.state in _STOPPED_STATES
 
 
 def stat(pid: int) -> Stat | None:
@@ -46,6 +51,13 @@ def stat(pid: int) -> Stat | None:
         return Stat(pid, fields[0].decode(), int(fields[1]), int(fields[2]), int(fields[19]))
     except (IndexError, ValueError):
         return None
+
+
+def is_stopped(pid: int) -> bool:
+    """Whether `pid` is stopped (SIGSTOP, Ctrl-Z, a debugger): alive, but doing nothing until resumed.
+    One read of /proc/PID/stat; False without /proc or such a process."""
+    found = stat(pid) if pid > 0 else None
+    return found is not None and found.stopped
 
 
 def start_ticks(pid: int) -> int | None:

@@ -3,6 +3,9 @@
 A waiter holds an exclusive flock on its own ticket for as long as it waits; the kernel drops it when the
 waiter dies, so a ticket nobody holds is a dead waiter's and is removed by whoever notices. Each waiter
 blocks on the flock of the ticket just ahead of it, so it wakes the moment that waiter leaves or dies.
+
+A stopped waiter (SIGSTOP, Ctrl-Z, a debugger) keeps its flock, and so its place, but is passed over
+while it is stopped: it held the free lock back from every later waiter and newcomer (ADR 0003).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import stat
 import time
 from pathlib import Path
 
+from michi.lock import procs
 from michi.lock.fs import OPEN_FLAGS, open_folder
 from michi.plain import Plain
 from michi.unique import token_hex
@@ -56,9 +60,12 @@ class Queue:
             os.unlink(self.folder / ticket.name)
         os.close(ticket.fd)  # drops the flock: wakes the waiter behind us
 
-    def _live(self, names_before: str | None = None, *, first: bool = False) -> list[str]:
-        """Live tickets' names, oldest first (only those before `names_before`; with `first`, the nearest
-        live one at most); dead ones are swept. A name `join` would not make is nobody's ticket."""
+    def _live(
+        self, names_before: str | None = None, *, first: bool = False, running: bool = False
+    ) -> list[str]:
+        """Live tickets' names, oldest first (only those before `names_before`, nearest first; with `first`,
+        one at most; with `running`, none of a stopped waiter); dead ones are swept. A name `join` would
+        not make is nobody's ticket."""
         folder = open_folder(self.folder, create=False)
         if folder is None:
             return []
@@ -69,7 +76,8 @@ class Queue:
                 names.reverse()  # the nearest ahead first
             live = []
             for name in names:
-                if _alive(folder, name):
+                # Stopped or not is asked only of a live ticket: one read of /proc/PID/stat per waiter seen.
+                if _alive(folder, name) and not (running and procs.is_stopped(pid_of(name))):
                     live.append(name)
                     if first:
                         break
@@ -78,19 +86,28 @@ class Queue:
             os.close(folder)
 
     def ahead_of(self, ticket: Ticket | None) -> str | None:
-        """The live ticket just ahead of ours (any live ticket when we have none); dead ones are swept."""
-        live = self._live(ticket.name if ticket is not None else None, first=True)
+        """The running waiter's ticket just ahead of ours (the first in line when we have none): a stopped
+        waiter is passed over, its place kept for when it resumes. Dead tickets are swept."""
+        live = self._live(ticket.name if ticket is not None else None, first=True, running=True)
         return live[0] if live else None
 
     def waiters(self) -> list[int]:
-        """PIDs of live waiters, oldest first."""
-        return [int(n.split(".")[1]) for n in self._live()]
+        """PIDs of live waiters, oldest first, stopped ones included (they keep their place)."""
+        return [pid_of(n) for n in self._live()]
 
     def has_waiters(self, ticket: Ticket | None = None) -> bool:
-        return any(n != (ticket.name if ticket else None) for n in self._live())
+        """Whether a running waiter other than `ticket`'s is queued (a stopped one neither goes first
+        nor asks the holder for the lock)."""
+        mine = ticket.name if ticket else None
+        return any(n != mine for n in self._live(first=mine is None, running=True))
 
     def path(self, name: str) -> Path:
         return self.folder / name
+
+
+def pid_of(name: str) -> int:
+    """The PID a ticket is named by: its waiter's, the process that holds its flock."""
+    return int(name.split(".")[1])
 
 
 def _alive(folder: int, name: str) -> bool:

@@ -22,7 +22,7 @@ from michi.lock import events, fs, late, lost, procs
 from michi.lock.errors import Answered, LockContention, LockLost, LockTimeout, guard_held_by
 from michi.lock.interface import LockInterface
 from michi.lock.keeper import Keeper, sigterm_raises
-from michi.lock.queue import Queue, Ticket
+from michi.lock.queue import Queue, Ticket, pid_of
 from michi.lock.record import (
     COMMAND_CHARS,
     TOKEN_ENV,
@@ -113,6 +113,7 @@ class RepoLock(LockInterface):
         self._baton_path = repo.state_dir / BATON_FILE
         self._guard_fd: int | None = None
         self._guard_busy = False  # the last try found the guard held past its deadline (`fs.GuardBusy`)
+        self._queued: int | None = None  # the last try found the lock free but left it to this waiter
         self._baton_fd: int | None = None
         self._token: str | None = None
         self._handler: Callable[[], None] | None = None
@@ -171,7 +172,7 @@ class RepoLock(LockInterface):
         guard is waited for until `deadline` at most (a moment more for `--wait 0`): a process stopped
         inside it (SIGSTOP while it renewed its lease) holds it until resumed, and the wait must end."""
         owner: Owner | None = None
-        self._guard_busy = False
+        self._guard_busy, self._queued = False, None
         try:
             return self._try(ticket, deadline)
         except fs.GuardBusy:
@@ -185,7 +186,8 @@ class RepoLock(LockInterface):
             owner, verdict = peek(self.lock_dir)
             if not verdict.stale and not _unguarded(owner, verdict):
                 return False, owner, None
-        elif ticket is None and self.queue.has_waiters():
+        elif ticket is None and (first := self.queue.ahead_of(None)) is not None:
+            self._queued = pid_of(first)  # a running waiter: a stopped one is passed over (ADR 0003)
             return False, None, None
         takeover, old = None, None
         with fs.guarded(self._guard(), max(GUARD_WAIT_MIN, deadline - time.monotonic())):
@@ -288,15 +290,13 @@ class RepoLock(LockInterface):
         contended = not ok
         if not ok and timeout <= 0:
             events.append(self.repo.state_dir, "timeout", wait=0.0, command=self.command)
-            raise LockContention.waited(holder, 0.0, time.time(), str(self.lock_dir))
+            raise self._busy(LockContention, holder, 0.0)
         if not ok:
             ok, holder, takeover = self._wait(start, deadline)
         waited = time.monotonic() - start
         if not ok:
             events.append(self.repo.state_dir, "timeout", wait=round(waited, 6), command=self.command)
-            if self._guard_busy:
-                raise fs.stuck(self._guard(), waited, str(self.lock_dir))
-            raise LockTimeout.waited(holder, waited, time.time(), str(self.lock_dir))
+            raise self._busy(LockTimeout, holder, waited)
         self._held_since = time.monotonic()
         self._renewed_at = _clock()
         self.record = holder
@@ -307,11 +307,24 @@ class RepoLock(LockInterface):
             "fence": self._fence,  # where a lost guard counter goes on from (`fs.next_fence`)
         }
 
+    def _busy(self, kind: type[LockTimeout], holder: Owner | None, waited: float) -> LockTimeout:
+        """Why the lock could not be had, naming what stood in the way: a process stopped inside the
+        guard, a stopped holder (`kill -CONT PID`), the holder, or the waiter whose turn came first."""
+        if self._guard_busy:
+            pid, stopped = fs.guard_holder(self._guard())
+            if stopped or kind is LockTimeout:  # one try's short wait names a running one only if stopped
+                return kind.guard_stuck(pid, stopped, waited, str(self.lock_dir))
+        if holder is None and self._queued is not None:
+            return kind.queued(self._queued, waited, time.time(), str(self.lock_dir))
+        return kind.waited(holder, waited, time.time(), str(self.lock_dir))
+
     def _wait(self, start: float, deadline: float) -> tuple[bool, Owner | None, str | None]:
         hand = self.handover
         if hand is not None:
             hand.post()
-        ticket = self.queue.join(self.pid)
+        # Named by this process, which holds the ticket's flock and whose being stopped the queue sees,
+        # not by the holder it would record (a script, `lock acquire --pid`).
+        ticket = self.queue.join(os.getpid())
         waker, backoff = Waker(), Backoff()
         holder: Owner | None = None
         reported = start
