@@ -1,6 +1,7 @@
 """`michi doctor`: every task file that cannot be read, duplicate ids and uuids, a counter behind the ids in
-use, open tasks that depend on each other, open tasks that depend on a task no file holds, and open tasks
-whose `wait` or `scheduled` is no date (none of them can ever start)."""
+use, open tasks that depend on each other, open tasks that depend on a task no file holds, open tasks
+whose `wait` or `scheduled` is no date (none of them can ever start), and tasks whose status and
+michi_state disagree on whether they are finished."""
 
 from __future__ import annotations
 
@@ -58,6 +59,7 @@ def run(session: Session, *, fetch: bool) -> Report:
     problems += _cycles(index)
     problems += _missing(index)
     problems += _bad_holds(index)
+    problems += _split(index)
     try:
         counter = ids.last_id(tree)
     except Exception as exc:  # CorruptTask: reported like any other problem, with the number it needs
@@ -93,12 +95,12 @@ def _cycles(index: Any) -> list[dict[str, Any]]:
     """Open tasks that depend on each other: `next` would call them blocked for ever. `task modify`
     refuses to make one; a hand edit or an import can."""
     from michi.tasks.cycles import cycles
-    from michi.tasks.links import OPEN_STATUSES
+    from michi.tasks.model import OPEN_STATES
 
     depends: dict[str, list[str]] = {}
     ids: dict[str, Any] = {}
     for record in (entry[1] for entry in index.entries.values()):
-        if record is not None and record.get("status") in OPEN_STATUSES:
+        if record is not None and record["michi_state"] in OPEN_STATES:
             depends[record["uuid"]] = list(record.get("depends") or ())
             ids[record["uuid"]] = record.get("michi_id")
     found = []
@@ -121,11 +123,11 @@ def _missing(index: Any) -> list[dict[str, Any]]:
     """Open tasks that depend on a uuid no task file is named by (its file removed by hand, or purged in
     Taskwarrior before the import): such a dependency blocks for ever (ADR 0007), so `next` never hands
     the task out. A dependency whose file exists but cannot be read is that file's problem, listed above."""
-    from michi.tasks.links import OPEN_STATUSES
+    from michi.tasks.model import OPEN_STATES
 
     found = []
     for record in sorted((e[1] for e in index.entries.values() if e[1] is not None), key=_by_id):
-        if record.get("status") not in OPEN_STATUSES:
+        if record["michi_state"] not in OPEN_STATES:
             continue
         for dep in record.get("depends") or ():
             if dep not in index.by_uuid:
@@ -146,12 +148,11 @@ def _bad_holds(index: Any) -> list[dict[str, Any]]:
     """Open tasks whose `wait` or `scheduled` is no date (a hand edit, another tool's file): it holds the
     task back for good (`model.HOLDS`), so `next` never hands it out. No michi command sets either date:
     the mend goes through an export and an import, whose records must hold real dates."""
-    from michi.tasks.links import OPEN_STATUSES
-    from michi.tasks.model import bad_holds
+    from michi.tasks.model import OPEN_STATES, bad_holds
 
     found = []
     for record in sorted((e[1] for e in index.entries.values() if e[1] is not None), key=_by_id):
-        if record.get("status") not in OPEN_STATUSES:
+        if record["michi_state"] not in OPEN_STATES:
             continue
         for key in bad_holds(record):
             ident, shown = record.get("michi_id"), str(record[key])[:40]
@@ -165,6 +166,37 @@ def _bad_holds(index: Any) -> list[dict[str, Any]]:
                     "`michi import` that file)",
                 }
             )
+    return found
+
+
+def _split(index: Any) -> list[dict[str, Any]]:
+    """Tasks whose status and michi_state disagree on whether they are finished (`model.split`: a hand
+    edit, another tool's file). michi_state decides (ADR 0007): an open one is never handed out (its
+    status says someone finished it), a finished one is finished here but open to Taskwarrior, and an
+    export to it would reopen it. Any michi change writes the status that goes with the state
+    (`Task.evolve`), so a michi command mends either."""
+    from michi.tasks.model import OPEN_STATES, split
+
+    found = []
+    for record in sorted((e[1] for e in index.entries.values() if e[1] is not None), key=_by_id):
+        status, state = record["status"], record["michi_state"]
+        if not split(status, state):
+            continue
+        ident = record.get("michi_id")
+        said = f"task {ident}: status {status!r} but michi_state {state!r}: "
+        if state in OPEN_STATES:
+            verb = "done" if status == "completed" else "delete"
+            said += (
+                f"michi counts it open and never hands it out (`michi task {verb} {ident}` if it is "
+                f"finished; if not, `michi task annotate {ident} TEXT` writes status pending)"
+            )
+        else:
+            said += (
+                f"michi counts it finished, Taskwarrior open (`michi task annotate {ident} TEXT` writes "
+                f"status {'completed' if state == 'done' else 'deleted'}; if it is not finished, `michi "
+                "export`, set its michi_state to todo, `michi import` that file)"
+            )
+        found.append({"id": ident, "uuid": record["uuid"], "status": status, "state": state, "problem": said})
     return found
 
 

@@ -47,16 +47,18 @@ NO_READY_COUNTS = {
     "claimed": "in progress for other agents (their claims expire after claim_ttl)",
     "mine": "in progress under your own claim: finish those",
     "review": "waiting for review",
-    "waiting": "Taskwarrior's waiting status",
+    "waiting": "held back by a wait or scheduled date still to come (whatever the status says)",
     "unnamed": "another file has both its id and uuid (michi doctor): never handed out, a person must fix it",
     "missing": "waiting (maybe through other tasks) on a task that does not exist or cannot be read: never "
     "ready until a person drops the dependency (michi doctor)",
     "cycle": "in a dependency cycle, or waiting on one: none can ever start until a person mends the "
     "dependencies (michi doctor)",
-    "bad_date": "a wait or scheduled that is no date holds it back for good: a person mends it "
-    "(michi doctor)",
+    "bad_date": "a wait or scheduled that is no date holds it (or a task it waits on) back for good: a "
+    "person mends it (michi doctor)",
+    "mismatch": "a status of completed or deleted while michi_state says open, or waiting on such a task: "
+    "never handed out until a person mends it (michi doctor)",
     "unreadable": "task files that cannot be read (michi doctor): counted in open, never as finished",
-    "stuck": "open tasks only a person can free: unnamed, missing, cycle, bad_date, unreadable; "
+    "stuck": "open tasks only a person can free: unnamed, missing, cycle, bad_date, mismatch, unreadable; "
     "open == stuck: stop",
 }
 

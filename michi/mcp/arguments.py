@@ -23,10 +23,21 @@ _NAMES = {
 }
 
 
+# Arguments given in seconds: a wait or a claim's lease. The CLI's --wait and --ttl refuse more than ten
+# years as their usage error; over MCP the same values reached the config and came back `bad_config`
+# ("option --wait: lock_wait = 1e+308"), as if .michi.toml held them, or named the CLI's flag.
+SECONDS = ("ttl", "wait")
+
+
 def problem(name: str, value: Any, schema: dict[str, Any]) -> str | None:
     """What is wrong with `value` for the argument `name`, or None when its schema types it so."""
     if not fits(value, schema):
         return f"{name}: expected {_expected(schema)}, got {_got(value)}"
+    if name in SECONDS and _number(value):
+        from michi.config import MAX_TTL
+
+        if not 0 <= value <= MAX_TTL:  # NaN too (`1e999` arrives as infinity)
+            return f"{name}: expected a number of seconds from 0 to {MAX_TTL} (ten years), got {_got(value)}"
     lone = _lone_surrogate(value)
     if lone is not None:  # no task file may hold it (ADR 0006): named here, not a parse error (`wire`)
         return f"{name}: holds a lone surrogate ({lone}), which is no character: send text as UTF-8"

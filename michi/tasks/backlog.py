@@ -4,8 +4,9 @@
 work is blocked, claimed by other agents, in review or waiting; the counts tell them apart, and `open: 0`
 is the one signal that all work is finished (ADR 0007). What only a person can mend (`stuck`: a file
 that cannot be read, a task waiting on one no file holds, one no name can finish, tasks that depend on
-each other, a `wait` that is no date) is open work too, never finished work, and `open == stuck` tells
-the loop to stop and call a person rather than wait for ever.
+each other, a `wait` that is no date, a status that says finished while michi_state says open, and the
+tasks waiting on one of these) is open work too, never finished work, and `open == stuck` tells the loop
+to stop and call a person rather than wait for ever.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from michi.tasks.cycles import cycles
 from michi.tasks.domains import domain_of
 from michi.tasks.errors import NoReadyTask
 from michi.tasks.index import Index
-from michi.tasks.model import OPEN_STATES, Task, bad_holds
+from michi.tasks.model import OPEN_STATES, OPEN_STATUSES, Task, bad_holds, held_until_later
 
 COUNTS = (
     "open",
@@ -29,25 +30,30 @@ COUNTS = (
     "missing",
     "cycle",
     "bad_date",
+    "mismatch",
     "unreadable",
     "stuck",
 )
 
 
 def counts(index: Index, domain: str | None, agent: str | None, now: float) -> dict[str, int]:
-    """Open tasks (neither done nor deleted) of `domain` (None: every domain), and among them: blocked by
-    an open dependency, in progress for another agent (`claimed`) or for `agent` (`mine`), in review,
-    waiting (Taskwarrior's status), `unnamed`: another file has both its id and its uuid, so no command
-    can name it and `next --claim` never hands it out, or `missing`: it waits, itself or through the tasks
-    it depends on, on a task no file holds or none can read, or `cycle`: it is in a dependency cycle, or
-    waits on one through the tasks it depends on, or `bad_date`: free to take but for a `wait` or
-    `scheduled` that is no date, which holds it back for good (`model.HOLDS`). A task can count in more
-    than one of these, but in only one of `blocked`, `missing` and `cycle`. Task files that cannot be read
-    count as open and `unreadable`: one may hold unfinished work. `stuck`: what only a person can mend
-    (unnamed, missing, cycle, bad_date, unreadable)."""
+    """Open tasks (michi_state neither done nor deleted) of `domain` (None: every domain), and among them:
+    blocked by an open dependency, in progress for another agent (`claimed`) or for `agent` (`mine`), in
+    review, `waiting`: held back by a `wait` or `scheduled` date still to come (whatever the status
+    says), `unnamed`: another file has both its id and its uuid, so no command can name it and `next
+    --claim` never hands it out, or `missing`: it waits, itself or through the tasks it depends on, on a
+    task no file holds or none can read, or `cycle`: it is in a dependency cycle, or waits on one through
+    the tasks it depends on, or `bad_date`: free to take but for a `wait` or `scheduled` that is no date,
+    which holds it back for good (`model.HOLDS`), or `mismatch`: free to take but for a status that says
+    completed or deleted (`model.split`), so it is never handed out. A task waiting on a `bad_date` or
+    `mismatch` task, itself or through the tasks it depends on, counts there too: only a person frees it.
+    A task can count in more than one of these, but in only one of `blocked`, `missing`, `cycle` and
+    waiting on a stuck task. Task files that cannot be read count as open and `unreadable`: one may hold
+    unfinished work. `stuck`: what only a person can mend (unnamed, missing, cycle, bad_date, mismatch,
+    unreadable)."""
     out = dict.fromkeys(COUNTS, 0)
     twice = index.uuid_twice
-    lost, cycled = _doomed(index, now)
+    lost, cycled, held = _doomed(index, now)
     for path, task in index.tasks.items():
         if task.state not in OPEN_STATES or (domain is not None and domain_of(path) != domain):
             continue
@@ -60,25 +66,40 @@ def counts(index: Index, domain: str | None, agent: str | None, now: float) -> d
                 out["mine"] += 1
             elif holder is not None or not task.assignee:  # a live claim, or started by hand
                 out["claimed"] += 1
-        if task.status == "waiting":
+        if task.extra and held_until_later(task.extra, now):
             out["waiting"] += 1
+        behind = held.get(task.uuid)  # the count of the stuck task it waits on
         if task.uuid in lost:
             out["missing"] += 1
         elif task.uuid in cycled:
             out["cycle"] += 1
-        elif any(_open(index, dep) for dep in task.depends):
+        elif behind is None and any(_open(index, dep) for dep in task.depends):
             out["blocked"] += 1
         unnamed = (
             twice and len(index.uuid_paths.get(task.uuid, ())) > 1 and len(index.paths_with_id(task.id)) > 1
         )
         out["unnamed"] += unnamed
-        undated = bool(task.extra and task.status == "pending" and _free(task, now) and bad_holds(task.extra))
-        out["bad_date"] += undated
-        out["stuck"] += unnamed or task.uuid in lost or task.uuid in cycled or undated
+        kind = _stuck_kind(task, now)
+        out["bad_date"] += kind == "bad_date" or behind == "bad_date"
+        out["mismatch"] += kind == "mismatch" or behind == "mismatch"
+        out["stuck"] += bool(unnamed or task.uuid in lost or task.uuid in cycled or kind or behind)
     unreadable = sum(1 for path in index.problems if domain is None or domain_of(path) == domain)
     for key in ("open", "unreadable", "stuck"):
         out[key] += unreadable
     return out
+
+
+def _stuck_kind(task: Task, now: float) -> str | None:
+    """Why an open task free to take is never handed out until a person mends it: `mismatch`, its status
+    says it is finished, or `bad_date`, a `wait` or `scheduled` that is no date; None for the rest. A task
+    someone holds is not stuck: a michi change to it (`done`) writes a status that goes with its state."""
+    if not _free(task, now):
+        return None
+    if task.status not in OPEN_STATUSES:
+        return "mismatch"
+    if task.extra and bad_holds(task.extra):
+        return "bad_date"
+    return None
 
 
 def _open(index: Index, uuid: str) -> bool:
@@ -94,30 +115,41 @@ def _free(task: Task, now: float) -> bool:
     return task.state == "todo"
 
 
-def _doomed(index: Index, now: float) -> tuple[set[str], set[str]]:
+def _doomed(index: Index, now: float) -> tuple[set[str], set[str], dict[str, str]]:
     """Uuids of the free tasks that never get ready until a person mends their dependencies: those that
     wait on a dependency no task file holds (or none can read), and those in a cycle of free tasks that
     depend on each other (`michi doctor` names both), each directly or through other free tasks: a missing
-    dependency blocks (ADR 0007), and no task of a cycle can start first. Tasks held by someone pass
-    nothing on: their holder can still finish them (and so break a cycle). One pass over the tasks, and
-    Tarjan's over the free ones that depend on something."""
+    dependency blocks (ADR 0007), and no task of a cycle can start first. Then those that wait so on an
+    open task that is stuck itself (`_stuck_kind`), with its kind: else they count as `blocked`, and the
+    loop would ask again for ever. Tasks held by someone pass nothing on: their holder can still finish
+    them (and so break a cycle). One pass over the tasks, and Tarjan's over the free ones that depend on
+    something."""
     tasks, by_uuid = index.tasks, index.by_uuid
     awaiting: dict[str, list[str]] = {}  # uuid -> the free tasks that depend on it
     depends: dict[str, tuple[str, ...]] = {}  # free task -> its dependencies
     found: list[str] = []
+    stuck: dict[str, list[str]] = {}  # kind -> the free tasks that depend on a stuck task of that kind
     for task in tasks.values():
         if not task.depends or not _free(task, now):
             continue
         depends[task.uuid] = task.depends
         for dep in task.depends:
             path = by_uuid.get(dep)
-            if path is None or path not in tasks:
+            other = tasks.get(path) if path is not None else None
+            if other is None:
                 found.append(task.uuid)
-            else:
-                awaiting.setdefault(dep, []).append(task.uuid)
+                continue
+            awaiting.setdefault(dep, []).append(task.uuid)
+            kind = _stuck_kind(other, now) if other.state in OPEN_STATES else None
+            if kind is not None:
+                stuck.setdefault(kind, []).append(task.uuid)
     lost = _behind(found, awaiting)
     cycled = _behind([u for group in cycles(depends) for u in group], awaiting) if depends else set()
-    return lost, cycled
+    held: dict[str, str] = {}
+    for kind in sorted(stuck):
+        for uuid in _behind(stuck[kind], awaiting) - lost - cycled:
+            held.setdefault(uuid, kind)
+    return lost, cycled, held
 
 
 def _behind(found: list[str], awaiting: dict[str, list[str]]) -> set[str]:
@@ -160,11 +192,12 @@ _LABELS = (
     ("claimed", "claimed by other agents"),
     ("blocked", "blocked by open dependencies"),
     ("review", "in review"),
-    ("waiting", "waiting"),
+    ("waiting", "waiting for a wait or scheduled date"),
     ("unnamed", "sharing id and uuid with another file"),
     ("missing", "waiting on a task that does not exist or cannot be read"),
     ("cycle", "in or waiting on a dependency cycle"),
-    ("bad_date", "held back by a wait or scheduled that is no date"),
+    ("bad_date", "held back by a wait or scheduled that is no date, or waiting on such a task"),
+    ("mismatch", "held back by a status of completed or deleted, or waiting on such a task"),
     ("unreadable", "task file(s) that could not be read"),
 )
 
@@ -197,6 +230,8 @@ def _stuck(n: dict[str, int]) -> str:
         "unnamed": f"{n['unnamed']} task(s) share their id and uuid with other files",
         "cycle": f"{n['cycle']} task(s) depend on each other in a cycle, or wait on one: a person must mend "
         "the dependencies",
-        "bad_date": f"{n['bad_date']} task(s) have a wait or scheduled that is no date",
+        "bad_date": f"{n['bad_date']} task(s) have a wait or scheduled that is no date, or wait on one",
+        "mismatch": f"{n['mismatch']} task(s) have a status of completed or deleted while michi_state says "
+        "open, or wait on one",
     }
     return "; ".join(text for key, text in said.items() if n[key])

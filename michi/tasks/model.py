@@ -18,6 +18,7 @@ from michi.plain import Plain
 STATES = ("todo", "in_progress", "review", "done", "deleted")
 OPEN_STATES = ("todo", "in_progress", "review")
 STATUSES = ("pending", "completed", "deleted", "waiting")
+OPEN_STATUSES = ("pending", "waiting")  # Taskwarrior's: neither completed nor deleted
 PRIORITIES = ("H", "M", "L")
 DATE_FORMAT = "%Y%m%dT%H%M%SZ"
 # Caps on what a task file may hold (ADR 0006, README "Tasks"): a file beyond them is `corrupt_task`, so
@@ -61,6 +62,24 @@ HOLDS = ("wait", "scheduled")
 def bad_holds(extra: Mapping[str, Any]) -> list[str]:
     """The keys of `HOLDS` in a task's extra fields that hold something other than a date (null: none)."""
     return [key for key in HOLDS if extra.get(key) is not None and not is_tw_date(extra[key])]
+
+
+def held_until_later(extra: Mapping[str, Any], now: float) -> bool:
+    """Is a `wait` or `scheduled` date still to come? Then time alone frees the task: `no_ready_task`
+    counts it as `waiting`, whatever its status says (Taskwarrior 2.6 reads waiting from the date too,
+    and stores no `waiting` status: its import turns one into `pending`)."""
+    for key in HOLDS:
+        value = extra.get(key)
+        if value is not None and is_tw_date(value) and parse_tw_date(value) > now:
+            return True
+    return False
+
+
+def split(status: str, state: str) -> bool:
+    """Do Taskwarrior's `status` and `michi_state` disagree on whether the task is finished? michi
+    writes both from one state (`status_for`) and an import derives the state from the status, so only a
+    hand edit (or another tool writing the file) splits them. `michi_state` decides (ADR 0007)."""
+    return (state in OPEN_STATES) != (status in OPEN_STATUSES)
 
 
 _DAYS = (0, 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
@@ -108,7 +127,8 @@ def usual_date(text: str) -> tuple[int, int, int, int, int, int] | None:
 
 
 def status_for(state: str, previous_status: str = "pending") -> str:
-    """The Taskwarrior status a michi state shows as; a waiting task stays waiting while it is todo."""
+    """The Taskwarrior status a michi state shows as; a waiting task stays waiting while it is todo (and
+    its wait is still to come: `Task.evolve`)."""
     if state == "done":
         return "completed"
     if state == "deleted":
@@ -201,8 +221,15 @@ class Task(Plain):
         return Task(**{**{name: getattr(self, name) for name in self._fields}, **changes})
 
     def evolve(self, now: float, **changes: Any) -> Task:
-        """Every change bumps `version` and `modified` (seed 004's optimistic concurrency)."""
-        return self.replace(version=self.version + 1, modified=tw_date(now), **changes)
+        """Every change bumps `version` and `modified` (seed 004's optimistic concurrency), and writes the
+        status that goes with the state (ADR 0007): one a hand edit split from it is mended, and a
+        `waiting` task whose wait has passed (or that has none) is `pending`, as Taskwarrior un-waits it."""
+        task = self.replace(version=self.version + 1, modified=tw_date(now), **changes)
+        status = status_for(task.state, task.status)
+        wait = task.extra.get("wait")
+        if status == "waiting" and (wait is None or (is_tw_date(wait) and parse_tw_date(wait) <= now)):
+            status = "pending"
+        return task if status == task.status else task.replace(status=status)
 
     @property
     def claim_expires_at(self) -> float | None:

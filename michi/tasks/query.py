@@ -12,7 +12,7 @@ from michi.plain import Plain
 from michi.tasks import serialization, urgency
 from michi.tasks.domains import domain_of
 from michi.tasks.index import Index
-from michi.tasks.model import HOLDS, OPEN_STATES, Task, is_tw_date, parse_tw_date
+from michi.tasks.model import HOLDS, OPEN_STATES, OPEN_STATUSES, Task, is_tw_date, parse_tw_date
 
 if TYPE_CHECKING:
     from michi.tasks.table import Table
@@ -163,9 +163,10 @@ def deferred(task: Task, now: float) -> bool:
 
 
 def is_ready(task: Task, index: Index, now: float) -> bool:
-    """Pending, not waiting or scheduled for later, unclaimed (or its claim expired) and every dependency
-    done or deleted."""
-    if task.status != "pending" or (task.extra and deferred(task, now)):
+    """Pending (or `waiting`: its `wait` decides, as for a pending task), not waiting or scheduled for
+    later, unclaimed (or its claim expired) and every dependency done or deleted. A status that says
+    finished holds back a task michi_state calls open (`model.split`, ADR 0007)."""
+    if task.status not in OPEN_STATUSES or (task.extra and deferred(task, now)):
         return False
     if task.state == "in_progress":
         if not task.assignee or task.claim_holder(now) is not None:
@@ -214,7 +215,7 @@ def urgencies(index: Index, now: float) -> dict[str, float]:
 
 
 def _is_open(task: Task) -> bool:
-    return task.state in OPEN_STATES and task.status in ("pending", "waiting")
+    return task.state in OPEN_STATES and task.status in OPEN_STATUSES
 
 
 def depended_on(index: Index) -> set[str]:

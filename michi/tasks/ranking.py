@@ -27,7 +27,7 @@ from michi.tasks import serialization, urgency
 from michi.tasks.domains import domain_of
 from michi.tasks.index import PARSED, Index, parsed
 from michi.tasks.lanes import Lane
-from michi.tasks.model import HOLDS, Task, is_tw_date, parse_tw_date
+from michi.tasks.model import HOLDS, OPEN_STATES, OPEN_STATUSES, Task, is_tw_date, parse_tw_date
 
 if TYPE_CHECKING:
     from michi.workflow.mutation import TaskTree
@@ -45,7 +45,7 @@ SLOPE = (urgency.AGE / urgency.AGE_MAX_DAYS + urgency.DUE * 0.8 / 21.0) / urgenc
 ROUNDING = 0.002  # urgency is rounded to three decimals; tiny float steps hide in this
 
 # A node: (path, parses, id, entry, candidate, ready_at, terms, terms when blocking, depends, open, closed).
-# `candidate`: pending and todo, or in_progress with an assignee (ready once its claim expires);
+# `candidate`: pending (or waiting) and todo, or in_progress with an assignee (ready once its claim expires);
 # `ready_at`: when its wait, scheduled date and claim let it be ready (-inf: already).
 Node = tuple[str, bool, int, str, bool, float, urgency.Terms, urgency.Terms, tuple[str, ...], bool, bool]
 # A ranked task's key: (-urgency, entry, id, uuid): ascending is most urgent first.
@@ -65,8 +65,9 @@ def node_of(path: str, task: Task | None) -> Node:
         value = task.extra.get(key)
         if value is not None:
             ready_at = max(ready_at, parse_tw_date(value) if is_tw_date(value) else NEVER)
-    candidate = task.status == "pending" and task.state == "todo"
-    if task.status == "pending" and task.state == "in_progress" and task.assignee:
+    pending = task.status in OPEN_STATUSES  # `waiting` too: its wait decides (as `query.is_ready`)
+    candidate = pending and task.state == "todo"
+    if pending and task.state == "in_progress" and task.assignee:
         expires = task.claim_expires_at
         candidate = expires is not None  # a claim without expiry never lets go
         ready_at = max(ready_at, expires if expires is not None else NEVER)
@@ -81,7 +82,7 @@ def node_of(path: str, task: Task | None) -> Node:
         urgency.terms(record),
         urgency.terms(record, blocking=True),
         tuple(task.depends),
-        task.state in ("todo", "in_progress", "review") and task.status in ("pending", "waiting"),
+        task.state in OPEN_STATES and pending,
         task.state in ("done", "deleted"),
     )
 
