@@ -25,6 +25,8 @@ POINTS = (
     "done",
     "withdrawing",
     "renewing",
+    "claiming",  # a served command's worker, before it claims its caller's command (ADR 0016)
+    "claimed",  # ... and just after
 )
 
 

@@ -9,7 +9,9 @@ which forks a worker that already has everything imported; the worker runs the c
 process would have, writing to this process's own terminal or pipes, and this process exits with the
 worker's exit code. Ctrl-C and other signals are passed on to the worker; if this process is killed, the
 worker is killed too. Any doubt (no server, another user's folder, a server that ends before taking the
-request) and the command runs here, as without a server (ADR 0016).
+request, or one that does not take it within CLAIM_WITHIN: stopped or stuck) and the command runs here,
+as without a server; a worker runs it only once it has claimed it, which this process can prevent by
+taking it back first (ADR 0016).
 
 The standard library's cheapest modules only: `_socket` and `_signal`, not `socket` and `signal`,
 whose enums alone cost more than the rest of this module.
@@ -20,10 +22,14 @@ import _socket  # the socket module's C half: `socket` builds enums on import
 import os
 import sys
 
-PROTOCOL = b"michi-serve-1"
+PROTOCOL = b"michi-serve-2"
 OFF = ("off", "0", "no", "false")
 # Signals a person or a supervisor sends to stop a command: passed on to the worker running it.
 FORWARDED = ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT")
+# Seconds a server has, from the hand-over, to claim a command (a worker does within milliseconds): one
+# that is stopped (SIGSTOP, a debugger, a suspended job) or stuck does not, and this process takes the
+# command back and runs it itself. A claimed command is never cut, however long it runs (ADR 0016).
+CLAIM_WITHIN = 3.0
 
 
 def main() -> int:
@@ -161,7 +167,7 @@ def servable(args: list[str]) -> bool:
 
 
 def served(args: list[str]) -> int | None:
-    """The exit code of `args` run by the server, or None to run them here."""
+    """The exit code of `args` run by the server (-N: end by signal N), or None to run them here."""
     mode = os.environ.get("MICHI_SERVER", "").lower()
     if mode in OFF or not servable(args) or _ignores_a_stop():
         return None
@@ -187,21 +193,117 @@ def _ignores_a_stop() -> bool:
 
 
 def _ask(path: str, args: list[str], mode: str) -> int | None:
+    import time  # loaded by the interpreter's start-up already
+
+    hand = _Handover()
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
-        sock.connect(path)
-        if _peer_uid(sock) != os.getuid():
-            return None
-        _send(sock, _request(args))
-    except OSError:  # a server that died and left its socket, or one going away: run here
-        sock.close()
-        if mode == "auto":
-            start_in_background()
-        return None
-    try:
-        return _await(sock)
+        hand.listen()
+        deadline = time.monotonic() + CLAIM_WITHIN
+        try:
+            sock.settimeout(CLAIM_WITHIN)  # a stopped server's full backlog refuses the connect at once
+            sock.connect(path)
+            if _peer_uid(sock) != os.getuid():
+                hand.here()
+                return None
+            hand.mailbox = _mailbox()
+            _send(sock, _request(args), hand.mailbox)
+        except OSError:  # a server that died and left its socket, or one going away: run here
+            if hand.take_back():
+                if mode == "auto":
+                    start_in_background()
+                hand.here()
+                return None
+        return _await(sock, hand, deadline)
+    except _Withdrawn as stop:
+        return _stopped(stop.args[0], args)
     finally:
         sock.close()
+        if hand.mailbox is not None:
+            hand.mailbox.close()
+
+
+class _Withdrawn(Exception):
+    """A stop signal (its number the argument) came before a worker claimed the command: taken back, the
+    command runs nowhere."""
+
+
+class _Handover:
+    """One command handed to the server, claimed by a worker or taken back by this process, never both.
+
+    The caller's stdin, stdout and stderr wait in a mailbox: one datagram in a socket pair, whose
+    receiving end goes to the server with the request. A worker claims the command by receiving them
+    (nothing runs before); this process takes it back by receiving them itself, when the server does not
+    claim it within CLAIM_WITHIN or a stop signal comes first. The kernel gives the datagram to one of
+    the two. Taken back, nothing of the caller is left in a stopped server's queue to hold its pipes
+    open (ADR 0016)."""
+
+    def __init__(self) -> None:
+        self.worker = 0  # its PID, once it said it: it claimed the command first
+        self.mailbox: _socket.socket | None = None
+        self.taken_back = False
+        self.pending: list[int] = []  # signals for a worker that claimed the command and has not said so
+        self.previous: dict[int, object] = {}
+
+    def listen(self) -> None:
+        import _signal
+
+        for name in FORWARDED:
+            signum = getattr(_signal, name)
+            self.previous[signum] = _signal.signal(signum, self.on_signal)
+
+    def on_signal(self, signum: int, frame: object) -> None:
+        if self.worker:
+            self.forward(signum)
+        elif self.taken_back or not self.take_back():
+            self.pending.append(signum)  # claimed: passed on once the worker says who it is
+        else:  # wherever this process is (a wait, a send): taken back, nothing of it is needed any more
+            raise _Withdrawn(signum)
+
+    def forward(self, signum: int) -> None:
+        try:  # noqa: SIM105  # (contextlib is not loaded here)
+            os.kill(self.worker, signum)
+        except ProcessLookupError:  # it ended meanwhile: its exit status is on its way
+            pass
+
+    def take_back(self) -> bool:
+        """Take the command back unless a worker claimed it: True when no worker ever runs it."""
+        if self.mailbox is not None:
+            try:
+                _, ancillary, _, _ = self.mailbox.recvmsg(1, _socket.CMSG_SPACE(12), _socket.MSG_DONTWAIT)
+            except BlockingIOError:
+                return False  # a worker has the caller's streams: the command is its
+            for _, _, data in ancillary:  # this process's own streams, received again
+                for i in range(0, len(data) - 3, 4):
+                    os.close(int.from_bytes(data[i : i + 4], sys.byteorder, signed=True))
+        self.taken_back = True
+        return True
+
+    def here(self) -> None:
+        """Before the command runs here: the signal handling it had, and a stop that came meanwhile."""
+        import _signal
+
+        for signum, handler in self.previous.items():
+            _signal.signal(signum, _signal.SIG_DFL if handler is None else handler)
+        if self.pending:
+            raise _Withdrawn(self.pending[0])
+
+
+def _stopped(signum: int, args: list[str]) -> int:
+    """As michi run here ends when stopped before its command began: Ctrl-C says `interrupted` (130),
+    another signal ends the process as its default action does (-N: `main` dies of it)."""
+    import _signal
+
+    if signum != _signal.SIGINT:
+        return -signum
+    from michi.cli.main import interrupted, split_json_flag
+
+    code = interrupted(split_json_flag(args)[1])
+    try:  # noqa: SIM105  # (contextlib is not loaded here)
+        sys.stdout.flush()
+    except Exception:  # a reader gone: the exit code is what counts
+        pass
+    return code
 
 
 def _peer_uid(sock: _socket.socket) -> int:
@@ -219,38 +321,57 @@ def _request(args: list[str]) -> bytes:
     return len(body).to_bytes(4, "big") + body
 
 
-def _send(sock: _socket.socket, data: bytes) -> None:
-    fds = b"".join(fd.to_bytes(4, sys.byteorder, signed=True) for fd in (0, 1, 2))
+def _mailbox() -> _socket.socket:
+    """A socket pair's receiving end, holding one datagram with this process's stdin, stdout and stderr."""
+    kind = _socket.SOCK_DGRAM | _socket.SOCK_CLOEXEC | _socket.SOCK_NONBLOCK  # no reader ever waits on it
+    theirs, ours = _socket.socketpair(_socket.AF_UNIX, kind)
+    try:
+        fds = b"".join(fd.to_bytes(4, sys.byteorder, signed=True) for fd in (0, 1, 2))
+        theirs.sendmsg([b"m"], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)])
+    finally:
+        theirs.close()
+    return ours
+
+
+def _send(sock: _socket.socket, data: bytes, mailbox: _socket.socket) -> None:
+    fds = mailbox.fileno().to_bytes(4, sys.byteorder, signed=True)
     sent = sock.sendmsg([data], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)])
     if sent < len(data):
         sock.sendall(data[sent:])
 
 
-def _await(sock: _socket.socket) -> int | None:
-    """Read the worker's pid (`P123`) and exit code (`X0`). No pid: nothing ran, so run here."""
-    import _signal  # signal's C half: no enums to build
+def _await(sock: _socket.socket, hand: _Handover, deadline: float) -> int | None:
+    """Read the worker's pid (`P123`: it claimed the command) and exit code (`X0`). No pid: nothing
+    ran, so run here; none within CLAIM_WITHIN: take the command back and run it here."""
+    import time
 
-    worker = 0
-    pending: list[int] = []
-
-    def forward(signum: int, frame: object) -> None:
-        if worker:
-            os.kill(worker, signum)
-        else:
-            pending.append(signum)
-
-    for name in FORWARDED:
-        _signal.signal(getattr(_signal, name), forward)
     buffer = b""
+    claimed = False
     while True:
+        if not hand.worker and not claimed:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                if hand.take_back():
+                    hand.here()
+                    sys.stderr.write(
+                        f"michi: the michi server did not take the command within {CLAIM_WITHIN:g} s"
+                        " (stopped or stuck? see 'michi server status'): running it here\n"
+                    )
+                    return None
+                claimed = True  # a worker has it but has not said so yet: it runs there, however long
+                sock.settimeout(None)
+            else:
+                sock.settimeout(left)
         try:
             chunk = sock.recv(256)
-        except InterruptedError:  # a forwarded signal; PEP 475 retries, but be explicit
+        except TimeoutError:
             continue
         except OSError:
             chunk = b""
         if not chunk:
-            if not worker:
+            if not hand.worker:  # the worker (if one claimed the command) ended before it ran anything
+                hand.take_back()
+                hand.here()
                 return None
             sys.stderr.write(
                 "michi: error: the michi server's worker ended without an exit status\n"
@@ -261,15 +382,20 @@ def _await(sock: _socket.socket) -> int | None:
         while b"\n" in buffer:
             line, buffer = buffer.split(b"\n", 1)
             if line[:1] == b"P":
-                worker = int(line[1:])
+                hand.worker = int(line[1:])
+                sock.settimeout(None)  # claimed: the command is never cut
                 if os.environ.get("MICHI_DEBUG"):
-                    sys.stderr.write(f"michi: served by the michi server (worker PID {worker})\n")
-                for signum in pending:
-                    os.kill(worker, signum)
+                    sys.stderr.write(f"michi: served by the michi server (worker PID {hand.worker})\n")
+                for signum in hand.pending:
+                    hand.forward(signum)
             elif line[:1] == b"X":
+                if hand.worker:
+                    return int(line[1:])
                 # Without a PID first, the worker ended before it ran anything (e.g. it could not enter
                 # this directory): run the command here.
-                return int(line[1:]) if worker else None
+                hand.take_back()
+                hand.here()
+                return None
 
 
 def start_in_background() -> None:

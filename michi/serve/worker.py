@@ -1,10 +1,11 @@
 """One served command, in a process forked from the server (ADR 0016).
 
 The worker becomes the client as far as the command can tell: the client's stdin, stdout and stderr
-(passed over the socket), its working directory, environment, umask and arguments. It tells the client
-its PID, runs `michi.cli.main.main`, and sends the exit code. When the client goes away without waiting
-for the end (killed), the worker kills itself: a command stops where its caller stopped, as it would have
-without a server.
+(in a mailbox passed over the socket), its working directory, environment, umask and arguments. It
+claims the command (`_claim`: the client may have taken it back, and then the worker runs nothing),
+tells the client its PID, runs `michi.cli.main.main`, and sends the exit code. When the client goes away
+without waiting for the end (killed), the worker kills itself: a command stops where its caller stopped,
+as it would have without a server.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import sys
 import threading
 from typing import Any, NoReturn
 
+from michi import faults
 from michi.serve import caller, prefault
 from michi.serve.client import PROTOCOL, run_here, wind_up
 
@@ -28,6 +30,10 @@ MAX_REQUEST = 4 << 20  # arguments and environment: far beyond any real one (Lin
 
 class BadRequest(Exception):
     pass
+
+
+class Withdrawn(Exception):
+    """The client took its command back before this worker claimed it: it runs it itself, or was stopped."""
 
 
 class Request:
@@ -106,9 +112,10 @@ def _reset_signals() -> None:
 
 
 def receive(conn: socket.socket) -> Request:
-    data, fds, flags, _ = socket.recv_fds(conn, 1 << 16, 3)
-    if flags & socket.MSG_CTRUNC or len(fds) != 3:
-        raise BadRequest("expected stdin, stdout and stderr")
+    """The request, and in `fds` its mailbox: the client's stdin, stdout and stderr, for `_claim`."""
+    data, fds, flags, _ = socket.recv_fds(conn, 1 << 16, 1)
+    if flags & socket.MSG_CTRUNC or len(fds) != 1:
+        raise BadRequest("expected the mailbox of stdin, stdout and stderr")
     if len(data) < 4:
         raise BadRequest("short request")
     size = int.from_bytes(data[:4], "big")
@@ -131,11 +138,6 @@ def receive(conn: socket.socket) -> Request:
 
 def _become(request: Request, client: int) -> None:
     caller.become(client)  # first: a caller elsewhere (a sandbox) has nothing run for it here
-    for target, fd in zip((0, 1, 2), request.fds, strict=True):
-        os.dup2(fd, target)
-    for fd in request.fds:
-        if fd > 2:
-            os.close(fd)
     os.environ.clear()
     for item in request.env:
         key, sep, value = item.partition(b"=")
@@ -144,13 +146,42 @@ def _become(request: Request, client: int) -> None:
     os.chdir(request.cwd)
     os.umask(request.umask)
     sys.argv = request.argv
-    _fresh_stdio()
     tempfile: Any = sys.modules.get("tempfile")
     if tempfile is not None:  # it caches TMPDIR on first use: the client's counts
         tempfile.tempdir = None
     from michi.lock import procs
 
     procs.act_for(client)
+    # Last, after every step that may refuse: the command is this worker's from here on (its PID next).
+    for target, fd in zip((0, 1, 2), _claim(request.fds[0]), strict=True):
+        os.dup2(fd, target)
+        if fd > 2:
+            os.close(fd)
+    _fresh_stdio()
+
+
+def _claim(mailbox: int) -> list[int]:
+    """Claim the command: receive the client's stdin, stdout and stderr from its mailbox (a socket pair's
+    end holding one datagram). The client receives them itself to take the command back (it waited
+    CLAIM_WITHIN, or a stop signal came); the kernel gives the datagram to one of the two (ADR 0016)."""
+    faults.point("claiming")
+    with socket.socket(fileno=mailbox) as box:
+        try:  # (not `socket.recv_fds`, which drops its flags before Python 3.12: it would wait)
+            _, ancillary, _, _ = box.recvmsg(1, socket.CMSG_SPACE(3 * 4), socket.MSG_DONTWAIT)
+        except BlockingIOError:  # taken back: the mailbox is empty
+            ancillary = []
+    fds = [
+        int.from_bytes(data[i : i + 4], sys.byteorder, signed=True)
+        for level, kind, data in ancillary
+        if (level, kind) == (socket.SOL_SOCKET, socket.SCM_RIGHTS)
+        for i in range(0, len(data) - 3, 4)
+    ]
+    if len(fds) != 3:
+        for fd in fds:
+            os.close(fd)
+        raise Withdrawn
+    faults.point("claimed")
+    return fds
 
 
 def _fresh_stdio() -> None:
