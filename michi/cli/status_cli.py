@@ -8,6 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from michi.cli.options import Fetch, session
+from michi.cli.options import _wait as _at_most_ten_years
 from michi.session import Session
 
 
@@ -60,7 +61,14 @@ def status(
 def watch(
     ctx: typer.Context,
     interval: Annotated[
-        float, typer.Option("--interval", min=0.2, metavar="SECONDS", help="Seconds between refreshes.")
+        float,
+        typer.Option(
+            "--interval",
+            min=0.2,
+            metavar="SECONDS",
+            callback=_at_most_ten_years,  # 1e10 or inf ended the watch in time.sleep, exit 1
+            help="Seconds between refreshes.",
+        ),
     ] = 2.0,
     fetch: Annotated[bool, typer.Option("--fetch", help="Fetch the task branch at every refresh.")] = False,
     activity: Annotated[

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import stat
 import time
@@ -75,7 +76,24 @@ def _spread(samples: list[float]) -> dict[str, float | None]:
     }
 
 
+def _finite(value: Any) -> bool:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an integer of 400 digits: no float holds it
+        return False
+
+
+def _sound(event: dict[str, Any]) -> bool:
+    """A line whose time, wait or hold is no finite number (a disk error, an editor, another version:
+    "t": "x", "hold": null, 1e999, NaN) is left out: it made `lock stats` exit 1, or print bare NaN or
+    Infinity, which no JSON reader takes."""
+    return all(_finite(event[key]) for key in ("t", "wait", "hold") if key in event)
+
+
 def summarize(events: list[dict[str, Any]]) -> dict[str, Any]:
+    events = [e for e in events if _sound(e)]
     acquired = [e for e in events if e.get("kind") in ("hold", "acquire")]
     holds = [float(e["hold"]) for e in events if e.get("kind") in ("hold", "release") and "hold" in e]
     takeovers: dict[str, int] = {}

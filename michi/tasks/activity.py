@@ -2,15 +2,18 @@
 
 Pure functions over parsed log entries (no git here): a claim opens a cycle on a task; `done` closes it
 (claim-to-done time); `release`, `stop` or `delete` close it unfinished; `reap`, or a claim by another
-agent (allowed only once the first one expired), close it as expired.
+agent (allowed only once the first one expired), close it as expired. The per-day series ends today: a
+commit dated later (a clone whose clock is ahead, a hand-made date up to year 9999 and past it) counts on
+today, so no history makes it longer than the days since 1970.
 """
 
 from __future__ import annotations
 
 import statistics
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import Any, Protocol
 
 NOBODY = "(none)"  # commits made without --agent: a person at the terminal
@@ -83,7 +86,11 @@ class AgentFigures:
 
 
 def day(ts: float) -> str:
-    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d")
+    return datetime.fromtimestamp(ts, UTC).date().isoformat()  # 0001-01-01: strftime gives "1-01-01"
+
+
+def _add(counts: dict[str, int], when: str, n: int) -> None:
+    counts[when] = counts.get(when, 0) + n
 
 
 @dataclass
@@ -94,6 +101,12 @@ class Replay:
     opened: dict[str, int] = field(default_factory=dict)
     closed: dict[str, int] = field(default_factory=dict)
     open_claims: dict[str, tuple[str, float]] = field(default_factory=dict)  # uuid -> (agent, since)
+    now: float = field(default_factory=time.time)  # the series' last day: later commits count on it
+
+    def _day(self, ts: float) -> str:
+        """The UTC day `ts` counts on: never after today (one commit dated 9999 made `stats` build three
+        million rows; one past 9999 made it fail), never before 1970."""
+        return day(min(max(ts, 0.0), self.now))
 
     def _counts(self, ev: Event, agent: str) -> AgentFigures | None:
         """The figures to add to, or None when the event is outside --since or another agent's."""
@@ -138,30 +151,34 @@ class Replay:
             mine.completions += len(ev.tasks)
         if mine is not None:  # the repository's series, by the same filters
             if ev.opened:
-                self.opened[day(ev.time)] = self.opened.get(day(ev.time), 0) + ev.opened
+                _add(self.opened, self._day(ev.time), ev.opened)
             if ev.action in ("done", "delete"):
-                self.closed[day(ev.time)] = self.closed.get(day(ev.time), 0) + len(ev.tasks)
+                _add(self.closed, self._day(ev.time), len(ev.tasks))
             if not any((mine.claims, mine.completions, mine.expired, mine.released, mine.cycles)):
                 del self.agents[ev.agent]  # an agent that only added tasks is no row of its own
 
-    def series(self, today: float) -> list[dict[str, Any]]:
+    def series(self, today: float | None = None) -> list[dict[str, Any]]:
         """One row per UTC day from the first day with activity (or --since) to today, zeros included."""
         seen = sorted({*self.opened, *self.closed})
         if not seen:
             return []
-        first = datetime.strptime(day(self.since) if self.since is not None else seen[0], "%Y-%m-%d")
-        last = datetime.strptime(max(day(today), seen[-1]), "%Y-%m-%d")
+        first = date.fromisoformat(seen[0] if self.since is None else day(self.since))
+        last = max(
+            date.fromisoformat(day(self.now if today is None else today)), date.fromisoformat(seen[-1])
+        )
         rows = []
         for n in range((last - first).days + 1):
-            name = datetime.fromordinal(first.toordinal() + n).strftime("%Y-%m-%d")
+            name = date.fromordinal(first.toordinal() + n).isoformat()
             rows.append(
                 {"date": name, "opened": self.opened.get(name, 0), "closed": self.closed.get(name, 0)}
             )
         return rows
 
 
-def replay(evs: Iterable[Event], *, since: float | None, agent: str | None) -> Replay:
-    state = Replay(since=since, agent=agent)
+def replay(
+    evs: Iterable[Event], *, since: float | None, agent: str | None, now: float | None = None
+) -> Replay:
+    state = Replay(since=since, agent=agent) if now is None else Replay(since=since, agent=agent, now=now)
     for ev in evs:
         state.feed(ev)
     return state

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import stat
 from typing import TYPE_CHECKING, NamedTuple
 
 from michi import git
@@ -12,6 +15,8 @@ from michi.workflow.target import Target, inputs, resolve
 from michi.workflow.tree import GitTaskTree
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from michi.git import Repo
 
 
@@ -45,12 +50,37 @@ class Snapshot(GitTaskTree):
         self.remote = remote  # None: the repository has no such remote
 
 
-def synced_at(paths: RepoPaths, remote: str | None) -> float | None:
-    marker = paths.state_dir / "synced"
+def marker_time(state_dir: Path, name: str) -> float | None:
+    """When the state marker `name` (`synced`, `contended`) was last touched: its own time, by one lstat.
+    Anything but a regular file there (a link put in its place) is no marker: michi never reads a
+    foreign file's time through a link in its state folder."""
     try:
-        return marker.stat().st_mtime if remote else None
-    except FileNotFoundError:
+        info = os.lstat(state_dir / name)
+    except (FileNotFoundError, NotADirectoryError):
         return None
+    return info.st_mtime if stat.S_ISREG(info.st_mode) else None
+
+
+def touch_marker(state_dir: Path, name: str) -> None:
+    """Set the state marker `name` to now: an lstat and a utime on the usual path. A link (or FIFO) there
+    is replaced by a file, never written through: `Path.touch` set the time of a user's file the link
+    named, or made the file a dangling link named, wherever that was."""
+    marker = state_dir / name
+    try:
+        if stat.S_ISREG(os.lstat(marker).st_mode):
+            os.utime(marker, follow_symlinks=False)
+            return
+        with contextlib.suppress(IsADirectoryError, PermissionError):  # a folder there: left, no marker
+            os.unlink(marker)
+    except FileNotFoundError:
+        state_dir.mkdir(parents=True, exist_ok=True)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    with contextlib.suppress(FileExistsError):  # another michi made it just now (or a folder is there)
+        os.close(os.open(marker, flags, 0o644))
+
+
+def synced_at(paths: RepoPaths, remote: str | None) -> float | None:
+    return marker_time(paths.state_dir, "synced") if remote else None
 
 
 def _journal_pending(paths: RepoPaths) -> bool:
@@ -65,9 +95,7 @@ def read_snapshot(paths: RepoPaths, config: Config, *, fetch: bool = False) -> S
     target = resolve(repo, config)
     if target.remote_ref and fetch:
         git.fetch_branch(repo, target.remote or "", target.branch)
-        marker = paths.state_dir / "synced"
-        marker.parent.mkdir(parents=True, exist_ok=True)
-        marker.touch()
+        touch_marker(paths.state_dir, "synced")
     # Offline work not yet pushed lives only on the local branch; otherwise the remote-tracking branch
     # is the truth as last synced (the local branch may hold the user's own unrelated commits).
     ref = target.remote_ref

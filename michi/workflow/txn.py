@@ -1130,18 +1130,20 @@ class Transaction:
         self._touch("synced")
 
     def _touch(self, name: str) -> None:
-        marker = self.req.repo.state_dir / name
-        marker.parent.mkdir(parents=True, exist_ok=True)
-        marker.touch()
+        from michi.workflow.snapshot import touch_marker  # never through a link there
+
+        touch_marker(self.req.repo.state_dir, name)
 
     def _contended(self) -> bool:
         """Was a push from this clone refused lately (another clone landed first)? Then the next command
         fetches before it takes the lock rather than spend a round under it on a stale tip."""
+        from michi.workflow.snapshot import marker_time  # its own time, not a linked file's
+
         try:
-            refused = (self.req.repo.state_dir / _CONTENDED).stat().st_mtime
+            refused = marker_time(self.req.repo.state_dir, _CONTENDED)
         except OSError:
             return False
-        return time.time() - refused < _CONTENDED_FOR
+        return refused is not None and time.time() - refused < _CONTENDED_FOR
 
     def _outcome(self, result: Any, commit: str | None, **kw: Any) -> TxnOutcome:
         notes = self.notes + self.report.notes() + kw.pop("notes", [])
