@@ -37,8 +37,9 @@ def ready(cli, repo: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         {"modified": "soon"},
         {"tags": "not a list"},
         {"annotations": "a note"},
+        {"": "a field with no name"},  # Taskwarrior takes it, then exports JSON nothing reads
     ],
-    ids=["status", "priority", "entry", "description", "modified", "tags", "notes"],
+    ids=["status", "priority", "entry", "description", "modified", "tags", "notes", "empty key"],
 )
 def test_a_bad_record_refuses_the_whole_file(cli, ready: Path, remote: Remote, bad) -> None:
     source = ready.parent / "tw.json"

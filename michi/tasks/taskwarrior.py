@@ -122,6 +122,10 @@ def _check_fields(record: dict[str, Any], where: str) -> None:
             f"{where} is a Taskwarrior recurring template (status recurring): michi keeps no recurrence",
             hint="export without templates: task status.not:recurring export",
         )
+    if "" in record:  # Taskwarrior takes it, then writes an export no JSON reader reads
+        raise UsageError(
+            f"{where} has a field with an empty name", hint="remove that field from the import file"
+        )
     for key in TW_DATES:
         if key in record and not is_tw_date(record[key]):
             raise UsageError(
