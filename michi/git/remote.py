@@ -40,7 +40,10 @@ def _remote_failure(err: str, remote: str) -> GitFailed:
         f"cannot reach remote {remote!r}: {first}",
         hint="check the network and `git remote -v`; retry, or pass --offline to commit locally",
     )
-    failure.connected = not any(marker in err.lower() for marker in _NEVER_CONNECTED)
+    # A line the remote's side sent (`remote: ...`, its hooks' words) proves git talked to it, whatever
+    # words it holds: a server that died after it moved the branch must not read as "never reached".
+    spoke = any(line.startswith("remote:") for line in err.splitlines())
+    failure.connected = spoke or not any(marker in err.lower() for marker in _NEVER_CONNECTED)
     return failure
 
 
@@ -54,6 +57,43 @@ def _timed_out(repo: Repo, remote: str) -> GitFailed:
     )
     failure.connected = True  # it may have taken a push before it stopped answering
     return failure
+
+
+def _shown_url(url: str) -> str:
+    """`url` without the user and password a `scheme://user:secret@host/...` URL may carry."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return url
+    authority, slash, path = rest.partition("/")
+    return f"{scheme}://{authority.rpartition('@')[2]}{slash}{path}"
+
+
+def one_push_url(repo: Repo, remote: str) -> None:
+    """Refuse (exit 2, `bad_config`) a remote with more than one push URL: `remote.<name>.pushurl`, else
+    `remote.<name>.url`, set more than once (a mirror). git pushes to each in turn, so one URL taking
+    michi's commit and another refusing it, or lagging ("stale info"), left the change on the remote
+    michi fetches from while michi said it had not landed: run again, it landed twice (ADR 0004). One
+    push URL other than the fetch URL (fetch over https, push over ssh) is one repository, and fine.
+    Read from the settings michi reads anyway (`core.config_values`): no git process of its own."""
+    from michi.git.core import config_values
+
+    config = config_values(repo)
+    key = f"remote.{remote}.pushurl" if config.get(f"remote.{remote}.pushurl") else f"remote.{remote}.url"
+    urls = [u for u in config.get(key, "").split("\n") if u]
+    if len(urls) < 2:
+        return
+    from michi.errors import ConfigError
+
+    push = " --push" if key.endswith("pushurl") else ""
+    shown = [_shown_url(u) for u in urls]
+    raise ConfigError(
+        f"remote {remote!r} has {len(urls)} push URLs ({key}: {', '.join(shown)}); michi pushes to one "
+        "repository only: one refusing or lagging behind would leave a change half-made",
+        hint=f"keep one (`git remote set-url{push} --delete {remote} URL` for each other) and mirror from "
+        "that repository (a hook), or make the mirror a remote of its own",
+        remote=remote,
+        push_urls=shown,
+    )
 
 
 def pushes_here(repo: Repo, remote: str) -> bool:
@@ -187,6 +227,19 @@ def _rejection_reasons(porcelain: str) -> list[str]:
     return reasons
 
 
+def _reports(porcelain: str) -> tuple[int, bool]:
+    """(how many URLs `git push --porcelain --quiet` reported on, whether one of them took every ref).
+    Each URL's report ends with `Done`; a URL that refused something names itself (`To <url>`) and the
+    refs first, and one that took every ref, quiet, says nothing else."""
+    reached, took_all, named = 0, False, False
+    for line in porcelain.splitlines():
+        if line.startswith("To "):
+            named = True
+        elif line == "Done":
+            reached, took_all, named = reached + 1, took_all or not named, False
+    return reached, took_all
+
+
 @dataclass(frozen=True)
 class PushResult:
     ok: bool
@@ -251,6 +304,26 @@ def push(
     if status == 0:
         return PushResult(ok=True, stale=False)
     text = f"{out}\n{err}"
+    reached, took_all = _reports(out)
+    if reached > 1 or took_all:
+        # Several push URLs (refused before the lock, `one_push_url`; a config changed meanwhile), or git
+        # failing after the remote took the push: it landed somewhere, so neither "stale" nor "refused"
+        # is the answer (read so, it was applied again, or "run it again" made it twice). The caller
+        # asks the remote it fetches from (ADR 0004).
+        from michi.errors import RemoteUnreachable
+
+        what = (
+            f"went to {reached} URLs and not every one took it"
+            if reached > 1
+            else "was taken, then git failed"
+        )
+        failure = RemoteUnreachable(
+            f"the push to remote {remote!r} {what}: "
+            + "; ".join(ln.strip() for ln in err.splitlines() if ln.strip())[:300],
+            hint="keep one push URL (`git remote -v`), then run `michi sync`" if reached > 1 else None,
+        )
+        failure.connected = True
+        raise failure
     if "[rejected]" in text and ("non-fast-forward" in text or "fetch first" in text or "stale info" in text):
         return PushResult(ok=False, stale=True)
     # Atomic, the remote gives every ref a race lost by one (or at the transaction's commit) as "atomic

@@ -20,7 +20,7 @@ from michi.git.files import config_fingerprint
 from michi.objectid import object_id
 from michi.repo import RepoPaths
 
-CACHE_NAME = "git-settings.v5.json"  # v5: with checkout.workers (v4: what `staged` asks)
+CACHE_NAME = "git-settings.v6.json"  # v6: every URL and push URL (v5: checkout.workers)
 _PLACE = ("GIT_DIR", "GIT_COMMON_DIR", "GIT_WORK_TREE")  # where git looks, when told
 
 

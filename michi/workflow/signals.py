@@ -1,8 +1,10 @@
 """Holding Ctrl-C and SIGTERM while a push is under way, and after it landed (ADR 0004); and while the
-lock's holder lands a waiter's operation it took (ADR 0017)."""
+lock's holder lands a waiter's operation it took (ADR 0017). From a transaction's start SIGTERM and
+SIGHUP end the command as Ctrl-C does (`resume`)."""
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import threading
 from collections.abc import Callable, Iterator
@@ -18,6 +20,9 @@ _Handlers = dict[signal.Signals, Any]
 _base: _Handlers = {}
 _holding = False
 _came: list[int] = []
+# SIGTERM and SIGHUP raising `Terminated` from a transaction's start (`resume`) to the command's end
+# (`settle`): before the lock too, not only while it is awaited or held (`michi.lock.keeper`).
+_ending = contextlib.ExitStack()
 
 
 @contextmanager
@@ -125,24 +130,34 @@ def _restore(previous: _Handlers) -> None:
 
 def resume() -> None:
     """A transaction starts: a signal held since the last one landed is acted on now, before anything
-    of this one is done; the handlers as found here are the ones put back later."""
+    of this one is done; the handlers as found here are the ones put back later. From here on SIGTERM
+    and SIGHUP raise `Terminated`, as while the lock is awaited or held, unless someone else chose their
+    handling (`nohup`): one that came before the lock (building the commit, the fetch without the lock)
+    killed michi, exit 143 with no `--json` answer, where Ctrl-C gave 130 and `interrupted` (ADR 0004)."""
     global _holding
     if threading.current_thread() is not threading.main_thread():
         return
+    came = _came[0] if _holding and _came else None
     if _holding:
         _holding = False
         _restore(_base)
-        if _came:
-            signal.raise_signal(_came[0])
+    _ending.close()  # the handlers as they were before this command's transactions changed them
     _base.update({sig: signal.getsignal(sig) for sig in DEFERRED})
+    from michi.lock.keeper import sigterm_raises  # the lock's: this transaction takes it anyway
+
+    _ending.enter_context(sigterm_raises())
+    if came is not None:
+        signal.raise_signal(came)
 
 
 def settle() -> None:
     """The command ended: a signal held since its change landed is dropped (the change is made, and the
     command says so), and the handlers are as its transaction found them."""
     global _holding
-    if not _holding or threading.current_thread() is not threading.main_thread():
+    if threading.current_thread() is not threading.main_thread():
         return
-    _holding = False
-    _came[:] = []
-    _restore(_base)
+    if _holding:
+        _holding = False
+        _came[:] = []
+        _restore(_base)
+    _ending.close()

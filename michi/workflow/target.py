@@ -55,6 +55,10 @@ def resolve(repo: Repo, config: Config, offline: bool = False, changing: bool = 
         branch = git.head(repo).branch or "main"
     if remote is not None:
         _check_refspecs(repo, remote, branch)
+        if changing and not offline:
+            from michi.git.remote import one_push_url
+
+            one_push_url(repo, remote)  # ADR 0004: a push must land on one repository, or not at all
     return Target(branch=branch, remote=remote, offline=offline and remote is not None)
 
 

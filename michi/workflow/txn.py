@@ -806,9 +806,28 @@ class Transaction:
             return False
         self.aside = [e for e in leftover + handed if e.txn in carried]
         named = ", ".join(f"`michi {e.command}`" for e in self.aside)
+        # Say what became of each: a waiter's goes back to it, which pushes it alone and hears the remote's
+        # answer itself (ADR 0017), so it is not pending; offline work or a dead holder's stays pending.
+        waiters = [e for e in self.aside if e.handed]
+        pending = [e for e in self.aside if not e.handed]
+        both = bool(waiters and pending)
+
+        def listed(entries: list[Entry]) -> str:
+            return " (" + ", ".join(f"`michi {e.command}`" for e in entries) + ")" if both else ""
+
+        fates = []
+        if waiters:
+            fates.append(
+                f"the waiting commands' operations{listed(waiters)} went back to them: each pushes its own "
+                "alone and answers with the remote's verdict"
+            )
+        if pending:
+            fates.append(
+                f"the pending operations{listed(pending)} stay pending (`michi sync` tries them again)"
+            )
         self.notes.append(
             f"the remote refused a push that also carried {named} ({exc.message}); this command's own "
-            "change was pushed alone: the pending operations stay pending (`michi sync` tries them again)"
+            f"change was pushed alone: {'; '.join(fates)}"
         )
         return True
 
