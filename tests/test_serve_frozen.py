@@ -216,8 +216,8 @@ def test_a_stop_before_the_claim_takes_the_command_back(
 def test_a_stop_while_the_server_is_stopped_ends_the_caller(
     server: dict, tracker: Path, spawn: Spawn
 ) -> None:
-    """The probe's case: the server's process group stopped, the caller sent SIGTERM once it passes
-    signals on. It dies of it at once, and the server, continued, runs nothing."""
+    """A stop signal while the server is stopped: its process group stopped, the caller sent SIGTERM once
+    it passes signals on. It dies of it at once, and the server, continued, runs nothing."""
     os.killpg(server["pid"], signal.SIGSTOP)
     try:
         client = spawn("--json", "task", "add", "never")

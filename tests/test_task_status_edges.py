@@ -102,10 +102,13 @@ def test_waiting_counts_every_task_held_by_a_date_still_to_come(cli, work: Path,
 
 def test_the_wait_passing_frees_a_waiting_task_from_a_warm_ranking(cli, work: Path, tmp_path: Path) -> None:
     """The ranking built while it waited (ADR 0015) hands it out once the date passes."""
-    soon = int(time.time()) + 3
+    # The date is the event awaited (michi reads the real clock): far enough for the import and the first
+    # `next` to run before it on a loaded machine, which the assertion on the clock below makes sure of.
+    soon = int(time.time()) + 6
     wait = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(soon))
     _import(cli, work, tmp_path, _record(UUID_A, "wait until soon", "waiting", wait=wait))
     assert _no_ready(cli, work)["waiting"] == 1
+    assert time.time() < soon, "the machine took longer than the wait: the ranking was not built before it"
     time.sleep(max(0.0, calendar.timegm(time.strptime(wait, "%Y%m%dT%H%M%SZ")) - time.time()) + 0.1)
     claimed = cli(work, "--json", "--agent", "a1", "task", "next", "--claim")
     assert claimed.exit_code == 0 and claimed.json()["description"] == "wait until soon", claimed.stdout

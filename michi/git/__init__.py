@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from michi.git.core import Head as Head
     from michi.git.core import commit_messages as commit_messages
     from michi.git.core import fetch_refspecs as fetch_refspecs
+    from michi.git.core import fork_point as fork_point
     from michi.git.core import head as head
     from michi.git.core import index_holds as index_holds
     from michi.git.core import is_ancestor as is_ancestor
@@ -96,6 +97,7 @@ _HOMES = {
     "head": "core",
     "is_ancestor": "core",
     "merge_base": "core",
+    "fork_point": "core",
     "open_repo": "core",
     "read_tree_update": "core",
     "ref_oid": "core",

@@ -201,18 +201,18 @@ class Repo:
         self._cat_file("--batch")
 
     def _cat_file(self, mode: str) -> subprocess.Popen[bytes]:
-        # Sessions apart have their own: the one started before may be ended by the terminal's Ctrl-C.
-        key = f"{mode} apart" if self.apart else mode
-        proc = self._cat_files.get(key)
+        # Always in a session of its own: the terminal's Ctrl-C never ends it half-way, inside a section
+        # `sessions_apart` or not, so one process serves both (it ends when michi closes its stdin or dies).
+        proc = self._cat_files.get(mode)
         if proc is None or proc.poll() is not None:
-            proc = self._cat_files[key] = subprocess.Popen(
+            proc = self._cat_files[mode] = subprocess.Popen(
                 ["git", "cat-file", mode],
                 cwd=self.working_dir,
                 env=self.env(),
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
-                start_new_session=self.apart > 0,
+                start_new_session=True,
             )
             self._finalizers.append(weakref.finalize(self, _close, proc))
         return proc

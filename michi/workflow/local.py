@@ -110,13 +110,18 @@ def _overlap(upstream: Collection[str], changes: Collection[str]) -> bool:
     """Whether a replayed commit's paths meet the remote's changes: the same path, or one inside the
     other (a file of the user's where a folder of tasks came, or the other way round: `git rebase` stops
     there on a file/folder conflict; laid over, the folder was replaced by the file)."""
-    within = {path[:at] for path in upstream for at in range(len(path)) if path[at] == "/"}
-    for path in changes:
-        if path in upstream or path in within:
-            return True
-        if any(path[:at] in upstream for at in range(len(path)) if path[at] == "/"):
-            return True
-    return False
+    within = {folder for path in upstream for folder in _folders(path)}
+    return any(
+        path in upstream or path in within or any(f in upstream for f in _folders(path)) for path in changes
+    )
+
+
+def _folders(path: str) -> Iterator[str]:
+    """The folders `path` lies in, innermost first: `a/b/c` -> `a/b`, `a`."""
+    at = path.rfind("/")
+    while at > 0:
+        yield path[:at]
+        at = path.rfind("/", 0, at)
 
 
 def _obsolete(repo: Repo, own: list[str], drop: Collection[str], target: Target) -> str:

@@ -136,9 +136,7 @@ def once_on_remote(repo: Repo, tracking_ref: str, tip: str, local: str, seen: st
     force-push set it back): those on `seen` (the remote tip michi saw before `tip`) or on an earlier tip of
     `tracking_ref` by its reflog (git's fork point), but not on `tip`. A few git processes: asked only of
     michi commits no journal entry names, which are otherwise offline work whose journal was lost."""
-    from michi.git.core import fork_point
-
-    starts = [fork_point(repo, tracking_ref, local)]
+    starts = [git.fork_point(repo, tracking_ref, local)]
     if seen is not None and seen != tip:
         starts.append(git.merge_base(repo, local, seen))
     had: set[str] = set()
