@@ -384,3 +384,21 @@ def test_file_urls_work_too(remote: Remote) -> None:
     git(a, "remote", "set-url", "origin", remote.bare.as_uri())
     out = run_michi(a, "lock", "run", "--remote", "--", "sh", "-c", 'echo "$MICHI_LOCK_FENCE"')
     assert out.exit_code == 0 and out.stdout.strip() == "1", out.stderr
+
+
+def test_a_remote_with_two_push_urls_is_refused_before_any_push(remote: Remote, tmp_path: Path) -> None:
+    """git pushes a record to each push URL in turn: one lagging or refusing, "exactly one wins" held on
+    neither (ADR 0009). Refused as a transaction's push is (ADR 0004), nothing pushed anywhere."""
+    a = remote.clone("a")
+    mirror = tmp_path / "mirror.git"
+    git(tmp_path, "init", "-q", "--bare", str(mirror))
+    git(a, "remote", "set-url", "--add", "--push", "origin", str(remote.bare))
+    git(a, "remote", "set-url", "--add", "--push", "origin", str(mirror))
+    out: CliResult = run_michi(a, "--json", "lock", "run", "--remote", "--", "true")
+    assert out.exit_code == 2, out.stdout
+    error = out.json()["error"]
+    assert error["code"] == "bad_config" and str(mirror) in error["message"], error
+    for bare in (remote.bare, mirror):
+        assert git(bare, "for-each-ref", REF) == ""
+    git(a, "remote", "set-url", "--delete", "--push", "origin", str(mirror))
+    assert run_michi(a, "lock", "run", "--remote", "--", "true").exit_code == 0

@@ -235,6 +235,24 @@ def cas_push(
     raise _unreachable(proc.stderr or proc.stdout, remote)
 
 
+def one_push_url(cwd: Path, remote: str) -> None:
+    """Refuse a remote with more than one push URL (`remote.one_push_url`): git pushes a lock record to
+    each in turn, and "exactly one wins" holds on one repository only (ADR 0009)."""
+    from michi.git.remote import refuse_mirrors
+
+    found: dict[str, list[str]] = {}
+    listed = _local(cwd, "config", "--get-regexp", rf"^remote\.{re.escape(remote)}\.(push)?url$")
+    for line in (listed or b"").decode("utf-8", "surrogateescape").splitlines():
+        name, _, value = line.partition(" ")
+        found.setdefault(name.lower(), []).append(value)
+    key = (
+        f"remote.{remote}.pushurl"
+        if found.get(f"remote.{remote}.pushurl".lower())
+        else f"remote.{remote}.url"
+    )
+    refuse_mirrors(remote, key, found.get(key.lower(), []))
+
+
 def remote_url(cwd: Path, remote: str) -> str | None:
     """The URL the remote name stands for, to key what this clone has observed of that remote's lock."""
     url = _local(cwd, "config", "--get", f"remote.{remote}.url")

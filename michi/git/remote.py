@@ -79,7 +79,11 @@ def one_push_url(repo: Repo, remote: str) -> None:
 
     config = config_values(repo)
     key = f"remote.{remote}.pushurl" if config.get(f"remote.{remote}.pushurl") else f"remote.{remote}.url"
-    urls = [u for u in config.get(key, "").split("\n") if u]
+    refuse_mirrors(remote, key, [u for u in config.get(key, "").split("\n") if u])
+
+
+def refuse_mirrors(remote: str, key: str, urls: list[str]) -> None:
+    """`one_push_url`'s refusal, given the push URLs (`key`: the setting they came from)."""
     if len(urls) < 2:
         return
     from michi.errors import ConfigError

@@ -136,6 +136,7 @@ class RemoteLock:
 
     def acquire(self, wait: float) -> RemoteRecord:
         """Take the lock, waiting up to `wait` seconds (0 = one try); raises `lock_busy` when it runs out."""
+        lockref.one_push_url(self.cwd, self.remote)  # one repository, or "exactly one wins" means nothing
         start = clock()
         deadline, delay, contended, takeover = start + wait, FIRST_POLL, False, None
         while True:
