@@ -421,3 +421,34 @@ def test_a_clones_name_is_made_once_and_a_copy_of_the_clone_is_another(tmp_path:
     (common / "michi" / "clone-id").write_text("")  # damaged
     remade = turn.clone_id(common)
     assert remade not in ("", name) and turn.clone_id(common) == remade
+
+
+def test_a_signal_while_waiting_for_a_turn_stops_the_command(remote: Remote) -> None:
+    """Waiting for this clone's turn before the lock only saves work later, so its failures are passed
+    over; a SIGTERM there (`Terminated`, a MichiError) was passed over with them, and the command went on
+    to take the lock and push. It stops the command as Ctrl-C does: exit 130, nothing landed."""
+    import os
+    import signal
+    import time
+
+    from conftest import spawn_michi
+
+    from michi.workflow import turn
+
+    holder = remote.clone("holder")
+    assert run_michi(holder, "init").exit_code == 0
+    record = _push_turn(holder, turn.holder(os.getpid()))  # this very process: alive, never cleared
+    work = remote.clone("work")
+    (work / ".git" / "michi").mkdir(exist_ok=True)
+    (work / ".git" / "michi" / "contended").touch()  # refused lately: queue for the turn first
+    before = remote.head()
+    proc = spawn_michi(work, "--json", "task", "add", "never", env={"MICHI_TURN_STALE": "3600"})
+    deadline = time.monotonic() + 30
+    while git(work, "cat-file", "-t", record, check=False) != "commit":  # it read the holder's record
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, out + err
+    assert json.loads(out)["error"]["code"] == "terminated"
+    assert remote.head() == before and git(remote.bare, "rev-parse", "refs/michi/turn/main") == record

@@ -121,6 +121,20 @@ def _handed_over(exc: BaseException) -> GitFailed:
     )
 
 
+class _BestEffort(contextlib.AbstractContextManager[None]):
+    """`contextlib.suppress(MichiError, OSError)` for a step that only saves work later, but never of an
+    interruption: Ctrl-C, SIGTERM or SIGHUP (`Interrupted`, itself a MichiError) must stop the command,
+    not be swallowed by the step it came in."""
+
+    def __exit__(self, kind: type[BaseException] | None, exc: object, tb: object) -> bool:
+        return (
+            kind is not None and issubclass(kind, (MichiError, OSError)) and not issubclass(kind, Interrupted)
+        )
+
+
+_best_effort = _BestEffort()
+
+
 class _Refused(Exception):
     """The remote refused this run's push (another clone landed first) and nothing else rode on it: the
     lock is let go while waiting to try again, so it is held for one round at a time (ADR 0004)."""
@@ -284,8 +298,9 @@ class Transaction:
                 # A change the tree editor refuses (not michi's path) is that operation's refusal alone.
                 built_tip = self._commit(tip, change, entry) if not change.empty else tip
             except MichiError as exc:
-                if exc.code == "unknown_layout":  # a newer michi's repository: nothing applies, pending
-                    raise  # work stays pending for the michi that knows it (ADR 0006)
+                if exc.code == "unknown_layout" or isinstance(exc, Interrupted):  # a newer michi's
+                    raise  # repository (pending work stays for the michi that knows it, ADR 0006), or a
+                    # signal: stop here, never record it as the operation's refusal (a pending one's dropped)
                 errors[entry.txn] = exc
                 if entry in leftover:
                     report.refuse(entry, exc.code, exc.message)
@@ -336,7 +351,7 @@ class Transaction:
         if self.contended and not (fetch or rescue):
             # Other clones push here often: queue for this clone's turn rather than race them (ADR 0004);
             # best effort (a held turn still refuses our push). Then the last-known tip is likely stale.
-            with contextlib.suppress(MichiError, OSError):
+            with _best_effort:
                 turn = self._turn()
                 turn.wait(want=True)
                 if turn.waited:
@@ -660,7 +675,7 @@ class Transaction:
             self._back_off()
             if self.turn is not None and turn_budget > 0:
                 waited_from = time.monotonic()
-                with contextlib.suppress(MichiError):
+                with _best_effort:
                     self.turn.wait(want=False, limit=turn_budget)
                 turn_budget -= time.monotonic() - waited_from
             base, fetched = self._fetch(), True
@@ -757,7 +772,7 @@ class Transaction:
         def failed() -> bool:
             return status() not in (None, 0)
 
-        with contextlib.suppress(MichiError, OSError):  # both only save work later: never fail the push
+        with _best_effort:  # both only save work later: never fail the push
             self._check_ahead(old_remote, tip, failed)
             if start is not None and not failed():
                 git.remember_delta(
@@ -1028,7 +1043,7 @@ class Transaction:
         self.prefetch_moves = None
         if tracking is not None and self.prefetched not in (None, tracking):
             assert self.prefetched is not None
-            with contextlib.suppress(MichiError, OSError):  # only saves work later
+            with _best_effort:  # only saves work later
                 moves = git.diff_moves(self.git, tracking, self.prefetched)
                 self.prefetch_moves = (tracking, self.prefetched, moves)
                 old, new = git.tree_of(self.git, tracking), git.tree_of(self.git, self.prefetched)
