@@ -87,3 +87,25 @@ def test_the_users_own_commit_on_a_dropped_one_stays_and_the_note_goes_to_stderr
     assert (work / "notes.txt").read_text() == "mine\n"
     assert run_michi(work, "sync").exit_code == 0
     assert git(remote.bare, "merge-base", "--is-ancestor", dropped, "main", check=False) == ""
+
+
+def test_pending_work_on_a_dropped_task_never_lands_on_the_task_that_took_its_id(remote: Remote) -> None:
+    """Offline changes to task 2 made before the remote dropped it: another clone's add then took id 2
+    (only a force-push frees an id). They meant the dropped task (its file, by uuid), so `sync` refuses
+    them (`task_not_found`) instead of annotating and finishing the other clone's task 2."""
+    work = remote.clone("work")
+    for args in (["init"], ["task", "add", "kept"], ["task", "add", "dropped one"]):
+        assert run_michi(work, *args).exit_code == 0
+    assert run_michi(work, "task", "annotate", "2", "about the dropped one", "--offline").exit_code == 0
+    assert run_michi(work, "task", "done", "2", "--offline").exit_code == 0
+    git(remote.bare, "update-ref", "refs/heads/main", "main~1")  # `git push --force` of main~1
+    other = remote.clone("other")
+    assert run_michi(other, "task", "add", "the other clone's").exit_code == 0
+    theirs = run_michi(other, "--json", "task", "show", "2").json()
+    assert theirs["description"] == "the other clone's"
+
+    synced = run_michi(work, "--json", "sync")
+    refused = synced.json().get("refused") or synced.json()["error"].get("refused")
+    assert [r["code"] for r in refused] == ["task_not_found", "task_not_found"], synced.stdout
+    now = run_michi(other, "--json", "task", "show", "2", "--fetch").json()
+    assert now["uuid"] == theirs["uuid"] and now["status"] == "pending" and now["annotations"] == []

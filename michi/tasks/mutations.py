@@ -13,7 +13,7 @@ from typing import Any
 
 from michi.objectid import object_id
 from michi.tasks import claims, idmap, serialization, transitions
-from michi.tasks.errors import CorruptTask, DependencyCycle, TaskTooLarge, VersionMismatch
+from michi.tasks.errors import CorruptTask, DependencyCycle, TaskNotFound, TaskTooLarge, VersionMismatch
 from michi.tasks.index import Index, for_tree, light, remember
 from michi.tasks.model import MAX_TASK_BYTES, Annotation, Task, tw_date
 from michi.workflow.mutation import ApplyContext, Change, TaskTree
@@ -80,6 +80,7 @@ def load(tree: TaskTree, params: Mapping[str, Any], ctx: ApplyContext) -> tuple[
     ref = str(params["ref"])
     digits = _digits(ref)
     with_id: list[str] | None = None  # the fresh tree's files holding id `digits`, looked up once
+    gone: str | None = None  # the uuid of the task the command meant, when its file is not on the tree
     if hint:
         data = tree.read(hint, limit=MAX_TASK_BYTES)
         if data is not None:
@@ -88,6 +89,8 @@ def load(tree: TaskTree, params: Mapping[str, Any], ctx: ApplyContext) -> tuple[
                 return hint, task  # its id, or the provisional one this application just changed
             if _prefix_of(ref, hint) and (digits is None or not (with_id := _with_id(tree, digits, ctx))):
                 return hint, task
+        elif digits is not None and len(stem := idmap.stem(hint)) == 36:
+            gone = stem.lower()  # a uuid: the file name of every task file michi writes
     if (
         digits is not None
         and len(paths := with_id if with_id is not None else _with_id(tree, digits, ctx)) == 1
@@ -96,8 +99,24 @@ def load(tree: TaskTree, params: Mapping[str, Any], ctx: ApplyContext) -> tuple[
         if data is not None:
             task = serialization.loads(data, paths[0])
             if task.id == digits:  # the map's word, checked against the file (a map past its checksums lies)
-                return paths[0], task
-    return fresh_index(tree, ctx).get(ref)
+                return _meant(paths[0], task, gone, ref)
+    path, task = fresh_index(tree, ctx).get(ref)
+    return _meant(path, task, gone, ref)
+
+
+def _meant(path: str, task: Task, gone: str | None, ref: str) -> tuple[str, Task]:
+    """`task`, unless the command meant another one by that id whose file is gone from the fresh tree (a
+    remote set back by a force-push dropped it, and a later add took its id, ADR 0004): ids are kept for
+    good, so the task now holding it is not the one the command saw (a moved file keeps its uuid)."""
+    if gone is None or task.uuid.lower() == gone:
+        return path, task
+    raise TaskNotFound(
+        f"task {ref} as this command saw it ({gone[:8]}) is gone from the remote; task {ref} there now is "
+        "another task",
+        hint="the remote dropped it (`michi sync` names what a force-push dropped): redo what should stand",
+        ref=ref,
+        uuid=gone,
+    )
 
 
 def _digits(ref: str) -> int | None:
