@@ -536,6 +536,10 @@ def test_a_waiters_operation_the_remote_refuses_never_fails_the_holder_that_took
     assert finish(holder)[0] == 0
     code, out = finish(innocent)
     assert code == 0, out
+    # Its note says where the other operation went: back to its waiter, which hears the remote's verdict
+    # itself. It said "the pending operations stay pending (`michi sync` tries them again)": nothing was.
+    note = next(n for n in out["transaction"]["notes"] if "also carried" in n)
+    assert "went back to them" in note and "remote's verdict" in note and "pending" not in note, note
     code, out = finish(refused)
     assert code == 5 and out["error"]["code"] == "remote_rejected", out
     listed = run_michi(repo, "--json", "task", "list", "--fetch").json()

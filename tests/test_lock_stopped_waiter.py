@@ -21,7 +21,7 @@ from conftest import run_michi
 from lockkit import new_lock, stop_in_guard, wait_until
 
 from michi.lock import events
-from michi.lock.repolock import QUEUE_DIR
+from michi.lock.repolock import QUEUE_DIR, RepoLock
 
 MICHI = [sys.executable, "-m", "michi"]  # run in the repository (`cwd`)
 
@@ -81,14 +81,22 @@ def procs() -> Iterator[list[subprocess.Popen[str]]]:
             proc.wait()
 
 
-def test_a_stopped_queued_waiter_is_passed_over_and_served_once_resumed(
+def _held_with_one_queued(
     local_repo: Path, procs: list[subprocess.Popen[str]]
-) -> None:
+) -> tuple[RepoLock, subprocess.Popen[str]]:
+    """The lock held here, and `lock run` W1 queued for it."""
     holder = new_lock(local_repo)
     holder.acquire(0)
     first = _lock_run(local_repo, 60, "W1")
     procs.append(first)
     wait_until(lambda: _queued(local_repo, first.pid), what="W1 queued")
+    return holder, first
+
+
+def test_a_stopped_queued_waiter_is_passed_over_and_served_once_resumed(
+    local_repo: Path, procs: list[subprocess.Popen[str]]
+) -> None:
+    holder, first = _held_with_one_queued(local_repo, procs)
     _stop(first)
     holder.release()  # the lock is free; W1, the first in line, cannot take it
     order = local_repo.parent / "order"
@@ -110,11 +118,7 @@ def test_a_stopped_queued_waiter_is_passed_over_and_served_once_resumed(
 def test_a_waiter_behind_one_that_stops_takes_the_lock_at_its_release(
     local_repo: Path, procs: list[subprocess.Popen[str]]
 ) -> None:
-    holder = new_lock(local_repo)
-    holder.acquire(0)
-    first = _lock_run(local_repo, 60, "W1")
-    procs.append(first)
-    wait_until(lambda: _queued(local_repo, first.pid), what="W1 queued")
+    holder, first = _held_with_one_queued(local_repo, procs)
     second = _lock_run(local_repo, 10, "W2")
     procs.append(second)
     wait_until(lambda: _queued(local_repo, second.pid), what="W2 queued behind W1")
