@@ -109,3 +109,64 @@ def test_pending_work_on_a_dropped_task_never_lands_on_the_task_that_took_its_id
     assert [r["code"] for r in refused] == ["task_not_found", "task_not_found"], synced.stdout
     now = run_michi(other, "--json", "task", "show", "2", "--fetch").json()
     assert now["uuid"] == theirs["uuid"] and now["status"] == "pending" and now["annotations"] == []
+
+
+def _hand_edit_of_the_dropped_task(work: Path) -> None:
+    """The user's own commit, not pushed, editing the dropped task's file: a path the remote changed (the
+    file is gone there), so michi cannot replay it and leaves the branch as it was."""
+    name = next(
+        n for n in git(work, "show", "--name-only", "--format=", "HEAD").splitlines() if n.endswith(".json")
+    )
+    data = json.loads((work / name).read_text())
+    (work / name).write_text(json.dumps({**data, "description": "edited by hand"}))
+    git(work, "commit", "-q", "--no-verify", "-am", "my hand edit")
+
+
+def test_a_branch_left_holding_a_dropped_change_names_it_once_and_the_check_reports_it(
+    remote: Remote,
+) -> None:
+    work, dropped = _rewound(remote)
+    _hand_edit_of_the_dropped_task(work)
+    mine = git(work, "rev-parse", "main")
+
+    first = run_michi(work, "task", "add", "after")
+    assert first.exit_code == 0, first.stderr
+    assert len(_told(first.stderr.splitlines())) == 1, first.stderr
+
+    for args in (["task", "add", "later"], ["sync"], ["task", "add", "later still"]):
+        again = run_michi(work, "--json", *args)
+        assert again.exit_code == 0, again.stdout + again.stderr
+        notes = _notes(json.loads(again.stdout))
+        assert _told(notes) == [], notes  # named once, not on every command
+        kept = [n for n in notes if "left as it was" in n]  # what still holds, with what to do
+        assert len(kept) == 1 and dropped[:10] in kept[0] and "git rebase -i origin/main" in kept[0], notes
+    assert git(work, "rev-parse", "main") == mine  # the user's commit kept, and the dropped one under it
+
+    checked = run_michi(work, "--json", "status", "--check")
+    assert checked.exit_code == 32, checked.stdout  # the bit of local work the remote lacks
+    [problem] = json.loads(checked.stdout)
+    assert problem["code"] == "offline_unpushed" and problem["dropped"] == [dropped], problem
+    assert "`task add 2`" in problem["message"] and "git rebase -i origin/main" in problem["message"]
+
+    git(work, "reset", "-q", "--hard", "origin/main")  # the user leaves both out
+    assert run_michi(work, "status", "--check").exit_code == 0
+    assert _told(_notes(run_michi(work, "--json", "sync").json())) == []
+
+
+def test_what_was_named_is_never_read_or_written_through_a_link(remote: Remote, tmp_path: Path) -> None:
+    """michi remembers the dropped commits it named in its state folder; a link planted there (naming the
+    dropped commit, to silence the note) is neither read nor written through, only replaced."""
+    work, dropped = _rewound(remote)
+    _hand_edit_of_the_dropped_task(work)
+    outside = tmp_path / "outside"
+    outside.write_text(f"{dropped}\n")
+    told = work / ".git" / "michi" / "dropped-told"
+    told.symlink_to(outside)
+
+    first = run_michi(work, "task", "add", "after")
+    second = run_michi(work, "task", "add", "later")
+
+    assert (first.exit_code, second.exit_code) == (0, 0), first.stderr + second.stderr
+    assert len(_told(first.stderr.splitlines())) == 1, first.stderr
+    assert _told(second.stderr.splitlines()) == [], second.stderr
+    assert outside.read_text() == f"{dropped}\n" and not told.is_symlink()

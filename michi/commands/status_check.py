@@ -94,6 +94,24 @@ def _pending_problems(pending: dict[str, Any], limits: Limits) -> list[dict[str,
     return [_problem("offline_unpushed", message, count=pending["count"], age=age)]
 
 
+def _dropped_problems(dropped: list[dict[str, Any]], sync: dict[str, Any]) -> list[dict[str, Any]]:
+    """Local work the remote lacks too, but not for `sync` to push: michi changes a force-push dropped,
+    which michi's update could not leave out of the branch (ADR 0004)."""
+    if not dropped:
+        return []
+    where = f"{sync['remote']}/{sync['branch']}"
+    named = ", ".join(f"`{d['command']}` ({str(d['commit'])[:10]})" for d in dropped)
+    message = (
+        f"local branch {sync['branch']} still holds {len(dropped)} michi change(s) a force-push dropped from "
+        f"{where}, which michi could not leave out: {named} (run `git rebase -i {where}`, delete their lines)"
+    )
+    return [
+        _problem(
+            "offline_unpushed", message, count=len(dropped), age=None, dropped=[d["commit"] for d in dropped]
+        )
+    ]
+
+
 def _corrupt(session: Session, count: int) -> list[dict[str, Any]]:
     if not count:
         return []
@@ -125,6 +143,7 @@ def check(session: Session, limits: Limits, *, fetch: bool = False, reap: bool =
         *_claim_problems(data["claims"], limits),
         *failed,
         *_pending_problems(data["pending"], limits),
+        *_dropped_problems(data["pending"]["dropped"], data["sync"]),
         *_corrupt(session, data["tasks"]["unreadable"]),
     ]
     return CheckReport(problems, reaped, report.notes)

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from michi.atomic import read_regular
 from michi.session import Session
 from michi.tasks.model import tw_date
+
+if TYPE_CHECKING:
+    from michi.git.trail import LogEntry
 
 JOURNAL = "journal.json"
 
@@ -84,12 +87,16 @@ def journal_entries(session: Session) -> tuple[list[dict[str, Any]], float | Non
     return [e for e in entries if isinstance(e, dict)], mtime, damaged
 
 
-def _stranded(session: Session, sync: dict[str, Any] | None, named: set[str]) -> list[dict[str, Any]]:
+def _stranded(
+    session: Session, sync: dict[str, Any] | None, named: set[str]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Work no journal entry names is only michi commits on the local branch that the remote lacks (ADR
     0004: `sync` finds them by their Michi-Txn): as pending as the journal's entries. Those the remote had
-    once and lost (a force-push set it back) are not: `sync` never pushes them again."""
+    once and lost (a force-push set it back) are not: `sync` never pushes them again. Those of them a
+    command's note named already (`recovery.told_dropped`) come second: a command left the branch as it
+    was, holding them, and the user has to leave them out."""
     if not sync or not sync.get("ahead") or not sync.get("local") or not sync.get("remote_tip"):
-        return []
+        return [], []
     from michi.git.trail import log_entries
 
     entries = log_entries(
@@ -99,24 +106,28 @@ def _stranded(session: Session, sync: dict[str, Any] | None, named: set[str]) ->
         michi_only=True,
     )
     entries = [e for e in entries if e.trailers.get("Michi-Txn") not in named]
+    kept = []
     if entries:  # rare: offline work the journal lost, or commits a rewound remote dropped
         from michi import git
-        from michi.workflow.recovery import once_on_remote
+        from michi.workflow.recovery import once_on_remote, told_dropped
 
         repo = git.open_repo(session.repo.worktree)
         ref = f"refs/remotes/{sync['remote']}/{sync['branch']}"
         had = once_on_remote(repo, ref, sync["remote_tip"], sync["local"])
+        told = told_dropped(session.repo.state_dir) if had else set()
+        kept = [e for e in entries if e.commit in had and e.commit in told]
         entries = [e for e in entries if e.commit not in had]
-    return [
-        {
-            "txn": e.trailers.get("Michi-Txn"),
-            "state": "stranded",
-            "command": e.subject.removeprefix("michi: "),
-            "agent": e.trailers.get("Michi-Agent"),
-            "commit": e.commit,
-        }
-        for e in entries
-    ]
+    return [_operation(e, "stranded") for e in entries], [_operation(e, "dropped") for e in kept]
+
+
+def _operation(e: LogEntry, state: str) -> dict[str, Any]:
+    return {
+        "txn": e.trailers.get("Michi-Txn"),
+        "state": state,
+        "command": e.subject.removeprefix("michi: "),
+        "agent": e.trailers.get("Michi-Agent"),
+        "commit": e.commit,
+    }
 
 
 def pending(
@@ -125,11 +136,14 @@ def pending(
     """Journaled operations not on the remote. While a live holder works, its own `started`/`pushing`
     entry is in flight, not pending; `offline` entries wait for `michi sync` whoever holds the lock. With
     the journal damaged or missing, or naming fewer operations than the local branch has commits the
-    remote lacks, michi commits there that no entry names count too (one `git log` of those commits)."""
+    remote lacks, michi commits there that no entry names count too (one `git log` of those commits),
+    except those the remote dropped: `dropped` names those a command's note named already."""
     entries, written, unsure = journal_entries(session)
     ahead = (sync or {}).get("ahead") or 0
+    dropped: list[dict[str, Any]] = []
     if unsure or ahead > len(entries):
-        entries = entries + _stranded(session, sync, {str(e.get("txn")) for e in entries})
+        stranded, dropped = _stranded(session, sync, {str(e.get("txn")) for e in entries})
+        entries = entries + stranded
     waiting = [e for e in entries if e.get("state") in ("offline", "stranded") or not lock_live]
     commits = [str(e["commit"]) for e in waiting if e.get("commit")]
     times: dict[str, float] = {}
@@ -155,4 +169,5 @@ def pending(
             }
             for e in waiting
         ],
+        "dropped": dropped,  # michi commits a force-push dropped, still on the branch after a note said so
     }

@@ -124,19 +124,20 @@ def _folders(path: str) -> Iterator[str]:
         at = path.rfind("/", 0, at)
 
 
-def _obsolete(repo: Repo, own: list[str], drop: Collection[str], target: Target) -> str:
+def _obsolete(repo: Repo, own: list[str], drop: Collection[str], target: Target, gone: list[str]) -> str:
     """What to leave out of that rebase: michi's own commits on the branch whose operations are on the
-    remote now, made again there (an offline add renumbered). Rebased as they are, they conflicted with
-    their remade selves in michi's files (`.michi/last-id`, the task file), and resolving that by hand
-    gave a task a second id."""
+    remote now, made again there (an offline add renumbered), and those the remote dropped (`gone`, a
+    force-push: named once in their own note, then only here). Rebased as they are, the first conflicted
+    with their remade selves in michi's files (`.michi/last-id`, the task file), and resolving that by
+    hand gave a task a second id."""
     found = [c[:10] for c in own if michi_txn(git.read_commit(repo, c).message) in drop]
-    if not found:
-        return ""
     where = f"{target.remote}/{target.branch}" if target.remote else target.branch
-    return (
-        f"; michi's own {', '.join(found)} are on the remote already, made again there: leave them out "
-        f"(`git rebase -i {where}`, delete their lines)"
-    )
+    said = [f"michi's own {', '.join(found)} are on the remote already, made again there"] if found else []
+    if gone:
+        said.append(f"michi's {', '.join(c[:10] for c in gone)} were dropped from {where} (a force-push)")
+    if not said:
+        return ""
+    return f"; {'; '.join(said)}: leave them out (`git rebase -i {where}`, delete their lines)"
 
 
 def interrupted_goals(
@@ -280,13 +281,17 @@ def update_local(
         base = git.merge_base(repo, local, new_tip)
         own = git.rev_list(repo, new_tip, local)
         dropped = _dropped(repo, target, old_remote, new_tip, local, own, drop)
+        gone: list[str] = []  # michi's commits among them
         if dropped:
             gone = [c for c in own if c in dropped and michi_txn(git.read_commit(repo, c).message)]
             own = [c for c in own if c not in dropped]
-            if gone:
-                from michi.workflow.recovery import describe_dropped
+            if gone:  # named once each: a branch left as it was keeps them, command after command (ADR 0004)
+                from michi.workflow.recovery import describe_dropped, remember_told, told_dropped
 
-                told.append(describe_dropped(repo, gone, f"{target.remote}/{target.branch}"))
+                new = [c for c in gone if c not in told_dropped(paths.state_dir)]
+                if new:
+                    told.append(describe_dropped(repo, new, f"{target.remote}/{target.branch}"))
+                    remember_told(paths.state_dir, gone)
         avoid = _paths_of(repo, dropped) if dropped and own else ()
         replayed = None if base is None else _replay(repo, base, new_tip, own, drop, avoid)
         if replayed is None and any(git.read_commit(repo, c).signed for c in own):
@@ -301,7 +306,7 @@ def update_local(
                 *told,
                 f"your local branch {target.branch} has commits michi could not safely replay on the "
                 f"new remote tip; it was left as it was (run `git pull --rebase` when ready)"
-                + _obsolete(repo, own, drop, target),
+                + _obsolete(repo, own, drop, target, gone),
             ]
         goal = replayed
     if here and (index := other_index(paths)) is not None:

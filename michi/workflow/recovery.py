@@ -14,6 +14,7 @@ of its own (ADR 0007).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from collections import defaultdict
@@ -155,6 +156,33 @@ def describe_dropped(repo: Repo, commits: list[str], where: str) -> str:
         f"landed there: {'; '.join(named)}{more}; michi does not push them again: redo with michi what "
         "should stand (a dropped add: add the task again; `git show <commit>` shows what each did)"
     )
+
+
+TOLD = "dropped-told"  # in michi's state folder: the dropped commits a note has named
+_OID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+
+
+def told_dropped(state_dir: Path) -> set[str]:
+    """The dropped commits a note has named already (`describe_dropped`): read only when the remote
+    dropped some, never followed through a link; unreadable, they are named again."""
+    from michi.atomic import read_regular
+
+    try:
+        return {
+            w for w in read_regular(state_dir / TOLD).decode("ascii", "replace").split() if _OID.fullmatch(w)
+        }
+    except OSError:
+        return set()
+
+
+def remember_told(state_dir: Path, commits: list[str]) -> None:
+    """Note that `commits` (those the local branch still holds) were named: a branch left as it was keeps
+    them, and every later command found them again and said so again. Written atomically (a link there
+    is replaced, not followed); a failed write only means the note comes once more."""
+    from michi.atomic import write_atomic
+
+    with contextlib.suppress(OSError):
+        write_atomic(state_dir / TOLD, "".join(f"{c}\n" for c in sorted(commits)).encode())
 
 
 def _what(repo: Repo, oid: str) -> str:
