@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from michi.serve.client import CLAIM_WITHIN
+from michi.serve.client import CLAIM_WITHIN, PID_WITHIN
 from tests.conftest import CliResult, run_michi, spawn_michi
 from tests.lockkit import await_exit, new_lock, wait_until
 
@@ -229,3 +229,73 @@ def test_a_stop_while_the_server_is_stopped_ends_the_caller(
         os.killpg(server["pid"], signal.SIGCONT)
     _all_ended(server, tracker)
     assert _descriptions(tracker) == ["after"]
+
+
+def _children(pid: int) -> dict[int, str]:
+    """The children of `pid` and their states (`Z`: dead, not yet reaped)."""
+    found: dict[int, str] = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat") as stat:
+                    fields = stat.read().rsplit(")", 1)[1].split()
+            except (FileNotFoundError, ProcessLookupError):
+                continue
+            if int(fields[1]) == pid:
+                found[int(name)] = fields[0]
+    return found
+
+
+@pytest.mark.parametrize("fault", ["claimed", "locked"])
+def test_workers_killed_while_the_server_is_stopped_each_report_their_end(
+    server: dict, tracker: Path, spawn: Spawn, fault: str
+) -> None:
+    """The server alone stopped, its two spares take two callers and are killed (SIGKILL) before it read
+    either hand-over: just after the claim (before the PID: each caller runs the command itself) or in
+    the command (each caller dies of SIGKILL, as its worker did). Continued, the server learns of both
+    workers before it reports their ends: neither caller waits for ever, none is left running."""
+    os.kill(server["pid"], signal.SIGSTOP)
+    try:
+        clients = [spawn("--json", "task", "add", name, MICHI_FAULT=fault) for name in ("one", "two")]
+        wait_until(
+            lambda: list(_children(server["pid"]).values()).count("Z") == 2,
+            timeout=CLAIM_WITHIN + 30,
+            what="both workers killed",
+        )
+    finally:
+        os.kill(server["pid"], signal.SIGCONT)
+    for client in clients:
+        out, err = client.communicate(timeout=30)
+        if fault == "claimed":
+            assert client.returncode == 0, err
+            assert NOTE not in err and json.loads(out)["description"] in ("one", "two")
+        else:
+            assert client.returncode == -signal.SIGKILL, err
+    wait_until(lambda: not _described(server)["workers"], what="no worker left running")
+    if fault == "claimed":
+        assert _descriptions(tracker) == ["one", "two"]
+
+
+@pytest.mark.parametrize("sent", ["SIGINT", "SIGTERM"])
+def test_a_stop_after_the_claim_before_the_pid_ends_the_caller(
+    server: dict, tracker: Path, spawn: Spawn, sent: str
+) -> None:
+    """A worker that claimed the command and stopped before it said its PID: a stop signal to the caller
+    ends it (130, or death by the signal) once the PID did not come within PID_WITHIN; the worker,
+    continued, finds its caller gone and runs nothing."""
+    sig = getattr(signal, sent)
+    client = spawn("--json", "task", "add", "never", MICHI_FAULT="claimed:SIGSTOP")
+    worker = _stopped_worker(server)
+    client.send_signal(sig)
+    try:
+        client.wait(timeout=CLAIM_WITHIN + PID_WITHIN + 10)  # (its pipes: the stopped worker has them too)
+    finally:
+        os.kill(worker, signal.SIGCONT)
+    out, err = client.communicate(timeout=30)
+    if sig == signal.SIGINT:
+        assert client.returncode == 130, err
+        assert json.loads(out)["error"]["code"] == "interrupted"
+    else:
+        assert client.returncode == -sig, err
+    await_exit(worker)
+    assert _descriptions(tracker) == []

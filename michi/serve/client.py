@@ -30,6 +30,12 @@ FORWARDED = ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT")
 # that is stopped (SIGSTOP, a debugger, a suspended job) or stuck does not, and this process takes the
 # command back and runs it itself. A claimed command is never cut, however long it runs (ADR 0016).
 CLAIM_WITHIN = 3.0
+# Seconds a worker that claimed the command has, from a stop signal, to say its PID (it does within
+# milliseconds): one that does not is stopped, stuck or dead, and this process ends as the signal says; the
+# worker then finds its caller gone and runs nothing (ADR 0016).
+PID_WITHIN = 1.0
+# While a worker that claimed the command has not said its PID, this process looks for a stop this often.
+STOP_CHECK = 0.25
 
 
 def main() -> int:
@@ -243,6 +249,7 @@ class _Handover:
         self.mailbox: _socket.socket | None = None
         self.taken_back = False
         self.pending: list[int] = []  # signals for a worker that claimed the command and has not said so
+        self.stop_by = 0.0  # the first of them came: the PID by then, or this process ends (`_await`)
         self.previous: dict[int, object] = {}
 
     def listen(self) -> None:
@@ -256,6 +263,10 @@ class _Handover:
         if self.worker:
             self.forward(signum)
         elif self.taken_back or not self.take_back():
+            if not self.pending:
+                import time
+
+                self.stop_by = time.monotonic() + PID_WITHIN
             self.pending.append(signum)  # claimed: passed on once the worker says who it is
         else:  # wherever this process is (a wait, a send): taken back, nothing of it is needed any more
             raise _Withdrawn(signum)
@@ -342,13 +353,20 @@ def _send(sock: _socket.socket, data: bytes, mailbox: _socket.socket) -> None:
 
 def _await(sock: _socket.socket, hand: _Handover, deadline: float) -> int | None:
     """Read the worker's pid (`P123`: it claimed the command) and exit code (`X0`). No pid: nothing
-    ran, so run here; none within CLAIM_WITHIN: take the command back and run it here."""
+    ran, so run here; none within CLAIM_WITHIN: take the command back and run it here. A stop signal
+    after the claim and no pid within PID_WITHIN of it: end as stopped (the worker, should it wake,
+    finds this process gone and runs nothing)."""
     import time
 
     buffer = b""
     claimed = False
     while True:
-        if not hand.worker and not claimed:
+        if not hand.worker and hand.pending:  # claimed: the handler could not take the command back
+            left = hand.stop_by - time.monotonic()
+            if left <= 0:
+                raise _Withdrawn(hand.pending[0])
+            sock.settimeout(left)
+        elif not hand.worker and not claimed:
             left = deadline - time.monotonic()
             if left <= 0:
                 if hand.take_back():
@@ -359,9 +377,9 @@ def _await(sock: _socket.socket, hand: _Handover, deadline: float) -> int | None
                     )
                     return None
                 claimed = True  # a worker has it but has not said so yet: it runs there, however long
-                sock.settimeout(None)
-            else:
-                sock.settimeout(left)
+                sock.settimeout(STOP_CHECK)  # but a stop signal meanwhile is heeded (PID_WITHIN)
+            else:  # a stop signal meanwhile that finds the command claimed is heeded within PID_WITHIN
+                sock.settimeout(min(left, STOP_CHECK))
         try:
             chunk = sock.recv(256)
         except TimeoutError:

@@ -105,6 +105,7 @@ class Server:
         signal.signal(signal.SIGTERM, self._stop)
         signal.signal(signal.SIGINT, self._stop)
         news, told = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)  # workers -> parent
+        news.setblocking(False)  # `_taken` reads every queued hand-over, then finds the queue empty
         self._describe()  # before the socket: whoever sees the socket finds the description
         listener = self._listen()
         closed_in_workers = [wake_r, wake_w, news.fileno(), *held]
@@ -121,17 +122,14 @@ class Server:
                         os.read(wake_r, 4096)
                 if news in ready:
                     self._taken(news)
-                self._reap()
+                self._reap(news, os.WNOHANG)
                 if self._upgraded() or (not self.workers and time.monotonic() - self.last >= self.idle):
                     break
         finally:
-            self._close(listener)
+            self._close(listener, news)
         while self.workers:  # the running commands end on their own; report how, then go
-            try:
-                pid, status = os.waitpid(-1, 0)
-            except ChildProcessError:
+            if not self._reap(news, 0):
                 break
-            self._report(pid, status)
 
     def _wanted(self) -> int:
         """Spares to keep now: SPARES while no command runs; while one does, one, so that the fork of a
@@ -158,31 +156,43 @@ class Server:
         self.spares.add(pid)
 
     def _taken(self, news: socket.socket) -> None:
-        """A spare took a client: it is that client's worker now."""
-        try:
-            data, fds, _, _ = socket.recv_fds(news, 64, 1)
-        except OSError:
-            return
-        if not fds:
-            return
-        pid, client = (int(n) for n in data.split())
-        conn = socket.socket(fileno=fds[0])
-        self.spares.discard(pid)
-        self.workers[pid] = (conn, client)
-        self.served += 1
-        self.last = time.monotonic()
-        self._describe()
-
-    def _reap(self) -> None:
+        """Spares took clients: each is its client's worker now. Every queued hand-over is read: several
+        wait after the server was stopped (SIGSTOP) while spares took clients."""
         while True:
             try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
+                data, fds, _, _ = socket.recv_fds(news, 64, 1)
+            except OSError:  # BlockingIOError: none left
+                return
+            if not fds:
+                continue
+            pid, client = (int(n) for n in data.split())
+            conn = socket.socket(fileno=fds[0])
+            self.spares.discard(pid)
+            self.workers[pid] = (conn, client)
+            self.served += 1
+            self.last = time.monotonic()
+            self._describe()
+
+    def _reap(self, news: socket.socket, flags: int) -> bool:
+        """Report the end of every child that ended (`flags` 0: wait for one first); False if none is left.
+        A worker's hand-over is queued before it can die, so reading the queue after `waitpid` and before
+        the report knows every dead worker's client: one killed before the server read its hand-over (the
+        server stopped meanwhile) was once reaped as a spare, and its client waited for ever (ADR 0016)."""
+        ended: list[tuple[int, int]] = []
+        while True:
+            try:
+                pid, status = os.waitpid(-1, flags)
             except ChildProcessError:
-                return
+                break
             if pid == 0:
-                return
+                break
+            ended.append((pid, status))
+            flags = os.WNOHANG
+        self._taken(news)
+        for pid, status in ended:
             self.spares.discard(pid)
             self._report(pid, status)
+        return bool(ended)
 
     def _report(self, pid: int, status: int) -> None:
         """The worker's exit code for its client: the worker sends its own first; this one counts when
@@ -225,12 +235,14 @@ class Server:
         }
         write_atomic(Path(self.where.info), json.dumps(info).encode())
 
-    def _close(self, listener: socket.socket) -> None:
+    def _close(self, listener: socket.socket, news: socket.socket) -> None:
         """Stop taking requests: remove the socket first, so clients run commands themselves (it is ours:
-        only the holder of the lock file binds it), then end the spares. A spare that took a client in
-        that instant dies before it announced itself: its client runs the command itself."""
+        only the holder of the lock file binds it), then end the spares; one whose hand-over is queued is
+        a worker, left to finish. A spare that took a client in that instant is killed: its client runs
+        the command itself, or, had the worker said its PID, dies of SIGKILL as the worker did."""
         with contextlib.suppress(OSError):
             os.unlink(self.where.socket)
+        self._taken(news)
         for pid in self.spares:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
