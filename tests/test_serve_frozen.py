@@ -5,12 +5,10 @@ the server, once it wakes, runs nothing a second time; a command a worker claime
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
 import subprocess
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -20,12 +18,12 @@ import pytest
 from michi.serve.client import CLAIM_WITHIN, PID_WITHIN
 from tests.conftest import CliResult, run_michi, spawn_michi
 from tests.lockkit import await_exit, new_lock, wait_until
+from tests.servekit import here, running_server
 
 NOTE = "did not take the command"
 
 
-def _here(repo: Path, *args: str) -> CliResult:
-    return run_michi(repo, *args, env={"MICHI_SERVER": "off"})
+_here = here
 
 
 def _served(repo: Path, *args: str) -> CliResult:
@@ -34,22 +32,7 @@ def _served(repo: Path, *args: str) -> CliResult:
 
 @pytest.fixture
 def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict]:
-    """A running server in a folder of this test's own; continued and stopped at the end."""
-    folder = tempfile.mkdtemp(prefix="ms-")
-    monkeypatch.setenv("MICHI_SERVER_DIR", folder)
-    monkeypatch.delenv("MICHI_SERVER", raising=False)
-    started = _here(Path.cwd(), "--json", "server", "start", "--idle", "120")
-    assert started.exit_code == 0, started.stderr
-    info = started.json()
-    info["folder"] = folder
-    try:
-        yield info
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(info["pid"], signal.SIGCONT)
-        _here(Path.cwd(), "server", "stop")
-        await_exit(info["pid"])
-        subprocess.run(["rm", "-rf", folder], check=False)
+    yield from running_server(monkeypatch)
 
 
 @pytest.fixture

@@ -20,6 +20,7 @@ import pytest
 
 from tests.conftest import CliResult, git, run_michi, spawn_michi
 from tests.lockkit import await_exit, new_lock, wait_until
+from tests.servekit import here, running_server
 from tests.test_leftovers import HeldRm, assert_detached
 
 
@@ -27,8 +28,7 @@ def _served(repo: Path, *args: str, **env: str) -> CliResult:
     return run_michi(repo, *args, env={"MICHI_DEBUG": "1", **env})
 
 
-def _here(repo: Path, *args: str) -> CliResult:
-    return run_michi(repo, *args, env={"MICHI_SERVER": "off"})
+_here = here
 
 
 def _calm(text: str) -> str:
@@ -44,20 +44,7 @@ def _status() -> dict:
 
 @pytest.fixture
 def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict]:
-    """A running server in a folder of this test's own (a short path: socket paths are limited)."""
-    folder = tempfile.mkdtemp(prefix="ms-")
-    monkeypatch.setenv("MICHI_SERVER_DIR", folder)
-    monkeypatch.delenv("MICHI_SERVER", raising=False)
-    started = _here(Path.cwd(), "--json", "server", "start", "--idle", "120")
-    assert started.exit_code == 0, started.stderr
-    info = started.json()
-    assert info["running"] and info["pid"]
-    try:
-        yield info
-    finally:
-        _here(Path.cwd(), "server", "stop")
-        await_exit(info["pid"])
-        subprocess.run(["rm", "-rf", folder], check=False)
+    yield from running_server(monkeypatch)
 
 
 @pytest.fixture
