@@ -140,6 +140,23 @@ class Interrupted(MichiError):
     code = "interrupted"
 
 
+class _BestEffort:
+    """`contextlib.suppress(MichiError, OSError)` for a step that only saves work later, but never of an
+    interruption: Ctrl-C, SIGTERM or SIGHUP (`Interrupted`, itself a MichiError) raised while the step
+    ran must stop the command, not be swallowed by it."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, exc: object, tb: object) -> bool:
+        return (
+            kind is not None and issubclass(kind, (MichiError, OSError)) and not issubclass(kind, Interrupted)
+        )
+
+
+best_effort = _BestEffort()
+
+
 class Relayed(MichiError):
     """An error raised in another process, given back as it was there (ADR 0017: the lock's holder
     applied this process's operation and it refused): same exit code, code, message, hint and details."""

@@ -31,7 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from michi.errors import GitFailed, MichiError, RemoteRejected
+from michi.errors import GitFailed, RemoteRejected, best_effort
 from michi.git import lockref
 from michi.host import hostname
 from michi.lock import procs
@@ -135,7 +135,7 @@ class Turn:
             mine, self.mine = self.mine, None
             if self._ours.get(mine):
                 return
-            with contextlib.suppress(MichiError, OSError):
+            with best_effort:
                 lockref.cas_push(self.cwd, self.remote, self.ref, "", mine, timeout=_NET)
 
     def _swap(self, new: str, expected: str | None) -> bool:
@@ -165,7 +165,7 @@ class Turn:
         if oid not in self._gone:
             raw = lockref.read_record(self.cwd, oid, MAX_RECORD_BYTES)
             if raw is None:  # another clone's record: bring its commit here (no local ref written)
-                with contextlib.suppress(MichiError, OSError):
+                with best_effort:
                     lockref.fetch_ref_objects(self.cwd, self.remote, self.ref, timeout=_NET)
                 raw = lockref.read_record(self.cwd, oid, MAX_RECORD_BYTES)
             if raw is None:

@@ -24,6 +24,7 @@ from michi.errors import (
     RemoteRejected,
     RemoteUnreachable,
     RepoBusy,
+    best_effort,
 )
 from michi.host import hostname
 from michi.unique import uuid4_hex
@@ -119,20 +120,6 @@ def _handed_over(exc: BaseException) -> GitFailed:
         hint="do not run this command again: run `michi sync`, which finishes it or reports it",
         **details,
     )
-
-
-class _BestEffort(contextlib.AbstractContextManager[None]):
-    """`contextlib.suppress(MichiError, OSError)` for a step that only saves work later, but never of an
-    interruption: Ctrl-C, SIGTERM or SIGHUP (`Interrupted`, itself a MichiError) must stop the command,
-    not be swallowed by the step it came in."""
-
-    def __exit__(self, kind: type[BaseException] | None, exc: object, tb: object) -> bool:
-        return (
-            kind is not None and issubclass(kind, (MichiError, OSError)) and not issubclass(kind, Interrupted)
-        )
-
-
-_best_effort = _BestEffort()
 
 
 class _Refused(Exception):
@@ -351,7 +338,7 @@ class Transaction:
         if self.contended and not (fetch or rescue):
             # Other clones push here often: queue for this clone's turn rather than race them (ADR 0004);
             # best effort (a held turn still refuses our push). Then the last-known tip is likely stale.
-            with _best_effort:
+            with best_effort:
                 turn = self._turn()
                 turn.wait(want=True)
                 if turn.waited:
@@ -675,7 +662,7 @@ class Transaction:
             self._back_off()
             if self.turn is not None and turn_budget > 0:
                 waited_from = time.monotonic()
-                with _best_effort:
+                with best_effort:
                     self.turn.wait(want=False, limit=turn_budget)
                 turn_budget -= time.monotonic() - waited_from
             base, fetched = self._fetch(), True
@@ -772,7 +759,7 @@ class Transaction:
         def failed() -> bool:
             return status() not in (None, 0)
 
-        with _best_effort:  # both only save work later: never fail the push
+        with best_effort:  # both only save work later: never fail the push
             self._check_ahead(old_remote, tip, failed)
             if start is not None and not failed():
                 git.remember_delta(
@@ -1043,7 +1030,7 @@ class Transaction:
         self.prefetch_moves = None
         if tracking is not None and self.prefetched not in (None, tracking):
             assert self.prefetched is not None
-            with _best_effort:  # only saves work later
+            with best_effort:  # only saves work later
                 moves = git.diff_moves(self.git, tracking, self.prefetched)
                 self.prefetch_moves = (tracking, self.prefetched, moves)
                 old, new = git.tree_of(self.git, tracking), git.tree_of(self.git, self.prefetched)
