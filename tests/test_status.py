@@ -138,6 +138,7 @@ def test_check_detects_offline_work_and_corrupt_files_and_reaps(cli, remote: Rem
     bad = run_michi(repo, "--json", "status", "--check", "--fetch")
     assert bad.exit_code == 64 and [p["code"] for p in bad.json()] == ["corrupt_task_file"]
     assert bad.json()[0]["path"] == ".tasks/broken.json"
+    assert bad.json()[0]["message"].count(".tasks/broken.json") == 1  # the path once, not "path: path: ..."
     assert run_michi(repo, "status").exit_code == 0  # a status still shows, and counts it
     assert ok(repo, "status")["tasks"]["unreadable"] == 1
     git(hand, "rm", "-q", ".tasks/broken.json")

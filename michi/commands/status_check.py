@@ -119,9 +119,16 @@ def _corrupt(session: Session, count: int) -> list[dict[str, Any]]:
 
     index = task_common.read(session).index  # only now: the cached index names the files
     return [
-        _problem("corrupt_task_file", f"{path}: {problem} (michi doctor lists every problem)", path=path)
+        _problem(
+            "corrupt_task_file", f"{_named(path, problem)} (michi doctor lists every problem)", path=path
+        )
         for path, problem in sorted(index.problems.items())
     ] or [_problem("corrupt_task_file", f"{count} task file(s) could not be read (see michi doctor)")]
+
+
+def _named(path: str, problem: str) -> str:
+    """The problem with its file's path in front, once (most problems name it already)."""
+    return problem if problem.startswith(f"{path}:") else f"{path}: {problem}"
 
 
 def check(session: Session, limits: Limits, *, fetch: bool = False, reap: bool = False) -> CheckReport:
