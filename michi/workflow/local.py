@@ -256,7 +256,23 @@ def update_local(
     known: git.Moves | None = None,
 ) -> list[str]:
     """Move the local task branch to `new_tip` plus the user's own local commits. Returns notes. Commits
-    the remote had and lost (set back by a force-push) are left out, michi's named in a note."""
+    the remote had and lost (set back by a force-push) are left out, michi's named in a note, first."""
+    told: list[str] = []  # what the remote dropped of michi's, when it was set back
+    notes = _update(repo, paths, target, old_remote, new_tip, drop, interrupted, known, told)
+    return told + notes
+
+
+def _update(
+    repo: Repo,
+    paths: RepoPaths,
+    target: Target,
+    old_remote: str | None,
+    new_tip: str,
+    drop: Collection[str],
+    interrupted: Collection[str],
+    known: git.Moves | None,
+    told: list[str],
+) -> list[str]:
     ref = target.local_ref
     local = git.ref_oid(repo, ref)
     head = git.head(repo)
@@ -265,7 +281,6 @@ def update_local(
         return []
     if not here and (held := held_elsewhere(paths, target.branch)) is not None:
         return [f"branch {target.branch} is {held} in another work tree; it was not moved"]
-    told: list[str] = []  # what the remote dropped of michi's, when it was set back
     if local is None:
         if not here:
             return []  # no local task branch: reads use the remote-tracking branch
@@ -288,7 +303,8 @@ def update_local(
             if gone:  # named once each: a branch left as it was keeps them, command after command (ADR 0004)
                 from michi.workflow.recovery import describe_dropped, remember_told, told_dropped
 
-                new = [c for c in gone if c not in told_dropped(paths.state_dir)]
+                named = told_dropped(paths.state_dir)
+                new = [c for c in gone if c not in named]
                 if new:
                     told.append(describe_dropped(repo, new, f"{target.remote}/{target.branch}"))
                     remember_told(paths.state_dir, gone)
@@ -296,14 +312,12 @@ def update_local(
         replayed = None if base is None else _replay(repo, base, new_tip, own, drop, avoid)
         if replayed is None and any(git.read_commit(repo, c).signed for c in own):
             return [
-                *told,
                 f"your local branch {target.branch} has signed commits; michi never rewrites them (the "
                 "signature would be lost), so it was left as it was (`git pull --rebase --gpg-sign` "
                 "rebases and signs them again when you are ready)",
             ]
         if replayed is None:
             return [
-                *told,
                 f"your local branch {target.branch} has commits michi could not safely replay on the "
                 f"new remote tip; it was left as it was (run `git pull --rebase` when ready)"
                 + _obsolete(repo, own, drop, target, gone),
@@ -311,7 +325,6 @@ def update_local(
         goal = replayed
     if here and (index := other_index(paths)) is not None:
         return [
-            *told,
             f"local branch {target.branch} was not updated: GIT_INDEX_FILE={index} is not this work "
             "tree's index; nothing of yours was touched (run `michi sync` without it to catch up)",
         ]
@@ -325,11 +338,9 @@ def update_local(
 
             if refused.startswith(NESTED):  # not the user's changes: a nested repository (ADR 0006)
                 return [
-                    *told,
                     f"local branch {target.branch} was not updated: {refused.removeprefix(NESTED)}",
                 ]
             return [
-                *told,
                 f"local branch {target.branch} was not updated because your work tree has changes "
                 f"in files michi changed ({refused.splitlines()[0]}); nothing of yours was touched",
             ]
@@ -342,5 +353,5 @@ def update_local(
             git.read_tree_update(repo, goal, local or git.EMPTY_TREE)
         if exc.code == "git_lock_held":
             raise  # not a moved branch: say which lock file is in the way
-        return [*told, f"local branch {target.branch} moved while michi worked; it was left as it is"]
-    return told
+        return [f"local branch {target.branch} moved while michi worked; it was left as it is"]
+    return []

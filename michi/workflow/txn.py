@@ -36,6 +36,7 @@ from michi.workflow.mutation import ApplyContext, Change, Mutation
 from michi.workflow.owned import safe_path
 from michi.workflow.request import TxnOutcome, TxnRequest
 from michi.workflow.signals import interruptions_deferred, offered, resume
+from michi.workflow.snapshot import marker_time, touch_marker
 from michi.workflow.target import Target, resolve
 from michi.workflow.tree import GitTaskTree
 
@@ -98,6 +99,10 @@ def _one_line(value: str) -> str:
 
 # Changed paths above which the push sends a whole pack rather than a thin one (see `git.push`).
 _THIN_UP_TO = 1000
+
+
+def _commands(entries: list[Entry]) -> str:
+    return ", ".join(f"`michi {e.command}`" for e in entries)
 
 
 def _holds(lock: RepoLock) -> bool:
@@ -807,29 +812,21 @@ class Transaction:
                 )
             return False
         self.aside = [e for e in leftover + handed if e.txn in carried]
-        named = ", ".join(f"`michi {e.command}`" for e in self.aside)
-        # Say what became of each: a waiter's goes back to it, which pushes it alone and hears the remote's
+        # What became of each: a waiter's goes back to it, which pushes it alone and hears the remote's
         # answer itself (ADR 0017), so it is not pending; offline work or a dead holder's stays pending.
-        waiters = [e for e in self.aside if e.handed]
-        pending = [e for e in self.aside if not e.handed]
-        both = bool(waiters and pending)
-
-        def listed(entries: list[Entry]) -> str:
-            return " (" + ", ".join(f"`michi {e.command}`" for e in entries) + ")" if both else ""
-
         fates = []
-        if waiters:
+        if waiters := [e for e in self.aside if e.handed]:
             fates.append(
-                f"the waiting commands' operations{listed(waiters)} went back to them: each pushes its own "
-                "alone and answers with the remote's verdict"
+                f"the waiting commands' operations ({_commands(waiters)}) went back to them: each pushes "
+                "its own alone and answers with the remote's verdict"
             )
-        if pending:
+        if pending := [e for e in self.aside if not e.handed]:
             fates.append(
-                f"the pending operations{listed(pending)} stay pending (`michi sync` tries them again)"
+                f"the pending operations ({_commands(pending)}) stay pending (`michi sync` tries them again)"
             )
         self.notes.append(
-            f"the remote refused a push that also carried {named} ({exc.message}); this command's own "
-            f"change was pushed alone: {'; '.join(fates)}"
+            f"the remote refused a push that also carried other operations ({exc.message}); this command's "
+            f"own change was pushed alone: {'; '.join(fates)}"
         )
         return True
 
@@ -1151,15 +1148,11 @@ class Transaction:
         self._touch("synced")
 
     def _touch(self, name: str) -> None:
-        from michi.workflow.snapshot import touch_marker  # never through a link there
-
-        touch_marker(self.req.repo.state_dir, name)
+        touch_marker(self.req.repo.state_dir, name)  # never through a link there
 
     def _contended(self) -> bool:
         """Was a push from this clone refused lately (another clone landed first)? Then the next command
         fetches before it takes the lock rather than spend a round under it on a stale tip."""
-        from michi.workflow.snapshot import marker_time  # its own time, not a linked file's
-
         try:
             refused = marker_time(self.req.repo.state_dir, _CONTENDED)
         except OSError:
