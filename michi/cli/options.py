@@ -9,8 +9,9 @@ import typer
 from michi.session import Session
 
 
-def _wait(value: float | None) -> float | None:
-    """--wait past ten years is the flag's usage error (it was `bad_config`, as if .michi.toml held it)."""
+def at_most_ten_years(value: float | None) -> float | None:
+    """A seconds flag (`--wait`, `watch --interval`) past ten years is that flag's usage error (`--wait` was
+    `bad_config`, as if .michi.toml held it)."""
     from michi.config import MAX_TTL
 
     if value is not None and value > MAX_TTL:
@@ -24,7 +25,7 @@ Wait = Annotated[
         "--wait",
         min=0,
         metavar="SECONDS",
-        callback=_wait,
+        callback=at_most_ten_years,
         help="How long to wait for the repo lock (default 30, env MICHI_LOCK_WAIT; 0 = one try). "
         "Exit 75 when it runs out.",
     ),

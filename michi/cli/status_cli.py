@@ -7,8 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from michi.cli.options import Fetch, session
-from michi.cli.options import _wait as _at_most_ten_years
+from michi.cli.options import Fetch, at_most_ten_years, session
 from michi.session import Session
 
 
@@ -66,7 +65,7 @@ def watch(
             "--interval",
             min=0.2,
             metavar="SECONDS",
-            callback=_at_most_ten_years,  # 1e10 or inf ended the watch in time.sleep, exit 1
+            callback=at_most_ten_years,  # 1e10 or inf ended the watch in time.sleep, exit 1
             help="Seconds between refreshes.",
         ),
     ] = 2.0,

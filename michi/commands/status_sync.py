@@ -80,9 +80,7 @@ def journal_entries(session: Session) -> tuple[list[dict[str, Any]], float | Non
         mtime = os.stat(path).st_mtime
         data = json.loads(read_regular(path))
         entries = data.get("entries", []) if isinstance(data, dict) else []
-    except FileNotFoundError:
-        return [], None, True
-    except (OSError, ValueError, RecursionError):
+    except (OSError, ValueError, RecursionError):  # none (deleted) counts as damaged
         return [], None, True
     return [e for e in entries if isinstance(e, dict)], mtime, damaged
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from michi.atomic import read_regular
 from michi.errors import MichiError, storage_error
+from michi.lock import procs
 from michi.lock.errors import LockPathInvalid, LockTimeout
 from michi.lock.record import OWNER_FILE
 
@@ -175,9 +176,7 @@ def guard_holder(fd: int) -> tuple[int | None, bool]:
                 fields = line.split()  # a waiter blocked on it is listed after it, marked "->"
                 if "FLOCK" in fields and "WRITE" in fields and "->" not in fields and device in line:
                     pid = int(fields[fields.index("WRITE") + 1])
-                    with open(f"/proc/{pid}/stat") as proc:
-                        state = proc.read().rpartition(")")[2].split()[0]
-                    return pid, state in ("T", "t")
+                    return pid, procs.is_stopped(pid)
     except (OSError, ValueError, IndexError):
         pass
     return None, False

@@ -120,9 +120,7 @@ class Server:
                 if wake_r in ready:
                     with contextlib.suppress(BlockingIOError):
                         os.read(wake_r, 4096)
-                if news in ready:
-                    self._taken(news)
-                self._reap(news, os.WNOHANG)
+                self._reap(news, os.WNOHANG)  # reads the hand-overs too (`news` only wakes the loop)
                 if self._upgraded() or (not self.workers and time.monotonic() - self.last >= self.idle):
                     break
         finally:
@@ -158,11 +156,12 @@ class Server:
     def _taken(self, news: socket.socket) -> None:
         """Spares took clients: each is its client's worker now. Every queued hand-over is read: several
         wait after the server was stopped (SIGSTOP) while spares took clients."""
+        taken = False
         while True:
             try:
                 data, fds, _, _ = socket.recv_fds(news, 64, 1)
             except OSError:  # BlockingIOError: none left
-                return
+                break
             if not fds:
                 continue
             pid, client = (int(n) for n in data.split())
@@ -171,7 +170,9 @@ class Server:
             self.workers[pid] = (conn, client)
             self.served += 1
             self.last = time.monotonic()
-            self._describe()
+            taken = True
+        if taken:
+            self._describe()  # once for them all: a file written atomically
 
     def _reap(self, news: socket.socket, flags: int) -> bool:
         """Report the end of every child that ended (`flags` 0: wait for one first); False if none is left.

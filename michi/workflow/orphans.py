@@ -71,7 +71,7 @@ def _stopped(push: PushProcess) -> bool:
     deadline = time.monotonic() + _KILL_GRACE
     while time.monotonic() < deadline:
         found = procs.stat(push.pid)
-        if found is None or not found.running or found.state in ("T", "t"):
+        if found is None or not found.running or found.stopped:
             return True
         time.sleep(0.002)
     return False
