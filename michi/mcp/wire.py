@@ -84,29 +84,21 @@ def _lone_in_arguments(line: str) -> SessionMessage | None:
     if "\\u" not in line:  # only an escape makes one (the line was decoded from UTF-8)
         return None
     from michi.strictjson import strict_json
+    from michi.tasks.serialization import lone_surrogate
 
     try:
         document = strict_json(line)
         if not isinstance(document, dict) or document.get("method") != "tools/call":
             return None
         params = document.get("params")
-        if not isinstance(params, dict) or not _lone(params.get("arguments")):
+        if not isinstance(params, dict) or not lone_surrogate(line, params.get("arguments")):
             return None
-        if _lone({**document, "params": {**params, "arguments": None}}):
+        if lone_surrogate(line, {**document, "params": {**params, "arguments": None}}):
             return None
         message = types.jsonrpc_message_adapter.validate_python(document, by_name=False)
     except (ValueError, RecursionError):  # pydantic's ValidationError is a ValueError
         return None
     return SessionMessage(message) if isinstance(message, types.JSONRPCRequest) else None
-
-
-def _lone(value: Any) -> bool:
-    """Whether `value` holds a lone surrogate: a string UTF-8 cannot encode."""
-    try:
-        json.dumps(value, ensure_ascii=False).encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
 
 
 def _has_id(line: str) -> bool:

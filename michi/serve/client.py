@@ -234,6 +234,22 @@ class _Withdrawn(Exception):
     command runs nowhere."""
 
 
+def mailbox_fds(box: _socket.socket) -> list[int] | None:
+    """The streams in a mailbox's one datagram, received (the caller's stdin, stdout and stderr); None
+    when it is empty: the other side, a worker claiming or the caller taking back, had them first. Not
+    `socket.recv_fds`, which drops its flags before Python 3.12 and would wait."""
+    try:
+        _, ancillary, _, _ = box.recvmsg(1, _socket.CMSG_SPACE(3 * 4), _socket.MSG_DONTWAIT)
+    except BlockingIOError:
+        return None
+    return [
+        int.from_bytes(data[i : i + 4], sys.byteorder, signed=True)
+        for level, kind, data in ancillary
+        if (level, kind) == (_socket.SOL_SOCKET, _socket.SCM_RIGHTS)
+        for i in range(0, len(data) - 3, 4)
+    ]
+
+
 class _Handover:
     """One command handed to the server, claimed by a worker or taken back by this process, never both.
 
@@ -280,13 +296,11 @@ class _Handover:
     def take_back(self) -> bool:
         """Take the command back unless a worker claimed it: True when no worker ever runs it."""
         if self.mailbox is not None:
-            try:
-                _, ancillary, _, _ = self.mailbox.recvmsg(1, _socket.CMSG_SPACE(12), _socket.MSG_DONTWAIT)
-            except BlockingIOError:
+            fds = mailbox_fds(self.mailbox)
+            if fds is None:
                 return False  # a worker has the caller's streams: the command is its
-            for _, _, data in ancillary:  # this process's own streams, received again
-                for i in range(0, len(data) - 3, 4):
-                    os.close(int.from_bytes(data[i : i + 4], sys.byteorder, signed=True))
+            for fd in fds:  # this process's own streams, received again
+                os.close(fd)
         self.taken_back = True
         return True
 

@@ -23,7 +23,7 @@ from typing import Any, NoReturn
 
 from michi import faults
 from michi.serve import caller, prefault
-from michi.serve.client import PROTOCOL, run_here, wind_up
+from michi.serve.client import PROTOCOL, mailbox_fds, run_here, wind_up
 
 MAX_REQUEST = 4 << 20  # arguments and environment: far beyond any real one (Linux caps both at 2 MiB)
 
@@ -166,16 +166,7 @@ def _claim(mailbox: int) -> list[int]:
     CLAIM_WITHIN, or a stop signal came); the kernel gives the datagram to one of the two (ADR 0016)."""
     faults.point("claiming")
     with socket.socket(fileno=mailbox) as box:
-        try:  # (not `socket.recv_fds`, which drops its flags before Python 3.12: it would wait)
-            _, ancillary, _, _ = box.recvmsg(1, socket.CMSG_SPACE(3 * 4), socket.MSG_DONTWAIT)
-        except BlockingIOError:  # taken back: the mailbox is empty
-            ancillary = []
-    fds = [
-        int.from_bytes(data[i : i + 4], sys.byteorder, signed=True)
-        for level, kind, data in ancillary
-        if (level, kind) == (socket.SOL_SOCKET, socket.SCM_RIGHTS)
-        for i in range(0, len(data) - 3, 4)
-    ]
+        fds = mailbox_fds(box) or []  # empty: taken back
     if len(fds) != 3:
         for fd in fds:
             os.close(fd)
