@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import marshal
 import os
+import stat
 import sys
 import tempfile
 import threading
@@ -145,7 +146,8 @@ def _first(problems: list[dict[str, Any]]) -> str:
     """The first problem, in one line: where, then what."""
     first = problems[0]
     where = str(first.get("path") or first.get("uuid") or "?")
-    what = str(first.get("problem", "")).removeprefix(f"{where}: ")
+    what = str(first.get("problem", ""))
+    what = what.removeprefix(f"import {where}: ").removeprefix(f"{where}: ")  # where is said once
     more = f", and {len(problems) - 1} more" if len(problems) > 1 else ""
     return " ".join(f"{where}: {what}{more}".split())  # one line, whatever the file held
 
@@ -309,18 +311,51 @@ def _records(stream: IO[bytes], top: Path, where: str) -> Iterator[dict[str, Any
 @contextmanager
 def _opened(session: Session, source: str) -> Iterator[IO[bytes]]:
     """The export as a binary stream. It is read once: the second pass reads the checked tasks back from
-    their own spool, so stdin needs no copy."""
+    their own spool, so stdin needs no copy. It is read whole before the lock is taken (`import_file`),
+    and only ever a block and one record at a time (`twstream`), whatever its size.
+
+    A path is a file, or a pipe some program writes to (`<(task export)`, a named pipe whose writer
+    started first). Anything else is refused before it is read (ADR 0006): a folder, a device
+    (`/dev/zero` never ends), a socket; and a named pipe nobody writes to, which blocked until killed."""
     if source == "-":
         stdin = getattr(sys.stdin, "buffer", None)
         if stdin is None:  # a text stream without bytes underneath (an in-process test runner)
             stdin = io.BytesIO(sys.stdin.read().encode("utf-8", "surrogateescape"))
         yield stdin
         return
+    path = session.cwd / source
     try:
-        stream = open(session.cwd / source, "rb")  # noqa: SIM115 - closed below
+        kind = _kind(os.stat(path).st_mode)  # before the open: opening a device can do something
+        # O_NONBLOCK: a named pipe's open returns at once, where it waited for a writer, maybe for ever
+        fd = None if kind else os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
         raise UsageError(
-            f"cannot read {source}: {exc}", hint="pass a file written by 'task export'"
+            f"cannot read {source}: {exc.strerror or exc}", hint="pass a file written by 'task export'"
         ) from None
-    with stream:
+    if fd is not None and (kind := _kind(os.fstat(fd).st_mode)):  # the path changed meanwhile
+        os.close(fd)
+    if fd is None or kind:
+        raise UsageError(
+            f"cannot import {source}: it is {kind}, not a file",
+            hint="pass a file written by 'task export', or pipe the export in: task export | michi import -",
+        )
+    os.set_blocking(fd, True)  # a pipe is then read as stdin is: until its writer closes it
+    with os.fdopen(fd, "rb") as stream:
+        if stat.S_ISFIFO(os.fstat(fd).st_mode) and not stream.peek(1):  # its end at once: no writer
+            raise UsageError(
+                f"cannot import {source}: it is a pipe nothing was written to (no writer)",
+                hint=f"start the writer first (task export > {source} &), "
+                "or pipe the export in: task export | michi import -",
+            )
         yield stream
+
+
+def _kind(mode: int) -> str | None:
+    """What a path that cannot be imported is; None for a file or a pipe."""
+    if stat.S_ISREG(mode) or stat.S_ISFIFO(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "no regular file"

@@ -72,7 +72,9 @@ ENDING = (signal.SIGTERM, signal.SIGHUP)
 
 def _raise_terminated(signum: int, frame: FrameType | None) -> None:
     name = signal.Signals(signum).name
-    raise Terminated(f"terminated by {name}; the repo lock was released", hint="run the command again")
+    # No "the repo lock was released": a command still waiting for the lock never held it (finally-blocks
+    # release it when held).
+    raise Terminated(f"terminated by {name}", hint="run the command again")
 
 
 @contextlib.contextmanager

@@ -139,9 +139,7 @@ def import_tasks(tree: TaskTree, params: Mapping[str, Any], ctx: ApplyContext) -
             ident = min(allocator.last + 1, MAX_ID)
             data = made.head + b"%d" % ident + made.tail
             if len(data) > MAX_TASK_BYTES:
-                report["problems"].append(
-                    {"uuid": uuid, "problem": f"import {uuid}: larger than {MAX_TASK_BYTES:,} bytes"}
-                )
+                report["problems"].append(_too_large(uuid, made.record, len(data)))
                 continue
             final = {**made.record, "michi_id": ident}
             allocator.take()
@@ -187,9 +185,7 @@ def import_tasks(tree: TaskTree, params: Mapping[str, Any], ctx: ApplyContext) -
         # The file as it will be written, sized once: a task no reader would accept is a problem.
         data = serialization.dumps_record(final)
         if len(data) > MAX_TASK_BYTES:
-            report["problems"].append(
-                {"uuid": uuid, "problem": f"import {uuid}: larger than {MAX_TASK_BYTES:,} bytes"}
-            )
+            report["problems"].append(_too_large(uuid, final, len(data)))
             continue
         if path is None:
             allocator.take()  # the id the task was given above
@@ -203,6 +199,17 @@ def import_tasks(tree: TaskTree, params: Mapping[str, Any], ctx: ApplyContext) -
         return Change("import (nothing changed)", result={"report": report, "tasks": []})
     change = written_files(f"import {len(files)} tasks", files, allocator.write())
     return replace(change, result={"report": report, "tasks": change.result})
+
+
+def _too_large(uuid: str, record: Mapping[str, Any], size: int) -> dict[str, Any]:
+    """A record whose task file would be over the limit: named by its uuid and the head of its
+    description (what a person recognises), with its size and the limit (ADR 0006)."""
+    head = " ".join(str(record.get("description", ""))[:40].split())
+    return {
+        "uuid": uuid,
+        "problem": f"import {uuid}: its task file would be {size:,} bytes, over the limit of "
+        f"{MAX_TASK_BYTES:,} (description {head!r}...)",
+    }
 
 
 def _elsewhere(uuid: str, lives: str, named: str) -> dict[str, Any]:

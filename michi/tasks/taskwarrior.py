@@ -4,7 +4,8 @@ Checked against Taskwarrior 2.6.2: unknown keys survive as orphaned UDAs, but nu
 strings ("42.000000") or floats; exports add `id` and `urgency`; a task completed, deleted, started or
 stopped in Taskwarrior keeps the stale `michi_state` it had; a tag "x,y" comes back as "x", "x,y" and
 "y"; annotations made in the same second come back one second apart each (`task import` keys them by
-time). `normalize` and `settle` undo each of these.
+time); other attributes' (UDAs') values come back as text ("1.500000", '{"a":1.000000}'). `normalize` and
+`settle` undo each of these.
 """
 
 from __future__ import annotations
@@ -187,14 +188,52 @@ def _bumped(new: Any, old: Task) -> bool:
     return True
 
 
+def spelled(value: Any, inner: bool = False) -> str | None:
+    """`value`, an attribute Taskwarrior 2.6.2 does not know (a UDA), as its `task export` returns it
+    after `task import`: a string, numbers as `%f` ("1.500000"), `true`, `null`, and arrays and objects
+    as one line of text with their keys sorted and their strings unescaped. None if it has no spelling."""
+    if value is None or isinstance(value, bool):
+        return "null" if value is None else ("true" if value else "false")
+    if isinstance(value, int | float):
+        try:
+            return f"{value:f}"  # C's %f, as Taskwarrior writes it
+        except OverflowError:  # an int beyond any double: Taskwarrior keeps no such number either
+            return None
+    if isinstance(value, str):
+        return f'"{value}"' if inner else value
+    if isinstance(value, list):
+        items = [spelled(v, True) for v in value]
+        return None if None in items else "[" + ",".join(map(str, items)) + "]"
+    if isinstance(value, dict):
+        pairs = [(k, spelled(value[k], True)) for k in sorted(value)]
+        if any(v is None for _, v in pairs):
+            return None
+        return "{" + ",".join(f'"{k}":{v}' for k, v in pairs) + "}"
+    return None
+
+
+def _respelled(got: Any, had: Any) -> bool:
+    """Is the imported `got` the file's `had` as a round trip through Taskwarrior returns it?"""
+    if isinstance(got, str):
+        return not isinstance(had, str) and got == spelled(had)
+    # a UDA declared numeric there comes back as a number: 3.0 for 3 (never a bool: True == 1 in Python)
+    return type(got) is float and type(had) is int and got == had
+
+
 def settle(record: dict[str, Any], old: Task) -> None:
     """Keep michi's own spelling of what a round trip through Taskwarrior only re-spelled: tags in
-    another order or split at commas, annotation times Taskwarrior moved by a second or two."""
+    another order or split at commas, annotation times Taskwarrior moved by a second or two, and the
+    values of attributes it does not know (UDAs: numbers, true, null, arrays and objects come back as
+    text, `spelled`). A value that differs in more than its spelling is a change and lands."""
     tags = record.get("tags")
     if isinstance(tags, list) and set(split_tags(list(old.tags))) == set(tags):
         record["tags"] = list(old.tags)
     if old.annotations and _bumped(record.get("annotations"), old):
         record["annotations"] = [{"entry": a.entry, "description": a.description} for a in old.annotations]
+    for key, had in old.extra.items():
+        got = record.get(key, had)
+        if got is not had and _respelled(got, had):
+            record[key] = had
 
 
 def stale(record: dict[str, Any], old: Task) -> bool:

@@ -57,7 +57,8 @@ class _Reader:
             if not self.more():
                 return ""
 
-    def value(self) -> Any:
+    def value(self, number: int) -> Any:
+        """The next value, the export's `number`th (1 for the first)."""
         decode = strict_decoder().raw_decode
         while True:
             try:
@@ -72,8 +73,19 @@ class _Reader:
                 if not self._truncated(exc):  # NaN or Infinity, bad JSON, or no more input to wait for
                     raise _refuse(_where(exc, self.consumed)) from None
                 if len(self.buf) - self.pos > MAX_VALUE:
-                    raise _refuse(f"a task of more than {MAX_VALUE:,} characters") from None
+                    raise self._too_long(number) from None
                 self.more()
+
+    def _too_long(self, number: int) -> UsageError:
+        """The value at `pos` is longer than any task file's export: named by its number, where it starts
+        and its first characters (Taskwarrior writes `id` and `description` first), never read on."""
+        head = " ".join(self.buf[self.pos : self.pos + 60].split())
+        return UsageError(
+            f"record {number} of the import file (character {self.consumed + self.pos + 1}: {head!r}...) "
+            f"is more than {MAX_VALUE:,} characters: no task file (at most {MAX_TASK_BYTES:,} bytes) could "
+            "hold it",
+            hint="remove that record or shorten its text, then import again",
+        )
 
     def _truncated(self, exc: ValueError) -> bool:
         """Did the decoder stop at the end of what has been read so far (a value cut by the block)?"""
@@ -92,6 +104,7 @@ def _where(exc: ValueError, consumed: int) -> str:
 def items(source: IO[bytes]) -> Iterator[Any]:
     """Every value of the export, in order (a single object is one value)."""
     reader = _Reader(source)
+    number = 0
     if reader.peek(_SPACE) == "[":
         reader.pos += 1
         closed = False
@@ -100,11 +113,13 @@ def items(source: IO[bytes]) -> Iterator[Any]:
                 reader.pos += 1
                 closed = True
                 break
-            yield reader.value()
+            number += 1
+            yield reader.value(number)
         if not closed:
             raise _refuse("the array is not closed")
         if reader.peek(_SPACE) != "":
             raise _refuse("more text after the array")
         return
     while reader.peek(_SPACE + ",") != "":
-        yield reader.value()
+        number += 1
+        yield reader.value(number)
