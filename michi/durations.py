@@ -32,3 +32,13 @@ def duration(seconds: float) -> str:
     if whole < 3600:
         return f"{whole // 60}m{whole % 60:02d}s"
     return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
+
+
+def as_given(seconds: float) -> str:
+    """A number of seconds echoed in a message (a flag's, a setting's) as a person writes it: `999999999999`
+    and `2.5`, where `:g` said `1e+12` and `3.16224e+08`; an integral one as an integer while a float
+    holds it exactly."""
+    value = float(seconds)
+    if value.is_integer() and abs(value) < 2**53:
+        return str(int(value))
+    return repr(value)  # the shortest that reads back the same: 0.1, 1e+300, inf, nan

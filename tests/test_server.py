@@ -240,14 +240,18 @@ def test_a_worker_killed_by_a_signal_ends_its_client_by_that_signal(server: dict
     assert "served by" in crashed.stderr
 
 
-def test_a_terminated_worker_ends_its_client_by_sigterm(server: dict, tracker: Path) -> None:
-    """SIGTERM outside the steps michi defers it in (here: `watch` between two looks) kills michi run
-    here; the served client, which passes it on, dies of it too rather than exiting 143."""
+@pytest.mark.parametrize(("sent", "ended"), [("SIGQUIT", -signal.SIGQUIT), ("SIGTERM", 0)])
+def test_a_worker_ended_by_a_signal_ends_its_client_by_that_signal(
+    server: dict, tracker: Path, sent: str, ended: int
+) -> None:
+    """A signal michi does not handle (SIGQUIT) kills michi run here; the served client, which passes it
+    on, dies of it too rather than exiting 131. SIGTERM ends a command as Ctrl-C does (here `watch`:
+    its way out, exit 0), served as run here (ADR 0004)."""
     client, worker = _waiting_client(tracker, "watch", "--interval", "60")
     wait_until(lambda: worker in [w["pid"] for w in _status()["workers"]], what="the worker")
-    client.send_signal(signal.SIGTERM)
+    client.send_signal(getattr(signal, sent))
     client.communicate(timeout=30)
-    assert client.returncode == -signal.SIGTERM
+    assert client.returncode == ended
     await_exit(worker)
 
 

@@ -20,9 +20,12 @@ if TYPE_CHECKING:
 def _lease(value: float | None) -> float | None:
     """A bad --ttl is the flag's usage error (it was `bad_config`, as if .michi.toml held it)."""
     from michi.config import MAX_TTL
+    from michi.durations import as_given
 
     if value is not None and not 0 < value <= MAX_TTL:  # NaN too
-        raise typer.BadParameter(f"{value:g} is no lease: a lease lasts above 0 seconds, at most {MAX_TTL}")
+        raise typer.BadParameter(
+            f"{as_given(value)} is no lease: a lease lasts above 0 seconds, at most {MAX_TTL}"
+        )
     return value
 
 

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from michi import __version__
+
+if TYPE_CHECKING:
+    from michi.errors import MichiError
 
 
 def split_json_flag(argv: Sequence[str]) -> tuple[list[str], bool]:
@@ -38,9 +42,24 @@ def version_line(as_json: bool) -> str:
 def interrupted(json_mode: bool) -> int:
     """What a command Ctrl-C stopped says (`interrupted`), and its exit status (130)."""
     from michi.cli import render
+
+    return render.fail(stopped("interrupted by Ctrl-C", "run the command again"), json_mode)
+
+
+def stopped(message: str, hint: str) -> MichiError:
+    """`Interrupted` with `message` for Ctrl-C; `terminated` where SIGTERM or SIGHUP ended the command as
+    Ctrl-C does (`michi.workflow.signals.ending_as_ctrl_c`)."""
     from michi.errors import Interrupted
 
-    return render.fail(Interrupted("interrupted by Ctrl-C", hint="run the command again"), json_mode)
+    signals = sys.modules.get("michi.workflow.signals")
+    signum = signals.ended_by() if signals is not None else None
+    if signum is None:
+        return Interrupted(message, hint=hint)
+    import signal
+
+    from michi.lock.errors import Terminated
+
+    return Terminated(f"terminated by {signal.Signals(signum).name}", hint=hint)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -56,8 +75,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         # command declares --version too, for every other spelling (`michi -C x --version`).
         sys.stdout.write(version_line(json_mode) + "\n")
         return 0
+    from michi.workflow.signals import ending_as_ctrl_c
+
+    with ending_as_ctrl_c():
+        return _command(args, json_mode)
+
+
+def _command(args: list[str], json_mode: bool) -> int:
     from michi.cli import render
-    from michi.errors import ExitCode, Interrupted, MichiError, StorageFailed, UsageError, unexpected
+    from michi.errors import ExitCode, MichiError, StorageFailed, UsageError, unexpected
 
     try:
         from michi.cli.app import build_app, click_exceptions
@@ -78,11 +104,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             where = exc.ctx.command_path if exc.ctx else "michi"
             raise UsageError(exc.format_message(), hint=f"see '{where} --help'") from None
         except click.Abort:
-            raise Interrupted("interrupted", hint="nothing was changed") from None
+            raise stopped("interrupted", "nothing was changed") from None
         if outcome == ExitCode.INTERRUPTED:  # typer turns Ctrl-C into a bare exit status
-            raise Interrupted(
-                "interrupted by Ctrl-C", hint="nothing half-done was left; run the command again"
-            )
+            raise stopped("interrupted by Ctrl-C", "nothing half-done was left; run the command again")
         if isinstance(outcome, int):  # --help, --version, or click's own exit
             return outcome
         if outcome is None:

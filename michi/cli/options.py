@@ -13,9 +13,10 @@ def at_most_ten_years(value: float | None) -> float | None:
     """A seconds flag (`--wait`, `watch --interval`) past ten years is that flag's usage error (`--wait` was
     `bad_config`, as if .michi.toml held it)."""
     from michi.config import MAX_TTL
+    from michi.durations import as_given
 
     if value is not None and value > MAX_TTL:
-        raise typer.BadParameter(f"{value:g} is more than ten years: pass at most {MAX_TTL} seconds")
+        raise typer.BadParameter(f"{as_given(value)} is more than ten years: pass at most {MAX_TTL} seconds")
     return value
 
 

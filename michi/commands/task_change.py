@@ -16,11 +16,16 @@ from michi.tasks.index import Index
 
 def _ttl(session: Session, ttl: float | None) -> float:
     from michi.config import MAX_TTL
+    from michi.durations import as_given
 
     if ttl is not None and not ttl >= 0:  # NaN too; the CLI's option says so first, an MCP call here
-        raise UsageError(f"--ttl {ttl:g} is not a number >= 0", hint="pass 0 (no expiry) or more seconds")
+        raise UsageError(
+            f"--ttl {as_given(ttl)} is not a number >= 0", hint="pass 0 (no expiry) or more seconds"
+        )
     if ttl is not None and ttl > MAX_TTL:  # the expiry must be a date a task file can hold
-        raise UsageError(f"--ttl {ttl:g} is more than ten years", hint=f"pass at most {MAX_TTL} seconds")
+        raise UsageError(
+            f"--ttl {as_given(ttl)} is more than ten years", hint=f"pass at most {MAX_TTL} seconds"
+        )
     return session.config.claim_ttl if ttl is None else ttl
 
 

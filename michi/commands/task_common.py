@@ -170,7 +170,11 @@ def lock_config(session: Session, wait: float | None) -> config_mod.Config:
     """The config with `--wait` over it. The CLI's option refuses a negative wait itself (`usage`); an MCP
     tool's argument meets only this check, which said `bad_config` until it said the same (ADR 0011)."""
     if wait is not None and not wait >= 0:
-        raise UsageError(f"--wait {wait:g} is not a number >= 0", hint="pass 0 (one try) or more seconds")
+        from michi.durations import as_given
+
+        raise UsageError(
+            f"--wait {as_given(wait)} is not a number >= 0", hint="pass 0 (one try) or more seconds"
+        )
     return session.with_overrides(lock_wait=wait)
 
 

@@ -38,6 +38,7 @@ FANOUT = "fanout"
 LAYOUTS = (FLAT, FANOUT)
 LAYOUT_PATH = ".michi/layout"  # committed by michi: "fanout\n"; absent = flat, unknown = refused
 LAYOUT_BYTES = 64  # a layout file is read at most this far: a larger one names no layout michi knows
+_LAYOUT_NAME = re.compile(r"[a-z][a-z0-9_-]*")  # how a layout is named, by this michi or a newer one
 
 
 def task_path(domain: str, uuid: str, layout: str = FLAT) -> str:
@@ -75,6 +76,15 @@ def layout_of(raw: bytes | None) -> str:
     text = (raw or b"").decode("utf-8", "replace").strip()
     if not text:
         return FLAT
+    if text not in LAYOUTS and not _LAYOUT_NAME.fullmatch(text):
+        # A name no michi writes (a symlink's target, `../x`, or a hand edit): no newer michi reads it either.
+        raise UnknownLayout(
+            f"{LAYOUT_PATH} on the task branch holds {text[:40]!r}, no layout name: a symlink or an edit "
+            "where michi's one-line file belongs",
+            hint=f"replace it by a plain file: 'git rm {LAYOUT_PATH}', commit and push, then 'michi migrate' "
+            "writes it again",
+            layout=text[:40],
+        )
     if text not in LAYOUTS:
         raise UnknownLayout(
             f"this repository uses task layout {text[:40]!r}, newer than this michi: upgrade michi",

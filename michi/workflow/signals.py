@@ -1,6 +1,6 @@
 """Holding Ctrl-C and SIGTERM while a push is under way, and after it landed (ADR 0004); and while the
-lock's holder lands a waiter's operation it took (ADR 0017). From a transaction's start SIGTERM and
-SIGHUP end the command as Ctrl-C does (`resume`)."""
+lock's holder lands a waiter's operation it took (ADR 0017). SIGTERM and SIGHUP end a command as Ctrl-C
+does from its start (`ending_as_ctrl_c`); from a transaction's start they raise `Terminated` (`resume`)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from types import FrameType
 from typing import Any
 
 DEFERRED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)  # a closing terminal must not cut a push either
+ENDING = (signal.SIGTERM, signal.SIGHUP)
 
 # The handlers as the command's transaction found them (`resume`), put back once what a landed push held
 # is settled (`settle`, `resume`); whether that hold is on, and what came meanwhile.
@@ -23,6 +24,75 @@ _came: list[int] = []
 # SIGTERM and SIGHUP raising `Terminated` from a transaction's start (`resume`) to the command's end
 # (`settle`): before the lock too, not only while it is awaited or held (`michi.lock.keeper`).
 _ending = contextlib.ExitStack()
+
+
+class Ended(KeyboardInterrupt):
+    """SIGTERM or SIGHUP outside a transaction (`ending_as_ctrl_c`), raised as Ctrl-C's KeyboardInterrupt
+    is: it stops the command wherever it is, and no `except Exception` of a read's best-effort step
+    swallows it, as it would `Terminated` (a MichiError)."""
+
+
+_ended: list[int] = []  # the signals `Ended` was raised for in this command
+
+
+def _raise_ended(signum: int, _frame: FrameType | None) -> None:
+    _ended.append(signum)
+    raise Ended(signum)
+
+
+def ended_by() -> int | None:
+    """The SIGTERM or SIGHUP that ended this command as Ctrl-C does, if one did."""
+    return _ended[0] if _ended else None
+
+
+@contextmanager
+def ending_as_ctrl_c() -> Iterator[None]:
+    """The whole command (`michi.cli.main`): SIGTERM and SIGHUP end it as Ctrl-C does (130, `terminated`).
+    By default they killed michi (exit 143 or 129, no `--json` answer) in the reads and parsing before a
+    transaction started, where a moment later the same signal gave 130. Not a signal someone else chose
+    the handling of (`nohup`), and put back before the process's end (`michi.serve.client.finish`),
+    where a signal ends it by the default action again: a served command's worker answers its exit."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    _ended.clear()
+    ours = [sig for sig in ENDING if signal.getsignal(sig) is signal.SIG_DFL]
+    for sig in ours:
+        signal.signal(sig, _raise_ended)
+    try:
+        yield
+    finally:
+        for sig in ours:
+            if signal.getsignal(sig) is _raise_ended:
+                signal.signal(sig, signal.SIG_DFL)
+
+
+@contextmanager
+def terminating() -> Iterator[None]:
+    """SIGTERM and SIGHUP raise `Terminated` inside (`michi.lock.keeper.sigterm_raises`), also where the
+    command has them raise `Ended` (`ending_as_ctrl_c`): a transaction's and `lock run`'s code cleans up
+    on `Terminated` as on any error; `Ended` is put back on leaving."""
+    from michi.lock.keeper import sigterm_raises
+    from michi.threads import held_back
+
+    ours = [sig for sig in ENDING if signal.getsignal(sig) is _raise_ended]
+    mask: list[set[int | signal.Signals]] = []
+    # Held back while one handler takes over from the other, both ways: no moment with the default action.
+    with contextlib.ExitStack() as stack:
+        with held_back():
+            for sig in ours:
+                signal.signal(sig, signal.SIG_DFL)
+            stack.callback(lambda: mask and signal.pthread_sigmask(signal.SIG_SETMASK, mask.pop()))
+            stack.callback(_put_back, ours)
+            stack.enter_context(sigterm_raises())
+            stack.callback(lambda: mask.append(signal.pthread_sigmask(signal.SIG_BLOCK, ENDING)))
+        yield
+
+
+def _put_back(ours: list[signal.Signals]) -> None:
+    for sig in ours:
+        if signal.getsignal(sig) is signal.SIG_DFL:  # else a push that landed holds it (ADR 0004)
+            signal.signal(sig, _raise_ended)
 
 
 @contextmanager
@@ -143,9 +213,7 @@ def resume() -> None:
         _restore(_base)
     _ending.close()  # the handlers as they were before this command's transactions changed them
     _base.update({sig: signal.getsignal(sig) for sig in DEFERRED})
-    from michi.lock.keeper import sigterm_raises  # the lock's: this transaction takes it anyway
-
-    _ending.enter_context(sigterm_raises())
+    _ending.enter_context(terminating())
     if came is not None:
         signal.raise_signal(came)
 

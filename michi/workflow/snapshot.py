@@ -64,19 +64,34 @@ def marker_time(state_dir: Path, name: str) -> float | None:
 def touch_marker(state_dir: Path, name: str) -> None:
     """Set the state marker `name` to now: an lstat and a utime on the usual path. A link (or FIFO) there
     is replaced by a file, never written through: `Path.touch` set the time of a user's file the link
-    named, or made the file a dangling link named, wherever that was."""
+    named, or made the file a dangling link named, wherever that was. A folder there is a damaged marker
+    too: left in place, it read as "never synced", and every read fetched (`read_max_age`)."""
     marker = state_dir / name
     try:
-        if stat.S_ISREG(os.lstat(marker).st_mode):
+        mode = os.lstat(marker).st_mode
+        if stat.S_ISREG(mode):
             os.utime(marker, follow_symlinks=False)
             return
-        with contextlib.suppress(IsADirectoryError, PermissionError):  # a folder there: left, no marker
+        if stat.S_ISDIR(mode):
+            _set_aside(marker)
+        else:
             os.unlink(marker)
     except FileNotFoundError:
         state_dir.mkdir(parents=True, exist_ok=True)
+    except OSError:  # one michi cannot remove (a folder it may not write): no marker, as before
+        return
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     with contextlib.suppress(FileExistsError):  # another michi made it just now (or a folder is there)
         os.close(os.open(marker, flags, 0o644))
+
+
+def _set_aside(folder: Path) -> None:
+    """A folder where a marker belongs: removed when empty, else moved beside it under a name of its own
+    (`synced.damaged-<pid>`), never deleted with what it holds."""
+    try:
+        os.rmdir(folder)
+    except OSError:
+        os.rename(folder, folder.with_name(f"{folder.name}.damaged-{os.getpid()}"))
 
 
 def synced_at(paths: RepoPaths, remote: str | None) -> float | None:
