@@ -25,7 +25,7 @@ PATHS = [
 ]
 OID = "0123456789abcdef0123456789abcdef01234567"
 STATES = [("pending", "todo"), ("pending", "in_progress"), ("waiting", "review"), ("completed", "done")]
-STATES += [("deleted", "deleted"), ("pending", "review")]
+STATES += [("deleted", "deleted"), ("pending", "review"), ("waiting", "todo")]
 
 
 def _usual(data: bytes, path: str) -> tuple[list[tuple[str, Any]], tuple[Any, ...]] | str:
@@ -93,3 +93,24 @@ def test_an_epoch_remembered_or_not_is_urgency_s(entry: str) -> None:
     second = laidrow.row(data, PATHS[0], OID)  # remembered
     assert first is not None and second is not None
     assert first[1][table.COL["born"]] == second[1][table.COL["born"]] == urgency.epoch(entry)
+
+
+def test_a_waiting_status_without_a_wait_is_no_waiting_term() -> None:
+    """Taskwarrior 2.6 reads waiting from the `wait` date (ADR 0007): a laid-out file, which has none, gets
+    the row `table.row` makes, without the term; a file with a `wait` is left to the usual way, whose
+    row keeps the date for `list` to read at its `now`."""
+    record = {k: v for k, v in _PLAIN.items() if k != "depends"}
+    record["status"], record["michi_state"] = "waiting", "todo"
+    data = _pretty(serialization.record_of(record, "f"))
+    got = laidrow.row(data, PATHS[0], OID)
+    usual = _usual(data, PATHS[0])
+    assert got is not None and not isinstance(usual, str)
+    assert repr(got[1]) == repr(usual[1])
+    pending = _usual(_pretty(serialization.record_of({**record, "status": "pending"}, "f")), PATHS[0])
+    assert not isinstance(pending, str) and pending[1][table.COL["fixed"]] == got[1][table.COL["fixed"]]
+    assert got[1][table.COL["wait"]] is None
+    wait = "20990101T000000Z"
+    data = _pretty(serialization.record_of({**record, "wait": wait}, "f"))
+    assert laidrow.row(data, PATHS[0], OID) is None
+    usual = _usual(data, PATHS[0])
+    assert not isinstance(usual, str) and usual[1][table.COL["wait"]] == urgency.epoch(wait)

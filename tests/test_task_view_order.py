@@ -182,7 +182,7 @@ def test_the_default_order_is_urgency_then_entry_then_id_with_many_ties() -> Non
         for chosen in (list(range(n)), picked):
             scores = urgency.at_many(
                 [
-                    tuple(table[COLUMNS.index(c)][i] for c in ("fixed", "born", "due", "scheduled"))
+                    tuple(table[COLUMNS.index(c)][i] for c in ("fixed", "born", "due", "scheduled", "wait"))
                     for i in chosen
                 ],
                 2.0e9,

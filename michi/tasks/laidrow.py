@@ -24,7 +24,7 @@ _LT, _EQ, _GT = normal._LT, normal._EQ, normal._GT
 _TAG_FACTORS, _PRIORITY, _epoch = urgency._FACTORS, urgency.PRIORITY, urgency.epoch
 _day_starts = urgency._days  # a day (YYYYMMDD) -> its start in epoch seconds, as `epoch` remembers them
 _ANNOTATIONS, _TAGS, _PROJECT = urgency.ANNOTATIONS, urgency.TAGS, urgency.PROJECT
-_NEXT_TAG, _ACTIVE, _WAITING = urgency.NEXT_TAG, urgency.ACTIVE, urgency.WAITING
+_NEXT_TAG, _ACTIVE = urgency.NEXT_TAG, urgency.ACTIVE
 _DONE = ("completed", "deleted")  # `urgency.terms`: no urgency
 _quoted: dict[str, str] = {}  # a domain -> its JSON string (`encode_basestring`): few domains, 50,000 rows
 _ESCAPE = json.encoder.encode_basestring  # what `compact`'s encoder writes a string with
@@ -75,8 +75,8 @@ def row(data: bytes, path: str, oid: str) -> tuple[dict[str, Any], tuple[Any, ..
         f'"start":{_NULL if start is None else _Q + start + _Q},'
         f'"end":{_NULL if end is None else _Q + end + _Q},"annotations":[]}}'
     )
-    # `urgency.terms` (not blocked, not blocking, no annotations, no due or scheduled: the layout has
-    # none), its terms added in its order: the same float.
+    # `urgency.terms` (not blocked, not blocking, no annotations, no due, scheduled or wait: the layout
+    # has none, so a `waiting` status here is no waiting term), its terms added in its order: the same float.
     if status in _DONE:
         fixed, born = 0.0, None
     else:
@@ -90,8 +90,6 @@ def row(data: bytes, path: str, oid: str) -> tuple[dict[str, Any], tuple[Any, ..
         total += _TAGS * (_TAG_FACTORS[count] if count < 3 else 1.0)
         if project:
             total += _PROJECT
-        if status == "waiting":
-            total += _WAITING
         total += _PRIORITY.get(priority or "", 0.0)
         # `urgency.epoch`: the pattern checked the clock's digits and ranges, and `_laid_out` the day.
         day = _day_starts.get(entry[:8])
@@ -118,6 +116,7 @@ def row(data: bytes, path: str, oid: str) -> tuple[dict[str, Any], tuple[Any, ..
         modified,
         fixed,
         born,
+        None,
         None,
         None,
         0,

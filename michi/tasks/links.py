@@ -1,7 +1,10 @@
 """Dependencies seen both ways: which tasks are blocked or blocking, and a task's neighbours for `show`.
 
-Taskwarrior's terms (ADR 0014): a task is *blocked* while one of its dependencies is open (pending or
-waiting), and *blocking* while it is open and an open task depends on it. Only the whole index can tell.
+Taskwarrior's terms (ADR 0014): a task is *blocked* while one of its dependencies is open, and
+*blocking* while it is open and an open task depends on it. Only the whole index can tell. Open is
+`still_open`, what `next` holds a dependent back by (`query.is_ready`): michi_state decides, not a status
+a hand edit split from it (ADR 0007), so `list` shows blocked exactly what `next` will not hand out for
+an open dependency.
 """
 
 from __future__ import annotations
@@ -9,9 +12,15 @@ from __future__ import annotations
 from typing import Any
 
 from michi.tasks.index import Index
-from michi.tasks.model import Task
+from michi.tasks.model import OPEN_STATES, Task
 
-OPEN_STATUSES = ("pending", "waiting")
+OPEN_STATUSES = ("pending", "waiting")  # a record's own word, for records without michi_state (an import)
+
+
+def still_open(state: str) -> bool:
+    """Is a task in this michi state still to be done: a dependency that holds its dependents back, a
+    dependent that makes what it waits on *blocking*?"""
+    return state in OPEN_STATES
 
 
 class Links:
@@ -19,7 +28,7 @@ class Links:
         self.open: set[str] = set()
         self.awaited: set[str] = set()
         for _oid, rec, _problem in index.entries.values():
-            if rec is not None and rec["status"] in OPEN_STATUSES:
+            if rec is not None and rec["michi_state"] in OPEN_STATES:  # `still_open`, inlined: 50,000
                 self.open.add(rec["uuid"])
                 self.awaited.update(rec.get("depends") or ())
 

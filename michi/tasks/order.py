@@ -62,7 +62,7 @@ def _values(table: Table, urg: dict[int, float]) -> dict[str, Callable[[int], An
 def arrange(table: Table, rows: list[int], sort: Sort, now: float) -> tuple[list[int], list[float]]:
     """`rows` (indices into `table`) in order, and each one's urgency at `now`."""
     entry = table[COL["entry"]]
-    columns = [table[COL[name]] for name in ("fixed", "born", "due", "scheduled")]
+    columns = [table[COL[name]] for name in ("fixed", "born", "due", "scheduled", "wait")]
     every = len(rows) == len(entry)  # `rows` are ascending and distinct, so they are all of them
     if every:
         terms = zip(*columns, strict=True)

@@ -12,6 +12,7 @@ from michi.plain import Plain
 from michi.tasks import serialization, urgency
 from michi.tasks.domains import domain_of
 from michi.tasks.index import Index
+from michi.tasks.links import still_open
 from michi.tasks.model import HOLDS, OPEN_STATES, OPEN_STATUSES, Task, is_tw_date, parse_tw_date
 
 if TYPE_CHECKING:
@@ -176,7 +177,7 @@ def is_ready(task: Task, index: Index, now: float) -> bool:
     for dep in task.depends:
         path = index.by_uuid.get(dep)
         other = index.tasks.get(path) if path else None
-        if other is None or other.state not in ("done", "deleted"):
+        if other is None or still_open(other.state):  # what `list` shows as blocked (`links`)
             return False
     return True
 
@@ -209,15 +210,11 @@ def _rank(ptu: tuple[str, Task, float]) -> tuple[float, str, int]:
 def urgencies(index: Index, now: float) -> dict[str, float]:
     """Every task's urgency by uuid, as Taskwarrior's `task export` reports it."""
     depended = depended_on(index)
-    open_uuids = {t.uuid for t in index.tasks.values() if _is_open(t)}
+    open_uuids = {t.uuid for t in index.tasks.values() if still_open(t.state)}
     tasks = index.tasks.values()
     return {t.uuid: urgency.urgency(t, now, **urgency.flags(t, open_uuids, depended)) for t in tasks}
 
 
-def _is_open(task: Task) -> bool:
-    return task.state in OPEN_STATES and task.status in OPEN_STATUSES
-
-
 def depended_on(index: Index) -> set[str]:
-    """Uuids some open task depends on: Taskwarrior calls those tasks *blocking*."""
-    return {dep for task in index.tasks.values() if _is_open(task) for dep in task.depends}
+    """Uuids some open task (`links.still_open`) depends on: Taskwarrior calls those tasks *blocking*."""
+    return {dep for task in index.tasks.values() if still_open(task.state) for dep in task.depends}

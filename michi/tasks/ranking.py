@@ -5,13 +5,13 @@ the tasks that were ready at the moment `made`, sorted by their urgency at that 
 keeps it in `.git/michi/` and picks from it. A new tree is brought in by its diff: only the
 changed files and their dependency neighbours are re-scored, as the index is (`michi.tasks.index`).
 
-The clock: every urgency term only grows with time (age until its cap, the due ramp; `scheduled` is
-constant for a ready task), and time alone only makes tasks ready (a `wait` or `scheduled` date passing,
-a claim expiring), never unready. So the ready tasks at `now` are those ready at `made` plus the
-*events* (tasks whose time comes between `made` and `now`), and a task scores at most `made`'s score plus
-`SLOPE * (now - made)`. Tasks whose score cannot move (age capped, no due date) are kept apart: the first
-of them is the best of them. The others are scanned from the top until no later one can catch up. A
-ranking older than `STALE` seconds, or from a later clock, is re-scored whole.
+The clock: every urgency term only grows with time (age until its cap, the due ramp; `scheduled` and
+`wait` are constant for a ready task: both have passed), and time alone only makes tasks ready (a `wait`
+or `scheduled` date passing, a claim expiring), never unready. So the ready tasks at `now` are those
+ready at `made` plus the *events* (tasks whose time comes between `made` and `now`), and a task scores at
+most `made`'s score plus `SLOPE * (now - made)`. Tasks whose score cannot move (age capped, no due date)
+are kept apart: the first of them is the best of them. The others are scanned from the top until no later
+one can catch up. A ranking older than `STALE` seconds, or from a later clock, is re-scored whole.
 """
 
 from __future__ import annotations
@@ -23,18 +23,18 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Protocol
 
 from michi.codestamp import stamp
-from michi.tasks import serialization, urgency
+from michi.tasks import links, serialization, urgency
 from michi.tasks.domains import domain_of
 from michi.tasks.index import PARSED, Index, parsed
 from michi.tasks.lanes import Lane
-from michi.tasks.model import HOLDS, OPEN_STATES, OPEN_STATUSES, Task, is_tw_date, parse_tw_date
+from michi.tasks.model import HOLDS, OPEN_STATUSES, Task, is_tw_date, parse_tw_date
 
 if TYPE_CHECKING:
     from michi.workflow.mutation import TaskTree
 
 # rank/2: the nodes in their own block file (`rank_cache`). A ranking holds urgency terms and readiness
 # as this code computes them: another code's is rebuilt.
-FORMAT = "rank/2 " + PARSED + "/" + stamp(urgency, sys.modules[__name__])
+FORMAT = "rank/2 " + PARSED + "/" + stamp(urgency, links, sys.modules[__name__])
 STALE = 3600.0
 # The ranking file is rewritten once the tree moved this many task files past it (or after a re-scoring,
 # which sets `behind` to it). It holds only the changes since the block file (`rank_cache`), so writing
@@ -82,8 +82,8 @@ def node_of(path: str, task: Task | None) -> Node:
         urgency.terms(record),
         urgency.terms(record, blocking=True),
         tuple(task.depends),
-        task.state in OPEN_STATES and pending,
-        task.state in ("done", "deleted"),
+        links.still_open(task.state),  # what makes its dependencies *blocking*, as `links` says
+        not links.still_open(task.state),  # what lets its dependents go (`query.is_ready`)
     )
 
 

@@ -34,6 +34,7 @@ COLUMNS = (
     "born",
     "due",
     "scheduled",
+    "wait",
     "flags",
 )
 Table = tuple[list[Any], ...]
@@ -56,13 +57,13 @@ def row(
     domain = domain_of(path)
     if old is None:  # a cold read: 50,000 of these, so no lookups of the old row's columns
         text = viewtext.text(rec, path, index, domain)
-        fixed, born, due, scheduled = urgency.terms(rec, blocked=blocked, blocking=blocking)
+        fixed, born, due, scheduled, wait = urgency.terms(rec, blocked=blocked, blocking=blocking)
     else:
         text = old[_JSON] if not has_deps else viewtext.text(rec, path, index, domain)
         if old[_FLAGS] == flags:
-            fixed, born, due, scheduled = old[_FIXED : _SCHEDULED + 1]
+            fixed, born, due, scheduled, wait = old[_FIXED : _WAIT + 1]
         else:
-            fixed, born, due, scheduled = urgency.terms(rec, blocked=blocked, blocking=blocking)
+            fixed, born, due, scheduled, wait = urgency.terms(rec, blocked=blocked, blocking=blocking)
     entry, tags = rec["entry"], get("tags")
     return (
         rec["michi_id"],
@@ -82,11 +83,12 @@ def row(
         born,
         due,
         scheduled,
+        wait,
         flags,
     )
 
 
-_JSON, _FLAGS, _FIXED, _SCHEDULED = COL["json"], COL["flags"], COL["fixed"], COL["scheduled"]
+_JSON, _FLAGS, _FIXED, _WAIT = COL["json"], COL["flags"], COL["fixed"], COL["wait"]
 # The share of a cold table's rows this process makes while a child makes the rest: less than half, as
 # it also writes the index cache meanwhile (about a quarter of the rows' time at 50,000 tasks).
 _SHARE = 0.4

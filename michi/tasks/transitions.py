@@ -41,7 +41,7 @@ def move(task: Task, action: str, now: float) -> Task:
     """Apply `action`'s state change with the Taskwarrior dates that go with it (start, end)."""
     state = check(task, action)
     if state == task.state and action in ("modify", "annotate"):
-        return task.evolve(now)
+        return _ended(task.evolve(now), now)
     start = task.start
     if state == "in_progress":
         start = start or tw_date(now)
@@ -58,3 +58,13 @@ def move(task: Task, action: str, now: float) -> Task:
         claim_expires=task.claim_expires if keeps_claim else None,
         assignee=task.assignee if state in ("in_progress", "review", "done") else None,
     )
+
+
+def _ended(task: Task, now: float) -> Task:
+    """`task` with the `end` its status calls for, as Taskwarrior keeps it (its import and `modify
+    status:pending` drop an open task's end, and give a finished one without an end one). `evolve` may
+    have mended a status a hand edit split from the state (ADR 0007): a task Taskwarrior completed that
+    michi_state calls open kept that completion's end when an annotation made it pending again."""
+    finished = task.status in ("completed", "deleted")
+    end = (task.end or tw_date(now)) if finished else None
+    return task if end == task.end else task.replace(end=end)

@@ -3,7 +3,8 @@
 The coefficients are Taskwarrior 2.6's defaults (`task show urgency`), so a person running Taskwarrior
 over the same files sees the same order. michi states map onto its terms: `in_progress` is Taskwarrior's
 *active* (a start date), a task whose dependency is still open is *blocked*, one that another open task
-depends on is *blocking*.
+depends on is *blocking* (`links`). *Waiting* is read from the `wait` date, as Taskwarrior 2.6's
+`Task::is_waiting` does: an open task whose `wait` is still to come, whatever its status says.
 """
 
 from __future__ import annotations
@@ -76,9 +77,9 @@ def _due_factor(due: float, now: float) -> float:
 
 
 # Urgency split in two so `list` can cache what does not change with the clock (ADR 0014): the sum of the
-# fixed terms, then the entry, due and scheduled dates (epochs) that the terms depending on `now` need.
-Terms = tuple[float, float | None, float | None, float | None]
-ZERO: Terms = (0.0, None, None, None)
+# fixed terms, then the entry, due, scheduled and wait dates (epochs) that the terms depending on `now` need.
+Terms = tuple[float, float | None, float | None, float | None, float | None]
+ZERO: Terms = (0.0, None, None, None, None)
 
 
 def terms(rec: Mapping[str, Any], *, blocked: bool = False, blocking: bool = False) -> Terms:
@@ -100,18 +101,18 @@ def terms(rec: Mapping[str, Any], *, blocked: bool = False, blocking: bool = Fal
     total += TAGS * (_FACTORS[len(tags)] if len(tags) < 3 else 1.0)
     if get("project"):
         total += PROJECT
-    if status == "waiting":
-        total += WAITING
     if blocked:
         total += BLOCKED
     total += PRIORITY.get(get("priority") or "", 0.0)
     entry = epoch(get("entry"))  # no readable entry: no age, as Taskwarrior
-    due, scheduled = get("due"), get("scheduled")  # extra keys, rarely there: no call for them then
+    # Extra keys, rarely there: no call for them then. A `wait` that is no date is none here, as a `due`.
+    due, scheduled, wait = get("due"), get("scheduled"), get("wait")
     return (
         total,
         math.inf if entry is None else entry,
         None if due is None else epoch(due),
         None if scheduled is None else epoch(scheduled),
+        None if wait is None else epoch(wait),
     )
 
 
@@ -124,7 +125,7 @@ def at_many(many: Iterable[Terms], now: float) -> list[float]:
     """`at` for many tasks in one loop: `list` orders 10,000 by it on every run."""
     out: list[float] = []
     append, scale, day = out.append, AGE / AGE_MAX_DAYS, DAY
-    for total, entry, due, scheduled in many:
+    for total, entry, due, scheduled, wait in many:
         if entry is None:  # completed or deleted
             append(0.0)
             continue
@@ -134,6 +135,8 @@ def at_many(many: Iterable[Terms], now: float) -> list[float]:
             total += DUE * _due_factor(due, now)
         if scheduled is not None and scheduled <= now:
             total += SCHEDULED
+        if wait is not None and wait > now:  # not the `waiting` status: it outlives the date (ADR 0007)
+            total += WAITING
         append(round(total, 3))
     return out
 
