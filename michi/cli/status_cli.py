@@ -23,8 +23,8 @@ def status(
         typer.Option(
             "--check",
             help="Health check for cron/CI: exit 0 when healthy, else the sum of the problems' codes "
-            "(8 lock held too long, 16 expired claim, 32 offline work not pushed, 64 corrupt task file, "
-            "128 --reap failed); one line per problem.",
+            "(8 lock held too long, 16 expired claim, 32 offline work not pushed, 64 corrupt task file or "
+            "tasks only a person can mend, 128 --reap failed); one line per problem.",
         ),
     ] = False,
     max_lock_age: Annotated[

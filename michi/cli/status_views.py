@@ -103,6 +103,10 @@ def status_view(data: dict[str, Any], extra: Any = None) -> Any:
     if pending["count"]:
         age = "" if pending["oldest_age"] is None else f", oldest {duration(pending['oldest_age'])}"
         grid.add_row("pending", f"{pending['count']} operation(s) not pushed{age} (michi sync pushes them)")
+    if pending["dropped"]:  # not for `sync` to push: the user leaves them out (ADR 0004)
+        from michi.commands.status_check import dropped_text
+
+        grid.add_row("dropped", dropped_text(pending["dropped"], data["sync"]))
     parts: list[Any] = [grid.table]
     if data["claims"]:
         claims = Table(title=f"{len(data['claims'])} claim(s)", title_justify="left", show_edge=False)

@@ -48,7 +48,8 @@ NO_READY_COUNTS = {
     "mine": "in progress under your own claim: finish those",
     "review": "waiting for review",
     "waiting": "held back by a wait or scheduled date still to come (whatever the status says)",
-    "unnamed": "another file has both its id and uuid (michi doctor): never handed out, a person must fix it",
+    "unnamed": "another file has both its id and uuid (michi doctor), or waiting on such a task: never "
+    "handed out, a person must fix it",
     "missing": "waiting (maybe through other tasks) on a task that does not exist or cannot be read: never "
     "ready until a person drops the dependency (michi doctor)",
     "cycle": "in a dependency cycle, or waiting on one: none can ever start until a person mends the "

@@ -1,19 +1,25 @@
 """`michi status --check`: is anything wrong? For cron, CI and monitoring systems (ADR 0013).
 
 Each kind of problem has a bit of the exit status, so a monitor can tell them apart without parsing, and
-no combination can be mistaken for one of michi's other exit codes (1-5, 75, 130): 0 means healthy.
+no combination can be mistaken for one of michi's other exit codes (1-5, 75, 130): 0 means healthy. Tasks
+only a person can mend share the bit of a corrupt task file, one of them (no ninth bit fits).
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from michi.commands import status as status_cmd
+from michi.commands import task_common
 from michi.durations import duration
 from michi.errors import MichiError
 from michi.results import Result
 from michi.session import Session
+
+if TYPE_CHECKING:
+    from michi.tasks.index import Index
 
 PROBLEM_BITS = {
     "lock_held_too_long": 8,
@@ -21,6 +27,16 @@ PROBLEM_BITS = {
     "offline_unpushed": 32,
     "corrupt_task_file": 64,
     "reap_failed": 128,
+}
+# Open tasks no agent can ever take, which only a person can mend (`no_ready_task`'s `stuck`): the bit of
+# a corrupt file, which is one of them, with `michi doctor` as the fix of both; no ninth bit fits.
+SHARED_BITS = {"stuck_task": PROBLEM_BITS["corrupt_task_file"]}
+STUCK = {  # `backlog.counts`' kinds but `unreadable`, which has `corrupt_task_file`'s lines
+    "unnamed": "share their id and uuid with another file (no command can name them), or wait on one",
+    "missing": "wait on a task that does not exist or cannot be read",
+    "cycle": "depend on each other in a cycle, or wait on one",
+    "bad_date": "have a wait or scheduled that is no date, or wait on one",
+    "mismatch": "have a status of completed or deleted while michi_state says open, or wait on one",
 }
 
 
@@ -41,7 +57,7 @@ class CheckReport(Result):
     def exit_code(self) -> int:  # type: ignore[override]
         code = 0
         for problem in self.problems:
-            code |= PROBLEM_BITS[problem["code"]]
+            code |= PROBLEM_BITS.get(problem["code"]) or SHARED_BITS[problem["code"]]
         return code
 
     def to_json(self) -> Any:
@@ -94,17 +110,22 @@ def _pending_problems(pending: dict[str, Any], limits: Limits) -> list[dict[str,
     return [_problem("offline_unpushed", message, count=pending["count"], age=age)]
 
 
+def dropped_text(dropped: list[dict[str, Any]], sync: dict[str, Any]) -> str:
+    """What `pending.dropped` means and what to do, for the check and for the status view."""
+    where = f"{sync['remote']}/{sync['branch']}"
+    named = ", ".join(f"`{d['command']}` ({str(d['commit'])[:10]})" for d in dropped)
+    return (
+        f"local branch {sync['branch']} still holds {len(dropped)} michi change(s) a force-push dropped from "
+        f"{where}, which michi could not leave out: {named} (run `git rebase -i {where}`, delete their lines)"
+    )
+
+
 def _dropped_problems(dropped: list[dict[str, Any]], sync: dict[str, Any]) -> list[dict[str, Any]]:
     """Local work the remote lacks too, but not for `sync` to push: michi changes a force-push dropped,
     which michi's update could not leave out of the branch (ADR 0004)."""
     if not dropped:
         return []
-    where = f"{sync['remote']}/{sync['branch']}"
-    named = ", ".join(f"`{d['command']}` ({str(d['commit'])[:10]})" for d in dropped)
-    message = (
-        f"local branch {sync['branch']} still holds {len(dropped)} michi change(s) a force-push dropped from "
-        f"{where}, which michi could not leave out: {named} (run `git rebase -i {where}`, delete their lines)"
-    )
+    message = dropped_text(dropped, sync)
     return [
         _problem(
             "offline_unpushed", message, count=len(dropped), age=None, dropped=[d["commit"] for d in dropped]
@@ -112,18 +133,32 @@ def _dropped_problems(dropped: list[dict[str, Any]], sync: dict[str, Any]) -> li
     ]
 
 
-def _corrupt(session: Session, count: int) -> list[dict[str, Any]]:
+def _corrupt(index: Index, count: int) -> list[dict[str, Any]]:
     if not count:
         return []
-    from michi.commands import task_common
-
-    index = task_common.read(session).index  # only now: the cached index names the files
     return [
         _problem(
             "corrupt_task_file", f"{_named(path, problem)} (michi doctor lists every problem)", path=path
         )
         for path, problem in sorted(index.problems.items())
     ] or [_problem("corrupt_task_file", f"{count} task file(s) could not be read (see michi doctor)")]
+
+
+def _stuck(index: Index, now: float) -> list[dict[str, Any]]:
+    """One line per kind of open task only a person can mend, counted as `next` counts them."""
+    from michi.tasks import backlog
+
+    counts = backlog.counts(index, None, None, now)
+    return [
+        _problem(
+            "stuck_task",
+            f"{n} open task(s) {text}: no agent can ever take them until a person mends that (michi doctor)",
+            kind=kind,
+            count=n,
+        )
+        for kind, text in STUCK.items()
+        if (n := counts[kind])
+    ]
 
 
 def _named(path: str, problem: str) -> str:
@@ -145,12 +180,14 @@ def check(session: Session, limits: Limits, *, fetch: bool = False, reap: bool =
             )
     report = status_cmd.collect(session, fetch=fetch)
     data = report.data
+    index = task_common.read(session).index  # the snapshot status read, from the index cache
     problems = [
         *_lock_problems(data["lock"], limits),
         *_claim_problems(data["claims"], limits),
         *failed,
         *_pending_problems(data["pending"], limits),
         *_dropped_problems(data["pending"]["dropped"], data["sync"]),
-        *_corrupt(session, data["tasks"]["unreadable"]),
+        *_corrupt(index, data["tasks"]["unreadable"]),
+        *_stuck(index, time.time()),
     ]
     return CheckReport(problems, reaped, report.notes)

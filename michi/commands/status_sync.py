@@ -3,18 +3,86 @@ the remote one, and the work the journal still holds (offline commits not yet pu
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 from michi.atomic import read_regular
 from michi.session import Session
 from michi.tasks.model import tw_date
 
-if TYPE_CHECKING:
-    from michi.git.trail import LogEntry
-
 JOURNAL = "journal.json"
+ASKED = "status-tips.json"  # in michi's state folder: what git said of the last two tips status saw
+
+
+class _Asked:
+    """What git answered about the local and the remote-tracking tip (how far apart, the michi commits
+    between, which of those the remote dropped), kept for the next status: commits never change, so the
+    answers hold while neither tip moves, and a monitor's poll or `watch`'s refresh asks git nothing
+    (ADR 0013). A cache michi can always make again: unreadable, or for other tips, it is asked anew."""
+
+    def __init__(self, session: Session, local: str, tracking: str) -> None:
+        self.path = session.repo.state_dir / ASKED
+        self.tips = [local, tracking]
+        try:
+            data = json.loads(read_regular(self.path))
+        except (OSError, ValueError, RecursionError):
+            data = None
+        self.data: dict[str, Any] = data if isinstance(data, dict) and data.get("tips") == self.tips else {}
+
+    def get(self, name: str, ask: Callable[[], Any], valid: Callable[[Any], bool]) -> Any:
+        """The answer kept under `name`, else `ask()`'s, kept."""
+        if name in self.data and valid(self.data[name]):
+            return self.data[name]
+        self.put(name, value := ask())
+        return value
+
+    def put(self, name: str, value: Any) -> None:
+        self.data[name] = value
+        from michi.atomic import write_cache
+
+        with contextlib.suppress(OSError):  # not kept: the next status asks again
+            write_cache(self.path, json.dumps({**self.data, "tips": self.tips}).encode())
+
+
+def _strings(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def _counts(value: Any) -> bool:
+    return isinstance(value, list) and len(value) == 2 and all(type(v) is int and v >= 0 for v in value)
+
+
+def _commits(value: Any) -> bool:
+    """[commit, subject, Michi-Txn, Michi-Agent] each."""
+    return isinstance(value, list) and all(
+        isinstance(c, list)
+        and len(c) == 4
+        and isinstance(c[0], str)
+        and isinstance(c[1], str)
+        and all(v is None or isinstance(v, str) for v in c[2:])
+        for c in value
+    )
+
+
+def _times(session: Session, sync: dict[str, Any] | None, commits: list[str]) -> dict[str, float]:
+    """Committer time of each of `commits` (one git process each), kept with the tips' other answers."""
+    from michi.git.trail import commit_times
+
+    local, tip = (sync or {}).get("local"), (sync or {}).get("remote_tip")
+    if not local or not tip or local == tip:
+        return commit_times(session.repo.worktree, commits)
+    asked = _Asked(session, str(local), str(tip))
+    known = asked.data.get("times")
+    if not isinstance(known, dict) or not all(type(t) in (int, float) for t in known.values()):
+        known = {}
+    missing = [c for c in commits if c not in known]
+    if missing:
+        known = {**known, **commit_times(session.repo.worktree, missing)}
+        asked.put("times", known)
+    return {c: float(known[c]) for c in commits if c in known}
 
 
 def _target(session: Session, stamp: Any) -> tuple[str, str | None]:
@@ -53,10 +121,13 @@ def sync_state(session: Session, stamp: Any, now: float) -> dict[str, Any]:
     ahead = behind = None
     if local is not None and tracking is not None:
         ahead = behind = 0
-        if local != tracking:  # one git process, only when they differ
+        if local != tracking:  # one git process, only when they differ and moved since the last status
             from michi.git.trail import ahead_behind
 
-            ahead, behind = ahead_behind(session.repo.worktree, local, tracking)
+            def ask() -> list[int]:
+                return list(ahead_behind(session.repo.worktree, local, tracking))
+
+            ahead, behind = _Asked(session, local, tracking).get("ahead_behind", ask, _counts)
     last = synced_at(session.repo, remote)
     return {
         "branch": branch,
@@ -91,40 +162,49 @@ def _stranded(
     """Work no journal entry names is only michi commits on the local branch that the remote lacks (ADR
     0004: `sync` finds them by their Michi-Txn): as pending as the journal's entries. Those the remote had
     once and lost (a force-push set it back) are not: `sync` never pushes them again. Those of them a
-    command's note named already (`recovery.told_dropped`) come second: a command left the branch as it
-    was, holding them, and the user has to leave them out."""
+    command's note named already (`rewound.told_dropped`) come second: a command left the branch as it
+    was, holding them, and the user has to leave them out. git is asked once per pair of tips (`_Asked`)."""
     if not sync or not sync.get("ahead") or not sync.get("local") or not sync.get("remote_tip"):
         return [], []
-    from michi.git.trail import log_entries
+    tip, local = str(sync["remote_tip"]), str(sync["local"])
+    asked = _Asked(session, local, tip)
 
-    entries = log_entries(
-        session.repo.worktree,
-        f"{sync['remote_tip']}..{sync['local']}",
-        task_files_only=False,
-        michi_only=True,
-    )
-    entries = [e for e in entries if e.trailers.get("Michi-Txn") not in named]
+    def ask_log() -> list[list[str | None]]:
+        from michi.git.trail import log_entries
+
+        found = log_entries(session.repo.worktree, f"{tip}..{local}", task_files_only=False, michi_only=True)
+        return [
+            [e.commit, e.subject, e.trailers.get("Michi-Txn"), e.trailers.get("Michi-Agent")] for e in found
+        ]
+
+    commits = asked.get("michi_commits", ask_log, _commits)
+    entries = [c for c in commits if c[2] not in named]
     kept = []
     if entries:  # rare: offline work the journal lost, or commits a rewound remote dropped
-        from michi import git
-        from michi.workflow.recovery import once_on_remote, told_dropped
+        from michi.workflow import rewound
 
-        repo = git.open_repo(session.repo.worktree)
-        ref = f"refs/remotes/{sync['remote']}/{sync['branch']}"
-        had = once_on_remote(repo, ref, sync["remote_tip"], sync["local"])
-        told = told_dropped(session.repo.state_dir) if had else set()
-        kept = [e for e in entries if e.commit in had and e.commit in told]
-        entries = [e for e in entries if e.commit not in had]
+        def ask_had() -> list[str]:
+            from michi import git
+
+            repo = git.open_repo(session.repo.worktree)
+            ref = f"refs/remotes/{sync['remote']}/{sync['branch']}"
+            return sorted(rewound.once_on_remote(repo, ref, tip, local) & {c[0] for c in commits})
+
+        had = set(asked.get("once_on_remote", ask_had, _strings))
+        told = rewound.told_dropped(session.repo.state_dir) if had else set()
+        kept = [e for e in entries if e[0] in had and e[0] in told]
+        entries = [e for e in entries if e[0] not in had]
     return [_operation(e, "stranded") for e in entries], [_operation(e, "dropped") for e in kept]
 
 
-def _operation(e: LogEntry, state: str) -> dict[str, Any]:
+def _operation(commit: list[str | None], state: str) -> dict[str, Any]:
+    oid, subject, txn, agent = commit
     return {
-        "txn": e.trailers.get("Michi-Txn"),
+        "txn": txn,
         "state": state,
-        "command": e.subject.removeprefix("michi: "),
-        "agent": e.trailers.get("Michi-Agent"),
-        "commit": e.commit,
+        "command": str(subject).removeprefix("michi: "),
+        "agent": agent,
+        "commit": oid,
     }
 
 
@@ -144,11 +224,7 @@ def pending(
         entries = entries + stranded
     waiting = [e for e in entries if e.get("state") in ("offline", "stranded") or not lock_live]
     commits = [str(e["commit"]) for e in waiting if e.get("commit")]
-    times: dict[str, float] = {}
-    if commits:
-        from michi.git.trail import commit_times
-
-        times = commit_times(session.repo.worktree, commits)
+    times = _times(session, sync, commits) if commits else {}
     stamps = [times[c] for c in commits if c in times]
     if waiting and len(stamps) < len(waiting) and written is not None:
         stamps.append(written)  # an entry without a commit yet: as old as the journal's last write

@@ -41,10 +41,11 @@ def counts(index: Index, domain: str | None, agent: str | None, now: float) -> d
     blocked by an open dependency, in progress for another agent (`claimed`) or for `agent` (`mine`), in
     review, `waiting`: held back by a `wait` or `scheduled` date still to come (whatever the status
     says), `unnamed`: another file has both its id and its uuid, so no command can name it and `next
-    --claim` never hands it out, or `missing`: it waits, itself or through the tasks it depends on, on a
-    task no file holds or none can read, or `cycle`: it is in a dependency cycle, or waits on one through
-    the tasks it depends on, or `bad_date`: free to take but for a `wait` or `scheduled` that is no date,
-    which holds it back for good (`model.HOLDS`), or `mismatch`: free to take but for a status that says
+    --claim` never hands it out, or it waits on such an open task (none can finish that one either),
+    or `missing`: it waits, itself or through the tasks it depends on, on a task no file holds or none
+    can read, or `cycle`: it is in a dependency cycle, or waits on one through the tasks it depends on,
+    or `bad_date`: free to take but for a `wait` or `scheduled` that is no date, which holds it back for
+    good (`model.HOLDS`), or `mismatch`: free to take but for a status that says
     completed or deleted (`model.split`), so it is never handed out. A task waiting on a `bad_date` or
     `mismatch` task, itself or through the tasks it depends on, counts there too: only a person frees it.
     A task can count in more than one of these, but in only one of `blocked`, `missing`, `cycle` and
@@ -75,10 +76,8 @@ def counts(index: Index, domain: str | None, agent: str | None, now: float) -> d
             out["cycle"] += 1
         elif behind is None and any(_open(index, dep) for dep in task.depends):
             out["blocked"] += 1
-        unnamed = (
-            twice and len(index.uuid_paths.get(task.uuid, ())) > 1 and len(index.paths_with_id(task.id)) > 1
-        )
-        out["unnamed"] += unnamed
+        unnamed = twice and _unnamed(index, task)
+        out["unnamed"] += unnamed or behind == "unnamed"
         kind = _stuck_kind(task, now)
         out["bad_date"] += kind == "bad_date" or behind == "bad_date"
         out["mismatch"] += kind == "mismatch" or behind == "mismatch"
@@ -102,6 +101,11 @@ def _stuck_kind(task: Task, now: float) -> str | None:
     return None
 
 
+def _unnamed(index: Index, task: Task) -> bool:
+    """Another file has both its id and its uuid: no command can name the task, so none can finish it."""
+    return len(index.uuid_paths.get(task.uuid, ())) > 1 and len(index.paths_with_id(task.id)) > 1
+
+
 def _open(index: Index, uuid: str) -> bool:
     path = index.by_uuid.get(uuid)
     other = index.tasks.get(path) if path else None
@@ -120,11 +124,11 @@ def _doomed(index: Index, now: float) -> tuple[set[str], set[str], dict[str, str
     wait on a dependency no task file holds (or none can read), and those in a cycle of free tasks that
     depend on each other (`michi doctor` names both), each directly or through other free tasks: a missing
     dependency blocks (ADR 0007), and no task of a cycle can start first. Then those that wait so on an
-    open task that is stuck itself (`_stuck_kind`), with its kind: else they count as `blocked`, and the
-    loop would ask again for ever. Tasks held by someone pass nothing on: their holder can still finish
-    them (and so break a cycle). One pass over the tasks, and Tarjan's over the free ones that depend on
-    something."""
-    tasks, by_uuid = index.tasks, index.by_uuid
+    open task that is stuck itself (`_stuck_kind`, or `unnamed` whoever holds it), with its kind: else
+    they count as `blocked`, and the loop would ask again for ever. Tasks held by someone pass nothing
+    else on: their holder can still finish them (and so break a cycle). One pass over the tasks, and
+    Tarjan's over the free ones that depend on something."""
+    tasks, by_uuid, twice = index.tasks, index.by_uuid, index.uuid_twice
     awaiting: dict[str, list[str]] = {}  # uuid -> the free tasks that depend on it
     depends: dict[str, tuple[str, ...]] = {}  # free task -> its dependencies
     found: list[str] = []
@@ -140,7 +144,9 @@ def _doomed(index: Index, now: float) -> tuple[set[str], set[str], dict[str, str
                 found.append(task.uuid)
                 continue
             awaiting.setdefault(dep, []).append(task.uuid)
-            kind = _stuck_kind(other, now) if other.state in OPEN_STATES else None
+            kind = None
+            if other.state in OPEN_STATES:
+                kind = "unnamed" if twice and _unnamed(index, other) else _stuck_kind(other, now)
             if kind is not None:
                 stuck.setdefault(kind, []).append(task.uuid)
     lost = _behind(found, awaiting)
@@ -193,7 +199,7 @@ _LABELS = (
     ("blocked", "blocked by open dependencies"),
     ("review", "in review"),
     ("waiting", "waiting for a wait or scheduled date"),
-    ("unnamed", "sharing id and uuid with another file"),
+    ("unnamed", "sharing id and uuid with another file, or waiting on such a task"),
     ("missing", "waiting on a task that does not exist or cannot be read"),
     ("cycle", "in or waiting on a dependency cycle"),
     ("bad_date", "held back by a wait or scheduled that is no date, or waiting on such a task"),
@@ -227,7 +233,7 @@ def _stuck(n: dict[str, int]) -> str:
     said = {
         "unreadable": f"{n['unreadable']} task file(s) could not be read",
         "missing": f"{n['missing']} task(s) wait on a task that does not exist or cannot be read",
-        "unnamed": f"{n['unnamed']} task(s) share their id and uuid with other files",
+        "unnamed": f"{n['unnamed']} task(s) share their id and uuid with other files, or wait on one",
         "cycle": f"{n['cycle']} task(s) depend on each other in a cycle, or wait on one: a person must mend "
         "the dependencies",
         "bad_date": f"{n['bad_date']} task(s) have a wait or scheduled that is no date, or wait on one",

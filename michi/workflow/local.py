@@ -20,6 +20,7 @@ from michi import faults, git
 from michi.errors import GitFailed
 from michi.git import environ
 from michi.repo import RepoPaths
+from michi.workflow import rewound
 from michi.workflow.owned import all_michis
 from michi.workflow.target import Target
 
@@ -213,30 +214,6 @@ def _descends(repo: Repo, tip: str, ancestor: str) -> bool:
     return bool(todo) and git.is_ancestor(repo, ancestor, tip)
 
 
-def _dropped(
-    repo: Repo,
-    target: Target,
-    old_remote: str | None,
-    new_tip: str,
-    local: str,
-    own: list[str],
-    drop: Collection[str],
-) -> set[str]:
-    """Of `own` (the local branch's commits `new_tip` lacks), those the remote had and no longer has: a
-    force-push set it back, and whoever did meant it, so they are not replayed (as `git pull --rebase`
-    skips them). All of them when the branch is the remote tip michi last saw; otherwise asked of git
-    only when a michi commit no journal entry names is among them (else it is offline work whose journal
-    was lost, which `sync` pushes)."""
-    if local == old_remote:
-        return set(own)
-    if not any((txn := michi_txn(git.read_commit(repo, c).message)) and txn not in drop for c in own):
-        return set()
-    from michi.workflow.recovery import once_on_remote
-
-    assert target.remote_ref is not None
-    return once_on_remote(repo, target.remote_ref, new_tip, local, old_remote) & set(own)
-
-
 def _paths_of(repo: Repo, commits: Iterable[str]) -> set[str]:
     paths: set[str] = set()
     for oid in commits:
@@ -295,19 +272,20 @@ def _update(
         known = None
         base = git.merge_base(repo, local, new_tip)
         own = git.rev_list(repo, new_tip, local)
-        dropped = _dropped(repo, target, old_remote, new_tip, local, own, drop)
-        gone: list[str] = []  # michi's commits among them
-        if dropped:
-            gone = [c for c in own if c in dropped and michi_txn(git.read_commit(repo, c).message)]
-            own = [c for c in own if c not in dropped]
-            if gone:  # named once each: a branch left as it was keeps them, command after command (ADR 0004)
-                from michi.workflow.recovery import describe_dropped, remember_told, told_dropped
-
-                named = told_dropped(paths.state_dir)
-                new = [c for c in gone if c not in named]
-                if new:
-                    told.append(describe_dropped(repo, new, f"{target.remote}/{target.branch}"))
-                    remember_told(paths.state_dir, gone)
+        lost = rewound.lost(
+            repo,
+            paths.state_dir,
+            target,
+            seen=old_remote,
+            new_tip=new_tip,
+            local=local,
+            own=own,
+            drop=drop,
+            txn_of=lambda c: michi_txn(git.read_commit(repo, c).message),
+        )
+        dropped, gone = lost.dropped, lost.gone  # gone: michi's commits among them
+        told.extend(lost.notes)
+        own = [c for c in own if c not in dropped]
         avoid = _paths_of(repo, dropped) if dropped and own else ()
         replayed = None if base is None else _replay(repo, base, new_tip, own, drop, avoid)
         if replayed is None and any(git.read_commit(repo, c).signed for c in own):
