@@ -178,19 +178,16 @@ def test_a_stop_before_the_claim_takes_the_command_back(
     server: dict, tracker: Path, spawn: Spawn, sent: str
 ) -> None:
     """Ctrl-C, SIGTERM or SIGHUP while a worker has not claimed the command: the caller ends as michi
-    stopped before its command began (130, or dies of the signal), and the worker, continued, runs
-    nothing."""
+    stopped before its command began (130: `interrupted`, or `terminated` for the other two), and the
+    worker, continued, runs nothing."""
     sig = getattr(signal, sent)
     client = spawn("--json", "task", "add", "never", MICHI_FAULT="claiming:SIGSTOP")
     worker = _stopped_worker(server)
     client.send_signal(sig)
     out, err = client.communicate(timeout=CLAIM_WITHIN + 30)
     assert NOTE not in err
-    if sig == signal.SIGINT:
-        assert client.returncode == 130, err
-        assert json.loads(out)["error"]["code"] == "interrupted"
-    else:
-        assert client.returncode == -sig, err
+    assert client.returncode == 130, err
+    assert json.loads(out)["error"]["code"] == ("interrupted" if sig == signal.SIGINT else "terminated")
     os.kill(worker, signal.SIGCONT)
     await_exit(worker)
     assert _descriptions(tracker) == []
@@ -200,14 +197,15 @@ def test_a_stop_while_the_server_is_stopped_ends_the_caller(
     server: dict, tracker: Path, spawn: Spawn
 ) -> None:
     """A stop signal while the server is stopped: its process group stopped, the caller sent SIGTERM once
-    it passes signals on. It dies of it at once, and the server, continued, runs nothing."""
+    it passes signals on. It ends at once (130, `terminated`), and the server, continued, runs nothing."""
     os.killpg(server["pid"], signal.SIGSTOP)
     try:
         client = spawn("--json", "task", "add", "never")
         wait_until(lambda: _catches(client.pid, signal.SIGTERM), what="the caller's handlers")
         client.send_signal(signal.SIGTERM)
-        client.communicate(timeout=CLAIM_WITHIN - 1)  # at once, well within the bound
-        assert client.returncode == -signal.SIGTERM
+        out, _ = client.communicate(timeout=CLAIM_WITHIN - 1)  # at once, well within the bound
+        assert client.returncode == 130
+        assert json.loads(out)["error"]["code"] == "terminated"
     finally:
         os.killpg(server["pid"], signal.SIGCONT)
     _all_ended(server, tracker)
@@ -264,7 +262,7 @@ def test_a_stop_after_the_claim_before_the_pid_ends_the_caller(
     server: dict, tracker: Path, spawn: Spawn, sent: str
 ) -> None:
     """A worker that claimed the command and stopped before it said its PID: a stop signal to the caller
-    ends it (130, or death by the signal) once the PID did not come within PID_WITHIN; the worker,
+    ends it (130: `interrupted` or `terminated`) once the PID did not come within PID_WITHIN; the worker,
     continued, finds its caller gone and runs nothing."""
     sig = getattr(signal, sent)
     client = spawn("--json", "task", "add", "never", MICHI_FAULT="claimed:SIGSTOP")
@@ -275,10 +273,7 @@ def test_a_stop_after_the_claim_before_the_pid_ends_the_caller(
     finally:
         os.kill(worker, signal.SIGCONT)
     out, err = client.communicate(timeout=30)
-    if sig == signal.SIGINT:
-        assert client.returncode == 130, err
-        assert json.loads(out)["error"]["code"] == "interrupted"
-    else:
-        assert client.returncode == -sig, err
+    assert client.returncode == 130, err
+    assert json.loads(out)["error"]["code"] == ("interrupted" if sig == signal.SIGINT else "terminated")
     await_exit(worker)
     assert _descriptions(tracker) == []

@@ -315,15 +315,26 @@ class _Handover:
 
 
 def _stopped(signum: int, args: list[str]) -> int:
-    """As michi run here ends when stopped before its command began: Ctrl-C says `interrupted` (130),
-    another signal ends the process as its default action does (-N: `main` dies of it)."""
+    """As michi run here ends when stopped before its command began (`michi.cli.main`): Ctrl-C says
+    `interrupted`, SIGTERM and SIGHUP `terminated` (130, ADR 0004); another signal (SIGQUIT) ends the
+    process as its default action does (-N: `main` dies of it)."""
     import _signal
 
-    if signum != _signal.SIGINT:
+    if signum not in (_signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP):
         return -signum
     from michi.cli.main import interrupted, split_json_flag
 
-    code = interrupted(split_json_flag(args)[1])
+    json_mode = split_json_flag(args)[1]
+    if signum == _signal.SIGINT:
+        code = interrupted(json_mode)
+    else:
+        import signal
+
+        from michi.cli import render
+        from michi.lock.errors import Terminated
+
+        name = signal.Signals(signum).name
+        code = render.fail(Terminated(f"terminated by {name}", hint="run the command again"), json_mode)
     try:  # noqa: SIM105  # (contextlib is not loaded here)
         sys.stdout.flush()
     except Exception:  # a reader gone: the exit code is what counts
