@@ -17,6 +17,7 @@ from michi.tasks.cycles import cycles
 from michi.tasks.domains import domain_of
 from michi.tasks.errors import NoReadyTask
 from michi.tasks.index import Index
+from michi.tasks.links import still_open
 from michi.tasks.model import OPEN_STATES, OPEN_STATUSES, Task, bad_holds, held_until_later
 
 COUNTS = (
@@ -109,7 +110,7 @@ def _unnamed(index: Index, task: Task) -> bool:
 def _open(index: Index, uuid: str) -> bool:
     path = index.by_uuid.get(uuid)
     other = index.tasks.get(path) if path else None
-    return other is None or other.state not in ("done", "deleted")  # a missing dependency never resolves
+    return other is None or still_open(other.state)  # a missing dependency never resolves
 
 
 def _free(task: Task, now: float) -> bool:

@@ -23,7 +23,6 @@ from michi.plain import Plain
 from michi.workflow.journal import OFFLINE, Entry
 from michi.workflow.local import michi_txn
 from michi.workflow.mutation import Mutation
-from michi.workflow.rewound import once_on_remote as once_on_remote  # the transaction engine asks here
 
 if TYPE_CHECKING:
     from pathlib import Path

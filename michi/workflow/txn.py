@@ -28,7 +28,7 @@ from michi.errors import (
 )
 from michi.host import hostname
 from michi.unique import uuid4_hex
-from michi.workflow import group, orphans, recovery, stranded
+from michi.workflow import group, orphans, recovery, rewound, stranded
 from michi.workflow.attributes import AttributeFiles
 from michi.workflow.journal import OFFLINE, PUSHING, Entry, Journal
 from michi.workflow.local import UPDATE_MESSAGE, checked_out_in, held_elsewhere, move_checkout, update_local
@@ -566,7 +566,7 @@ class Transaction:
             if self.stranded and local is not None and base is not None:
                 # Those the remote had and lost (a force-push set it back) are not pushed again: the
                 # local update leaves them out and says so (`update_local`).
-                had = recovery.once_on_remote(self.git, self.target.remote_ref, base, local, old_remote)
+                had = rewound.once_on_remote(self.git, self.target.remote_ref, base, local, old_remote)
                 self.stranded = [c for c in self.stranded if c.oid not in had]
         retries = self.req.config.push_retries
         turn_budget = _TURN_WAIT_LOCKED  # for this whole hold, not for each of its rounds
