@@ -402,3 +402,19 @@ def test_a_remote_with_two_push_urls_is_refused_before_any_push(remote: Remote, 
         assert git(bare, "for-each-ref", REF) == ""
     git(a, "remote", "set-url", "--delete", "--push", "origin", str(mirror))
     assert run_michi(a, "lock", "run", "--remote", "--", "true").exit_code == 0
+
+
+def test_remote_lock_run_of_a_non_executable_on_path_exits_126(remote: Remote, tmp_path: Path) -> None:
+    """`lock run --remote` says what `lock run` says: a file found on PATH without the exec bit is 126, as
+    a shell's; only a command found nowhere is 127. It said 127, "command not found"."""
+    clone = remote.clone("a")
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    (folder / "not-executable").write_text("#!/bin/sh\nexit 0\n")
+    env = {"PATH": f"{folder}{os.pathsep}{os.environ['PATH']}"}
+    out = run_michi(clone, "--json", "lock", "run", "--remote", "--", "not-executable", env=env)
+    assert out.exit_code == 126, out.stdout
+    assert "Permission denied" in out.json()["error"]["message"]
+    out = run_michi(clone, "--json", "lock", "run", "--remote", "--", "not-anywhere", env=env)
+    assert out.exit_code == 127, out.stdout
+    assert record_on(remote.bare)["state"] == "free"

@@ -11,6 +11,7 @@ from michi.cli import render
 from michi.cli.progress import QUIET_FOR, spinner
 from michi.commands import lock_remote
 from michi.commands.lock_remote import RemoteStatus
+from michi.durations import as_given
 from michi.lock.remote import OnWait
 from michi.lock.remote_record import RemoteRecord
 from michi.results import Result
@@ -79,7 +80,8 @@ def _status(result: RemoteStatus) -> str:
         )
     if data["stale"]:
         lines.append(
-            f"state    STALE: not renewed for its TTL ({holder['ttl']:g}s); the next acquire takes it over"
+            f"state    STALE: not renewed for its TTL ({as_given(holder['ttl'])}s); "
+            "the next acquire takes it over"
         )
     else:
         lines.append("state    live")

@@ -11,7 +11,7 @@ import gc
 import time
 from typing import Any
 
-from michi.durations import duration
+from michi.durations import as_given, duration
 from michi.errors import ExitCode, MichiError, UsageError
 from michi.session import Session
 
@@ -59,7 +59,7 @@ def frame(session: Session, *, interval: float, fetch: bool, activity: int) -> A
     report = status.collect(session, fetch=fetch, now=now)
     recent = recent_activity(session, report.data["sync"], activity, now)
     clock = time.strftime("%H:%M:%S", time.localtime(now))
-    head = Text(f"michi watch: every {interval:g}s, updated {clock}; Ctrl-C leaves", style="bold")
+    head = Text(f"michi watch: every {as_given(interval)}s, updated {clock}; Ctrl-C leaves", style="bold")
     return Group(head, status_view(report.data, extra=recent))
 
 

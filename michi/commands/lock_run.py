@@ -8,7 +8,6 @@ hold's fencing token in MICHI_LOCK_FENCE.
 
 from __future__ import annotations
 
-import errno
 import os
 import shlex
 import signal
@@ -47,17 +46,7 @@ def _start(lock: RepoLock, argv: list[str]) -> Group:
         # Started before the renewal thread: forking with a preexec function is safest single-threaded.
         return Group.start(argv, env, own_group=not lock.joined)
     except OSError as exc:  # it never ran: 127 or 126 as a shell says, never a status it could give
-        if isinstance(exc, FileNotFoundError) and _found_on_path(argv[0], env.get("PATH", os.defpath)):
-            exc = PermissionError(errno.EACCES, os.strerror(errno.EACCES), argv[0])
         raise not_runnable(argv, exc) from None
-
-
-def _found_on_path(command: str, path: str) -> bool:
-    """A file named `command` on PATH that cannot be executed (no exec bit): found, so 126 as a shell
-    exits (bash, POSIX), not 127 "not found"."""
-    if not command or "/" in command:
-        return False
-    return any(os.path.isfile(os.path.join(folder or ".", command)) for folder in path.split(os.pathsep))
 
 
 def _run_locked(lock: RepoLock, argv: list[str], wait: float) -> tuple[int, list[int]]:

@@ -91,6 +91,10 @@ def _check_runnable(command: str, env: Mapping[str, str]) -> None:
         if os.path.isdir(command) or not os.access(command, os.X_OK):
             raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), command)
     elif shutil.which(command, path=env.get("PATH", os.defpath)) is None:
+        path = env.get("PATH", os.defpath).split(os.pathsep)
+        if command and any(os.path.isfile(os.path.join(folder or ".", command)) for folder in path):
+            # found, but no exec bit: 126 as a shell exits (bash, POSIX), not 127 "not found"
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), command)
         raise FileNotFoundError(errno.ENOENT, "command not found", command)
 
 

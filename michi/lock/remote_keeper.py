@@ -13,6 +13,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
+from michi.durations import as_given
 from michi.errors import GitFailed, LockError, MichiError
 from michi.lock import remote_errors as errors
 from michi.lock.record import boot_clock as clock
@@ -45,7 +46,7 @@ class RemoteKeeper(threading.Thread):
             now = clock()
             if now >= self._lapse_at():  # also after a pause: the clock jumped past the lease
                 since = now - (self.lock.last_ok or now)
-                why = f"no renewal landed for {since:.1f}s of its {self.ttl:g}s lease"
+                why = f"no renewal landed for {since:.1f}s of its {as_given(self.ttl)}s lease"
                 if self.last_error is not None:
                     why += f" ({self.last_error.message})"
                 self._give_up(errors.lost(self.lock.remote, why))
