@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from michi import __version__
 
+TYPE_CHECKING = False  # not `typing`'s: `--version` and the hook import this module (ADR 0010)
 if TYPE_CHECKING:
     from michi.errors import MichiError
 
@@ -122,9 +122,11 @@ def _command(args: list[str], json_mode: bool) -> int:
             raise
         return render.fail(err, json_mode)
     finally:
+        signals = sys.modules.get("michi.workflow.signals")
+        if signals is not None:  # its answer is out: a SIGTERM now ends nothing (`ending_as_ctrl_c`)
+            signals.answered()
         repo = sys.modules.get("michi.git.repo")
         if repo is not None:  # one command per open repository (tests run many in one process)
             repo.forget()
-        signals = sys.modules.get("michi.workflow.signals")
         if signals is not None:  # a Ctrl-C after this command's change landed: the change is made
             signals.settle()

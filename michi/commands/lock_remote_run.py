@@ -18,12 +18,12 @@ from michi.commands.lock_run import RunResult
 from michi.errors import GitFailed, LockError, UsageError
 from michi.lock.errors import not_runnable
 from michi.lock.group import Group
-from michi.lock.keeper import sigterm_raises
 from michi.lock.remote import OnWait, RemoteLock
 from michi.lock.remote_keeper import STOP_GRACE, RemoteKeeper
 from michi.lock.remote_record import FENCE_ENV, REMOTE_TOKEN_ENV
 from michi.session import Session
 from michi.threads import HELD_BACK
+from michi.workflow.signals import terminating
 
 MAX_GRACE = 5.0  # seconds between SIGTERM and SIGKILL of the command's group, at most
 LOST_RELEASE_TIMEOUT = 5.0  # a lock already lost is released best-effort, briefly
@@ -77,7 +77,7 @@ def run(
     lock = open_lock(session, ttl=ttl, command=f"lock run {shlex.join(argv)}"[:200], on_wait=on_wait)
     grace = min(MAX_GRACE, STOP_GRACE * lock.ttl)
     wait_s = session.with_overrides(lock_wait=wait).lock_wait
-    with sigterm_raises():  # from before the child exists, so a SIGTERM never skips stopping it
+    with terminating():  # from before the child exists, so a SIGTERM never skips stopping it
         lock.acquire(wait_s)
         try:
             code = _run_held(lock, argv, grace)

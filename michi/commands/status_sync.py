@@ -190,7 +190,9 @@ def _stranded(
             ref = f"refs/remotes/{sync['remote']}/{sync['branch']}"
             return sorted(rewound.once_on_remote(repo, ref, tip, local) & {c[0] for c in commits})
 
-        had = set(asked.get("once_on_remote", ask_had, _strings))
+        # Asked every time, never kept: it reads the tracking ref's reflog, which a fetch after a
+        # force-push changes while the two tips can be the ones kept (rare: a missing journal only).
+        had = set(ask_had())
         told = rewound.told_dropped(session.repo.state_dir) if had else set()
         kept = [e for e in entries if e[0] in had and e[0] in told]
         entries = [e for e in entries if e[0] not in had]

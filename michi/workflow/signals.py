@@ -33,11 +33,21 @@ class Ended(KeyboardInterrupt):
 
 
 _ended: list[int] = []  # the signals `Ended` was raised for in this command
+_over: list[bool] = []  # the command's answer is out (`answered`)
 
 
 def _raise_ended(signum: int, _frame: FrameType | None) -> None:
+    if _over:  # too late to stop anything: the command ends with the status it answered
+        return
     _ended.append(signum)
     raise Ended(signum)
+
+
+def answered() -> None:
+    """The command has printed its one answer (`michi.cli.main`): a SIGTERM or SIGHUP from now on must
+    not raise `Ended` in its clean-up, where it escaped as a traceback (or, served, as a second
+    `--json` document)."""
+    _over.append(True)
 
 
 def ended_by() -> int | None:
@@ -56,6 +66,7 @@ def ending_as_ctrl_c() -> Iterator[None]:
         yield
         return
     _ended.clear()
+    _over.clear()
     ours = [sig for sig in ENDING if signal.getsignal(sig) is signal.SIG_DFL]
     for sig in ours:
         signal.signal(sig, _raise_ended)
