@@ -55,11 +55,9 @@ def stopped(message: str, hint: str) -> MichiError:
     signum = signals.ended_by() if signals is not None else None
     if signum is None:
         return Interrupted(message, hint=hint)
-    import signal
+    from michi.lock.errors import terminated_by
 
-    from michi.lock.errors import Terminated
-
-    return Terminated(f"terminated by {signal.Signals(signum).name}", hint=hint)
+    return terminated_by(signum, hint)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

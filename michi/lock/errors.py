@@ -179,6 +179,13 @@ class Terminated(Interrupted):
     code = "terminated"
 
 
+def terminated_by(signum: int, hint: str = "run the command again") -> Terminated:
+    """What a command SIGTERM or SIGHUP ended says, wherever it was (ADR 0004)."""
+    import signal
+
+    return Terminated(f"terminated by {signal.Signals(signum).name}", hint=hint)
+
+
 class CommandSignalled(MichiError):
     """`lock run`'s command was ended by a signal michi itself did not get: it ran, and the lock was held
     until none of it ran. Exit 128 + N as a shell gives; it was reported as michi's own Ctrl-C

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Iterator
 from types import FrameType
 
-from michi.lock.errors import LockLost, LockPathInvalid, Terminated
+from michi.lock.errors import LockLost, LockPathInvalid, terminated_by
 
 WAITER_CHECK = 0.25  # how often a holder looks for waiters to call its release-requested handler
 
@@ -71,10 +71,9 @@ ENDING = (signal.SIGTERM, signal.SIGHUP)
 
 
 def _raise_terminated(signum: int, frame: FrameType | None) -> None:
-    name = signal.Signals(signum).name
     # No "the repo lock was released": a command still waiting for the lock never held it (finally-blocks
     # release it when held).
-    raise Terminated(f"terminated by {name}", hint="run the command again")
+    raise terminated_by(signum)
 
 
 @contextlib.contextmanager

@@ -328,13 +328,10 @@ def _stopped(signum: int, args: list[str]) -> int:
     if signum == _signal.SIGINT:
         code = interrupted(json_mode)
     else:
-        import signal
-
         from michi.cli import render
-        from michi.lock.errors import Terminated
+        from michi.lock.errors import terminated_by
 
-        name = signal.Signals(signum).name
-        code = render.fail(Terminated(f"terminated by {name}", hint="run the command again"), json_mode)
+        code = render.fail(terminated_by(signum), json_mode)
     try:  # noqa: SIM105  # (contextlib is not loaded here)
         sys.stdout.flush()
     except Exception:  # a reader gone: the exit code is what counts
